@@ -1,0 +1,1 @@
+"""One module per chapter: the hidden checks that only grading runs."""

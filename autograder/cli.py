@@ -1,0 +1,66 @@
+"""Command line: `python -m autograder grade|build|demo`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from autograder.chapters import CHAPTERS
+from autograder.judge import GraderError, grade
+from autograder.report import gradescope, text
+from autograder.sandbox import Limits
+
+
+def _grade(args: argparse.Namespace) -> int:
+    limits = Limits(call_seconds=args.timeout)
+    try:
+        g = grade(Path(args.notebook), args.assignment, args.device, args.seed, limits, args.junit)
+    except GraderError as e:
+        print(f"grader error: {e}", file=sys.stderr)
+        return 2
+    result = gradescope(g)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=2))
+    print(text(g))
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from autograder.build import main  # needs the dev extras: imported only here
+
+    return main(args.chapters)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from autograder.demo import main
+
+    return main()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("grade", help="grade one notebook; exits 0 whenever grading completed")
+    g.add_argument("notebook")
+    g.add_argument("--assignment", choices=sorted(CHAPTERS), help="default: read from the notebook")
+    g.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    g.add_argument("--out", help="write Gradescope results.json here")
+    g.add_argument("--junit", type=Path, help="write a JUnit XML report here (for CI)")
+    g.add_argument("--seed", type=int, help="fix the secret input seed (default: fresh per grading)")
+    g.add_argument("--timeout", type=float, default=Limits.call_seconds,
+                   help="seconds allowed for one call into student code (default: %(default)s)")
+    g.set_defaults(run=_grade)
+
+    b = sub.add_parser("build", help="generate release/ with nbgrader and the executed solutions/")
+    b.add_argument("chapters", nargs="*", help="default: all")
+    b.set_defaults(run=_build)
+
+    d = sub.add_parser("demo", help="build, then grade the bundled example submissions")
+    d.set_defaults(run=_demo)
+
+    args = parser.parse_args(argv)
+    return int(args.run(args))

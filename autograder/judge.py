@@ -1,0 +1,92 @@
+"""Grade one notebook: load it, run it in a sandbox, judge it with pytest."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from autograder.chapters import CHECKS_DIR
+from autograder.notebook import NotebookError, load_submission
+from autograder.plugin import CheckResult, KitPlugin
+from autograder.remote import Student
+from autograder.sandbox import Limits
+
+
+@dataclass
+class Grade:
+    notebook: Path
+    assignment: str | None
+    device: str
+    results: list[CheckResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # shown above the checks
+    protections: dict[str, list[str]] = field(default_factory=dict)
+    execution_time: float = 0.0
+
+    @property
+    def score(self) -> float:
+        return sum(r.score for r in self.results)
+
+    @property
+    def max_score(self) -> float:
+        return sum(r.points for r in self.results if r.status != "skipped")
+
+
+class GraderError(Exception):
+    """The kit itself is broken (a check module fails to import): not the student's fault."""
+
+
+def _load_notes(student: Student) -> list[str]:
+    sub = student.submission
+    notes = []
+    if student.fatal:
+        notes.append(student.fatal)
+    notes += [f"Answer cell '{cid}' is missing from the notebook." for cid in sub.missing]
+    for cid, err in student.load_report.get("errors", {}).items():
+        notes.append(f"Answer cell '{cid}' raised {err['type']}: {err['message']}")
+    return notes
+
+
+def grade(
+    notebook: Path,
+    assignment: str | None = None,
+    device: str = "cpu",
+    seed: int | None = None,
+    limits: Limits | None = None,
+    junit: Path | None = None,
+    total_seconds: float = 900.0,
+) -> Grade:
+    """Grade one notebook. Never raises for anything the student did."""
+    started = time.perf_counter()
+    limits = limits or Limits()
+    try:
+        sub = load_submission(notebook, assignment)
+    except NotebookError as e:
+        return Grade(notebook, assignment, device, notes=[str(e)],
+                     execution_time=time.perf_counter() - started)
+    student = Student(sub, device, limits, deadline=time.monotonic() + total_seconds)
+    plugin = KitPlugin(student, seed if seed is not None else secrets.randbits(62), device)
+    try:
+        student.start()
+        args = [str(sub.chapter.checks), "-c", str(CHECKS_DIR / "pytest.ini"), "--rootdir", str(CHECKS_DIR),
+                "-p", "no:cacheprovider", "--noconftest", "-q", "--tb=short", "-W", "ignore"]
+        if junit is not None:
+            args += [f"--junitxml={junit}", "-o", f"junit_suite_name={sub.chapter.id}"]
+        log = io.StringIO()
+        with contextlib.redirect_stdout(log):
+            code = pytest.main(args, plugins=[plugin])
+        if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not plugin.results:
+            raise GraderError(f"pytest could not run {sub.chapter.checks.name} (exit {code}):\n{log.getvalue()}")
+    finally:
+        student.close()
+    grade = Grade(notebook, sub.chapter.id, device, plugin.results, _load_notes(student),
+                  student.protections.as_dict())
+    if device == "cuda" and not student.cuda_available and not student.fatal:
+        grade.notes.append("CUDA was asked for but no CUDA GPU is available: the checks were skipped.")
+    grade.execution_time = time.perf_counter() - started
+    return grade

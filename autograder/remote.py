@@ -1,0 +1,210 @@
+"""The one seam between checks and student code.
+
+Checks call `student.call("softmax", x, dim=1)` and get plain tensors back,
+decoded by the judge. The same seam serves the reference solution, so the
+kit's tests and real submissions go through exactly one path. Anything that
+goes wrong in the student's process becomes a `StudentError` whose message
+tells the student what happened and what to fix.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from autograder import wire
+from autograder.notebook import Submission
+from autograder.sandbox import ChildDied, ChildTimeout, Limits, Protections, Sandbox
+
+MAX_RESTARTS = 3
+
+
+class StudentError(Exception):
+    """Student code failed to produce an answer; `str()` is the teaching message."""
+
+
+def summarize(value: Any) -> str:
+    """A short description of a call argument for messages."""
+    if isinstance(value, torch.Tensor):
+        return f"tensor(shape={list(value.shape)}, dtype={str(value.dtype).removeprefix('torch.')})"
+    if isinstance(value, wire.RemoteObject):
+        return value.type_name
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def describe_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    parts = [summarize(a) for a in args] + [f"{k}={summarize(v)}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+class Student:
+    """A submission running in a sandboxed child, restarted after crashes."""
+
+    def __init__(self, submission: Submission, device: str, limits: Limits, deadline: float) -> None:
+        self.submission = submission
+        self.device = device
+        self.limits = limits
+        self.deadline = deadline
+        self.sandbox: Sandbox | None = None
+        self.load_report: dict[str, Any] = {}
+        self.fatal: str | None = submission.error  # every call fails with this
+        self.broken: dict[str, str] = {}  # name -> why it is not called again
+        self.restarts = 0
+        self.protections = Protections()
+
+    # -- lifecycle -------------------------------------------------------
+    def _ensure(self) -> Sandbox:
+        if self.fatal:
+            raise StudentError(self.fatal)
+        if self.sandbox is not None and self.sandbox.proc is not None and self.sandbox.proc.poll() is None:
+            return self.sandbox
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.restarts += 1
+            if self.restarts > MAX_RESTARTS:
+                self.fatal = f"Grading stopped calling your code after it crashed {MAX_RESTARTS} times."
+                raise StudentError(self.fatal)
+        sub = self.submission
+        self.sandbox = Sandbox(sub.chapter.preamble, sub.cells, self.device, self.limits)
+        try:
+            self.load_report = self.sandbox.start()
+        except ChildTimeout as e:
+            self.fatal = (f"Running your answer cells took longer than {e.seconds:g} s, so nothing could "
+                          "be graded. Look for an infinite loop or heavy work at the top level of a cell.")
+        except ChildDied as e:
+            self.fatal = (f"Running your answer cells ended the grading process: {e}. Remove calls such "
+                          "as exit(), sys.exit() or os._exit() from your cells.")
+        except wire.WireError as e:
+            self.fatal = f"Your answer cells corrupted the grader's channel ({e})."
+        finally:
+            self.protections = self.sandbox.protections
+        if self.fatal:
+            raise StudentError(self.fatal)
+        return self.sandbox
+
+    def start(self) -> None:
+        try:
+            self._ensure()
+        except StudentError:
+            pass
+
+    @property
+    def cuda_available(self) -> bool:
+        return bool(self.load_report.get("cuda"))
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+
+    # -- diagnosis of a missing name ----------------------------------------
+    def _why_missing(self, name: str) -> str:
+        chapter = self.submission.chapter
+        cell = chapter.cell_defining(name)
+        if cell in self.submission.missing:
+            return (f"The answer cell '{cell}' is missing from your notebook, so `{name}` could not be "
+                    "graded. Do not delete answer cells: copy the cell back from the released notebook.")
+        err = self.load_report.get("errors", {}).get(cell)
+        if err:
+            return f"The answer cell '{cell}' failed when run:\n{_format_error(err)}"
+        defined = sorted(n for n, kind in self.load_report.get("names", {}).items() if kind == "function")
+        return (f"`{name}` is not defined by your answer cell '{cell}'"
+                + (f" (it defines: {', '.join(defined)})" if defined else "")
+                + ". Keep the name and the signature of the stub exactly as given.")
+
+    # -- calls ---------------------------------------------------------------
+    def _request(self, name: str, header: dict[str, Any], buffers: list[bytes], during: str,
+                 timeout: float | None) -> Any:
+        if name in self.broken:
+            raise StudentError(self.broken[name])
+        sandbox = self._ensure()
+        if not header.get("object") and name not in self.load_report.get("names", {}):
+            raise StudentError(self._why_missing(name))
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise StudentError("The time limit for grading this notebook ran out before this check.")
+        try:
+            reply, out = sandbox.request(header, buffers, min(timeout or self.limits.call_seconds, left), during)
+        except ChildTimeout as e:
+            self.broken[name] = (f"`{during}` did not finish within {e.seconds:g} s (an infinite loop, or "
+                                 "far too slow?). Later checks of it were not run.")
+            raise StudentError(self.broken[name]) from None
+        except ChildDied as e:
+            raise StudentError(f"`{during}` crashed: {e}.") from None
+        except wire.WireError as e:
+            sandbox.kill()
+            raise StudentError(f"`{during}` corrupted the grader's channel ({e}).") from None
+        if not reply.get("ok"):
+            err = reply.get("error") or {}
+            if err.get("type") == "NotImplementedError":
+                raise StudentError(f"not implemented: `{name}` still raises NotImplementedError. "
+                                   "Replace the stub in its answer cell with your code.")
+            raise StudentError(f"`{during}` raised an error:\n{_format_error(err)}")
+        try:
+            return wire.decode(reply, out)
+        except wire.WireError as e:
+            raise StudentError(f"`{during}` returned something that is not plain data: {e}.") from None
+
+    def call(self, name: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        """Call a student function or class; returns decoded plain values."""
+        return self.vjp(name, args, kwargs, timeout=timeout)[0]
+
+    def vjp(self, name: str, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
+            wrt: tuple[int, ...] = (), grad_output: torch.Tensor | None = None,
+            timeout: float | None = None) -> tuple[Any, list[torch.Tensor | None]]:
+        """Call, then backpropagate `grad_output` to the positional args in `wrt`."""
+        header, buffers = wire.encode([list(args), kwargs, grad_output])
+        header.update(op="call", name=name, wrt=list(wrt))
+        result = self._request(name, header, buffers, describe_call(name, tuple(args), kwargs), timeout)
+        return result["value"], result["grads"] or []
+
+    def method(self, obj: wire.RemoteObject, attrs: list[str], *args: Any, timeout: float | None = None,
+               **kwargs: Any) -> Any:
+        """Call obj.attr1.attr2(*args) on an object that lives in the student's process."""
+        header, buffers = wire.encode([list(args), kwargs, None])
+        header.update(op="call", name=obj.type_name, object=obj.handle, attrs=attrs, wrt=[])
+        during = describe_call(f"{obj.type_name}.{'.'.join(attrs)}", tuple(args), kwargs)
+        return self._request(obj.type_name, header, buffers, during, timeout)["value"]
+
+    def differentiable(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], wrt: int
+                       ) -> Callable[[torch.Tensor], torch.Tensor]:
+        """`x -> name(*args with x at position wrt)`, differentiable in the judge.
+
+        torch.autograd.gradcheck needs a function it can call and backpropagate
+        through in its own process; this autograd.Function forwards both
+        directions to the student's process, so the field's own gradcheck runs
+        on code the judge never imports.
+        """
+        student = self
+
+        def with_x(x: torch.Tensor) -> list[Any]:
+            a = list(args)
+            a[wrt] = x.detach()
+            return a
+
+        class Remote(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+                ctx.save_for_backward(x)
+                return student.call(name, *with_x(x), **kwargs)
+
+            @staticmethod
+            def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+                (x,) = ctx.saved_tensors
+                _, grads = student.vjp(name, with_x(x), kwargs, wrt=(wrt,), grad_output=grad)
+                return grads[0] if grads and grads[0] is not None else torch.zeros_like(x)
+
+        return Remote.apply
+
+
+def _format_error(err: dict[str, Any]) -> str:
+    text = f"{err.get('type', 'Error')}: {err.get('message', '')}"
+    return text + (f"\n{err['where']}" if err.get("where") else "")
+
+
+def origin(t: torch.Tensor) -> tuple[str, bool]:
+    """(device, requires_grad) of a tensor as it was in the student's process."""
+    return getattr(t, "origin", ("cpu", False))

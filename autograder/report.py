@@ -1,0 +1,76 @@
+"""Reports: Gradescope's results.json, and readable text for terminals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autograder.judge import Grade
+
+
+def gradescope(grade: Grade) -> dict[str, Any]:
+    """Gradescope's results.json schema; extra facts go in `extra_data`."""
+    tests = []
+    for r in grade.results:
+        test: dict[str, Any] = {
+            "name": f"[{r.task}] {r.name}",
+            "score": r.score,
+            "max_score": r.points if r.status != "skipped" else 0.0,
+            "output": r.output,
+            "tags": [r.task],
+            # Hidden checks' results are shown once the instructor publishes grades.
+            "visibility": "visible" if r.visible else "after_published",
+        }
+        if r.status != "skipped":
+            test["status"] = r.status
+        tests.append(test)
+    return {
+        "score": grade.score,
+        "max_score": grade.max_score,
+        "execution_time": round(grade.execution_time, 3),
+        "output": "\n".join(grade.notes),
+        "visibility": "visible",
+        "tests": tests,
+        "extra_data": {
+            "assignment": grade.assignment,
+            "notebook": grade.notebook.name,
+            "device": grade.device,
+            "sandbox": grade.protections,
+        },
+    }
+
+
+def text(grade: Grade) -> str:
+    lines = [f"{grade.notebook.name} ({grade.assignment or 'unknown assignment'}, {grade.device}): "
+             f"{grade.score:g} / {grade.max_score:g} in {grade.execution_time:.1f} s"]
+    lines += [f"  ! {note}" for note in grade.notes]
+    for r in grade.results:
+        mark = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}[r.status]
+        lines.append(f"  {mark} {r.score:g}/{r.points:g}  [{r.task}] {r.name}")
+        if r.status != "passed" and r.output:
+            lines += ["        " + line for line in r.output.splitlines()]
+    off = grade.protections.get("off")
+    if off:
+        lines.append(f"  sandbox protections off here: {', '.join(off)}")
+    return "\n".join(lines)
+
+
+def table(rows: list[tuple[str, Grade]]) -> str:
+    """One line per graded notebook, with the points of each task."""
+    tasks: list[str] = []
+    for _, g in rows:
+        for r in g.results:
+            if r.task not in tasks:
+                tasks.append(r.task)
+    head = ["submission", "assignment", *tasks, "score", "seconds"]
+    body = []
+    for label, g in rows:
+        per_task = []
+        for t in tasks:
+            rs = [r for r in g.results if r.task == t]
+            per_task.append(f"{sum(r.score for r in rs):g}/{sum(r.points for r in rs):g}" if rs else "-")
+        body.append([label, g.assignment or "?", *per_task, f"{g.score:g}/{g.max_score:g}",
+                     f"{g.execution_time:.1f}"])
+    widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head))]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([fmt.format(*head), rule, *(fmt.format(*row) for row in body)])
