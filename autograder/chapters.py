@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 CHECKS_DIR = Path(__file__).parent / "checks"
+HARNESS_DIR = Path(__file__).parent / "harness"
 
 
 @dataclass(frozen=True)
@@ -15,15 +16,15 @@ class Chapter:
     answers: dict[str, tuple[str, ...]]
     # run before the answer cells, as the notebook's locked import cell does
     preamble: str = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def checks(self) -> Path:
         return CHECKS_DIR / f"ch{self.id}.py"
 
-    @property
-    def notebook_name(self) -> str:
-        return f"{self.id}.ipynb"
+    def harness_source(self) -> str:
+        """Kit code run in the student's process before the answer cells (no secrets in it)."""
+        path = HARNESS_DIR / f"ch{self.id}.py"
+        return path.read_text() if path.exists() else ""
 
     def cell_defining(self, name: str) -> str | None:
         return next((cell for cell, names in self.answers.items() if name in names), None)
@@ -32,6 +33,21 @@ class Chapter:
 CHAPTERS: dict[str, Chapter] = {
     c.id: c
     for c in [
+        Chapter("01_basics", {"grad_of": ("grad_of",), "fit_polynomial": ("fit_polynomial",)}),
+        Chapter(
+            "02_modules",
+            {
+                "AffineScalar": ("AffineScalar",),
+                "LinearRegressor": ("LinearRegressor",),
+                "make_mlp": ("make_mlp",),
+                "train": ("train",),
+            },
+        ),
+        Chapter("03_broadcasting", {"Merge": ("Merge",), "paired_sums": ("paired_sums",)}),
+        Chapter(
+            "04_overloaded_ops",
+            {"row_sum": ("row_sum",), "pairwise_sq_distances": ("pairwise_sq_distances",)},
+        ),
         Chapter(
             "07_numerical_stability",
             {"softmax": ("softmax",), "softmax_cross_entropy": ("softmax_cross_entropy",)},

@@ -14,6 +14,7 @@ import traceback
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from autograder import wire
 
@@ -33,14 +34,30 @@ def _error(exc: BaseException) -> dict[str, Any]:
     return {"type": type(exc).__name__, "message": str(exc)[:2000], "where": _where(exc)}
 
 
+class OpTrace(TorchDispatchMode):
+    """Records the name of every aten operator a call issues (after autograd)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.ops.append(str(func.overloadpacket.__name__))
+        return func(*args, **(kwargs or {}))
+
+
 class Child:
     def __init__(self, device: str) -> None:
         self.device = device
         self.namespace: dict[str, Any] = {"__name__": "__student__"}
+        # The chapter's harness: kit code (no secrets) that checks call as "kit.NAME",
+        # for work that must happen beside the student's objects (hooks, DataLoaders).
+        self.harness: dict[str, Any] = {"__name__": "__harness__", "student": self.namespace}
         self.objects: list[Any] = []
 
-    def load(self, preamble: str, cells: list[dict[str, str]]) -> dict[str, Any]:
+    def load(self, preamble: str, cells: list[dict[str, str]], harness: str) -> dict[str, Any]:
         exec(compile(preamble, "<preamble>", "exec"), self.namespace)
+        exec(compile(harness, "<harness>", "exec"), self.harness)
         errors: dict[str, Any] = {}
         for cell in cells:
             filename = f"<cell {cell['id']}>"
@@ -75,7 +92,13 @@ class Child:
 
     def _target(self, req: dict[str, Any]) -> Any:
         owner = req.get("object")
-        target = self.namespace[req["name"]] if owner is None else self.objects[owner]
+        name = req["name"]
+        if owner is not None:
+            target = self.objects[owner]
+        elif name.startswith("kit."):
+            target = self.harness[name.removeprefix("kit.")]
+        else:
+            target = self.namespace[name]
         for attr in req.get("attrs", []):
             target = getattr(target, attr)
         return target
@@ -83,7 +106,13 @@ class Child:
     def call(self, req: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         args, kwargs, grad_output = self._resolve(wire.decode(req, buffers))
         wrt = [args[i].requires_grad_(True) for i in req.get("wrt", [])]
-        value = self._target(req)(*args, **kwargs)
+        target = self._target(req)
+        trace = OpTrace() if req.get("trace") else None
+        if trace is None:
+            value = target(*args, **kwargs)
+        else:
+            with trace:
+                value = target(*args, **kwargs)
         grads = None
         if wrt:
             if not _is_tensor(value):
@@ -94,7 +123,8 @@ class Child:
                     "avoid .detach(), .data, .item(), .numpy() and torch.tensor(...) on values you return"
                 )
             grads = list(_grad(value, wrt, grad_output, allow_unused=True))
-        return wire.encode({"value": value, "grads": grads}, keep=self._keep)
+        ops = trace.ops if trace is not None else None
+        return wire.encode({"value": value, "grads": grads, "ops": ops}, keep=self._keep)
 
     def inspect(self, req: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
         """A Module's registered parameters, buffers and submodules."""
@@ -122,7 +152,8 @@ def serve(channel_in: Any, channel_out: Any) -> None:
     read = wire.read_exact(channel_in)
     hello, _ = wire.read_frame(read)
     child = Child(hello["device"])
-    wire.write_frame(channel_out, {"value": None, "load": child.load(hello["preamble"], hello["cells"])}, [])
+    report = child.load(hello["preamble"], hello["cells"], hello["harness"])
+    wire.write_frame(channel_out, {"value": None, "load": report}, [])
     while True:
         try:
             req, buffers = wire.read_frame(read)

@@ -9,8 +9,12 @@ tells the student what happened and what to fix.
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -55,6 +59,15 @@ class Student:
         self.broken: dict[str, str] = {}  # name -> why it is not called again
         self.restarts = 0
         self.protections = Protections()
+        self._data_dir: Path | None = None
+
+    @property
+    def data_dir(self) -> Path:
+        """A directory for input files that checks make (images, archives); the child may read it."""
+        if self._data_dir is None:
+            self._data_dir = Path(tempfile.mkdtemp(prefix="grade-data-"))
+            self._data_dir.chmod(0o755)
+        return self._data_dir
 
     # -- lifecycle -------------------------------------------------------
     def _ensure(self) -> Sandbox:
@@ -69,7 +82,8 @@ class Student:
                 self.fatal = f"Grading stopped calling your code after it crashed {MAX_RESTARTS} times."
                 raise StudentError(self.fatal)
         sub = self.submission
-        self.sandbox = Sandbox(sub.chapter.preamble, sub.cells, self.device, self.limits)
+        self.sandbox = Sandbox(sub.chapter.preamble, sub.chapter.harness_source(), sub.cells, self.device,
+                               self.limits)
         try:
             self.load_report = self.sandbox.start()
         except ChildTimeout as e:
@@ -87,10 +101,8 @@ class Student:
         return self.sandbox
 
     def start(self) -> None:
-        try:
+        with contextlib.suppress(StudentError):
             self._ensure()
-        except StudentError:
-            pass
 
     @property
     def cuda_available(self) -> bool:
@@ -99,6 +111,8 @@ class Student:
     def close(self) -> None:
         if self.sandbox is not None:
             self.sandbox.close()
+        if self._data_dir is not None:
+            shutil.rmtree(self._data_dir, ignore_errors=True)
 
     # -- diagnosis of a missing name ----------------------------------------
     def _why_missing(self, name: str) -> str:
@@ -121,7 +135,8 @@ class Student:
         if name in self.broken:
             raise StudentError(self.broken[name])
         sandbox = self._ensure()
-        if not header.get("object") and name not in self.load_report.get("names", {}):
+        known = self.load_report.get("names", {})
+        if "object" not in header and not name.startswith("kit.") and name not in known:
             raise StudentError(self._why_missing(name))
         left = self.deadline - time.monotonic()
         if left <= 0:
@@ -152,6 +167,13 @@ class Student:
         """Call a student function or class; returns decoded plain values."""
         return self.vjp(name, args, kwargs, timeout=timeout)[0]
 
+    def traced(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
+        """Call under a TorchDispatchMode; also returns the aten operators it issued, in order."""
+        header, buffers = wire.encode([list(args), kwargs, None])
+        header.update(op="call", name=name, wrt=[], trace=True)
+        result = self._request(name, header, buffers, describe_call(name, args, kwargs), None)
+        return result["value"], list(result["ops"])
+
     def vjp(self, name: str, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
             wrt: tuple[int, ...] = (), grad_output: torch.Tensor | None = None,
             timeout: float | None = None) -> tuple[Any, list[torch.Tensor | None]]:
@@ -161,13 +183,30 @@ class Student:
         result = self._request(name, header, buffers, describe_call(name, tuple(args), kwargs), timeout)
         return result["value"], result["grads"] or []
 
-    def method(self, obj: wire.RemoteObject, attrs: list[str], *args: Any, timeout: float | None = None,
-               **kwargs: Any) -> Any:
-        """Call obj.attr1.attr2(*args) on an object that lives in the student's process."""
-        header, buffers = wire.encode([list(args), kwargs, None])
-        header.update(op="call", name=obj.type_name, object=obj.handle, attrs=attrs, wrt=[])
-        during = describe_call(f"{obj.type_name}.{'.'.join(attrs)}", tuple(args), kwargs)
-        return self._request(obj.type_name, header, buffers, during, timeout)["value"]
+    def method(self, obj: wire.RemoteObject, attrs: list[str], *args: Any, wrt: tuple[int, ...] = (),
+               grad_output: torch.Tensor | None = None, trace: bool = False, timeout: float | None = None,
+               **kwargs: Any) -> dict[str, Any]:
+        """Call obj.attr1.attr2(*args) on an object living in the student's process.
+
+        Returns {"value", "grads", "ops"}: grads for the positional args in
+        `wrt`, and the aten operators issued when `trace` is set.
+        """
+        header, buffers = wire.encode([list(args), kwargs, grad_output])
+        header.update(op="call", name=obj.type_name, object=obj.handle, attrs=attrs, wrt=list(wrt), trace=trace)
+        during = describe_call(f"{obj.type_name}.{'.'.join(attrs)}" if attrs else obj.type_name, tuple(args), kwargs)
+        return self._request(obj.type_name, header, buffers, during, timeout)
+
+    def inspect(self, obj: wire.RemoteObject) -> dict[str, Any]:
+        """A remote Module's parameters (name -> tensor), state_dict keys and submodule types."""
+        header, buffers = wire.encode(None)
+        header.update(op="inspect", object=obj.handle)
+        return self._request(obj.type_name, header, buffers, f"inspecting your {obj.type_name}", None)
+
+    def set_parameters(self, obj: wire.RemoteObject, values: dict[str, torch.Tensor]) -> None:
+        """Copy tensors into a remote Module's named parameters (under no_grad)."""
+        header, buffers = wire.encode(values)
+        header.update(op="set_parameters", object=obj.handle)
+        self._request(obj.type_name, header, buffers, f"setting the parameters of your {obj.type_name}", None)
 
     def differentiable(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], wrt: int
                        ) -> Callable[[torch.Tensor], torch.Tensor]:

@@ -9,6 +9,7 @@ answers with a deadline.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import resource
@@ -111,8 +112,10 @@ def _runtime_copy(scratch: Path) -> Path:
 class Sandbox:
     """One child process running one submission's answer cells."""
 
-    def __init__(self, preamble: str, cells: list[dict[str, str]], device: str, limits: Limits) -> None:
+    def __init__(self, preamble: str, harness: str, cells: list[dict[str, str]], device: str, limits: Limits
+                 ) -> None:
         self.preamble = preamble
+        self.harness = harness
         self.cells = cells
         self.device = device
         self.limits = limits
@@ -150,7 +153,7 @@ class Sandbox:
             start_new_session=True,
             preexec_fn=lambda: _preexec(self.limits, self.device, isolate_network),
         )
-        hello = {"preamble": self.preamble, "cells": self.cells, "device": self.device}
+        hello = {"preamble": self.preamble, "harness": self.harness, "cells": self.cells, "device": self.device}
         header, _ = self._exchange(hello, [], self.limits.load_seconds, "loading your notebook")
         return header["load"]
 
@@ -200,10 +203,8 @@ class Sandbox:
     def kill(self) -> None:
         if self.proc is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         self.proc.wait()
         self._buffer = b""
 

@@ -81,6 +81,8 @@ def encode(
             return {"$dict": {k: walk(v) for k, v in x.items()}}
         if type(x) is torch.dtype:
             return {"$dtype": DTYPE_NAMES.get(x, str(x))}
+        if type(x) is RemoteObject:
+            return {"$object": x.type_name, "handle": x.handle}
         if isinstance(x, torch.Tensor):
             raise WireError(f"a torch.Tensor subclass ({type(x).__name__}) is not a plain tensor")
         if keep is not None:

@@ -1,0 +1,68 @@
+"""Helpers for the kit's own tests: build submissions and grade them in-process."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from autograder.judge import Grade, grade
+from autograder.sandbox import Limits
+
+ROOT = Path(__file__).resolve().parent.parent
+_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
+
+# Short limits keep hanging submissions cheap to test; real grading uses the defaults.
+FAST = Limits(call_seconds=5.0, load_seconds=20.0)
+
+
+def release_path(chapter: str) -> Path:
+    return ROOT / "release" / chapter / f"{chapter}.ipynb"
+
+
+def source_path(chapter: str) -> Path:
+    return ROOT / "source" / chapter / f"{chapter}.ipynb"
+
+
+def _source(cell: dict[str, Any]) -> str:
+    src = cell["source"]
+    return "".join(src) if isinstance(src, list) else src
+
+
+def solution_code(chapter: str) -> dict[str, str]:
+    """The reference code of each answer cell, from the instructor's source notebook."""
+    nb = json.loads(source_path(chapter).read_text())
+    return {
+        c["metadata"]["nbgrader"]["grade_id"]: _MARKER.sub("", _source(c))
+        for c in nb["cells"]
+        if c["metadata"].get("nbgrader", {}).get("solution")
+    }
+
+
+def write_submission(directory: Path, chapter: str, cells: dict[str, str], name: str | None = None) -> Path:
+    """The release notebook with some answer cells replaced, as a student would save it."""
+    nb = json.loads(release_path(chapter).read_text())
+    for cell in nb["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id in cells:
+            cell["source"] = cells[grade_id]
+    path = directory / (name or f"{chapter}.ipynb")
+    path.write_text(json.dumps(nb, indent=1))
+    return path
+
+
+def solved(directory: Path, chapter: str, **replace: str) -> Path:
+    """A full-marks submission, optionally with some cells replaced by other code."""
+    return write_submission(directory, chapter, {**solution_code(chapter), **replace})
+
+
+def grade_fast(path: Path, **kwargs: Any) -> Grade:
+    kwargs.setdefault("seed", 1234)
+    kwargs.setdefault("limits", FAST)
+    return grade(path, **kwargs)
+
+
+def by_name(g: Grade) -> dict[str, Any]:
+    """Check results keyed by check function name (the part of the nodeid after ::)."""
+    return {r.nodeid.split("::")[-1]: r for r in g.results}
