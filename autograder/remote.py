@@ -23,7 +23,8 @@ from autograder import wire
 from autograder.notebook import Submission
 from autograder.sandbox import ChildDied, ChildTimeout, Limits, Protections, Sandbox
 
-MAX_RESTARTS = 3
+MAX_RESTARTS = 8  # child restarts per grading, each ~2 s (import torch)
+MAX_CRASHES = 2  # crashes of one function before its later checks fail fast
 
 
 class StudentError(Exception):
@@ -58,6 +59,7 @@ class Student:
         self.fatal: str | None = submission.error  # every call fails with this
         self.broken: dict[str, str] = {}  # name -> why it is not called again
         self.restarts = 0
+        self.crashes: dict[str, int] = {}
         self.protections = Protections()
         self._data_dir: Path | None = None
 
@@ -148,7 +150,11 @@ class Student:
                                  "far too slow?). Later checks of it were not run.")
             raise StudentError(self.broken[name]) from None
         except ChildDied as e:
-            raise StudentError(f"`{during}` crashed: {e}.") from None
+            self.crashes[name] = self.crashes.get(name, 0) + 1
+            message = f"`{during}` crashed: {e}."
+            if self.crashes[name] >= MAX_CRASHES:
+                self.broken[name] = message + f" `{name}` crashed {MAX_CRASHES} times; its later checks were not run."
+            raise StudentError(message) from None
         except wire.WireError as e:
             sandbox.kill()
             raise StudentError(f"`{during}` corrupted the grader's channel ({e}).") from None

@@ -1,0 +1,131 @@
+"""The grader survives hostile or broken submissions and always returns a result.
+
+Each case uses chapter 07. Time bounds use the FAST limits from tests/kit.py
+(5 s per call, 20 s to load); real grading uses 20 s and 60 s.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from tests.kit import ROOT, by_name, grade_fast, solution_code, solved, write_submission
+
+CH = "07_numerical_stability"
+
+
+def _scores_by_task(g) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    out: dict[str, float] = {}
+    for r in g.results:
+        out[r.task] = out.get(r.task, 0.0) + r.score
+    return out
+
+
+def test_stderr_and_warnings_do_not_cost_points(tmp_path: Path) -> None:
+    noisy = solution_code(CH)["softmax"] + '''
+import sys, warnings
+print("debug output on stderr", file=sys.stderr)
+warnings.warn("a user warning at import")
+_old_style = torch.tensor(torch.randn(2), requires_grad=True)  # torch warns about this
+'''
+    g = grade_fast(solved(tmp_path, CH, softmax=noisy))
+    assert g.score == g.max_score == 20
+
+
+def test_os_exit_at_import_gives_a_complete_zero_result(tmp_path: Path) -> None:
+    started = time.monotonic()
+    g = grade_fast(solved(tmp_path, CH, softmax="import os\nos._exit(0)\n"))
+    assert time.monotonic() - started < 30
+    assert g.score == 0 and g.max_score == 20 and len(g.results) == 13
+    assert all("exit" in r.output for r in g.results)
+
+
+def test_segfault_zeroes_only_the_function_that_crashed(tmp_path: Path) -> None:
+    crash = "import ctypes\ndef softmax(logits, dim=-1):\n    ctypes.string_at(0)\n"
+    g = grade_fast(solved(tmp_path, CH, softmax=crash))
+    scores = _scores_by_task(g)
+    assert scores["softmax"] == 0 and scores["softmax_cross_entropy"] == 10
+    assert "SIGSEGV" in by_name(g)["check_softmax_guide_example"].output
+
+
+def test_infinite_loop_in_a_call_is_bounded(tmp_path: Path) -> None:
+    loop = "def softmax(logits, dim=-1):\n    while True:\n        pass\n"
+    started = time.monotonic()
+    g = grade_fast(solved(tmp_path, CH, softmax=loop))
+    assert time.monotonic() - started < 45  # one 5 s timeout, then fail fast
+    assert _scores_by_task(g) == {"softmax": 0, "softmax_cross_entropy": 10}
+    assert "did not finish within 5 s" in by_name(g)["check_softmax_guide_example"].output
+
+
+def test_infinite_loop_at_import_is_bounded(tmp_path: Path) -> None:
+    started = time.monotonic()
+    g = grade_fast(solved(tmp_path, CH, softmax="while True:\n    pass\n"))
+    assert time.monotonic() - started < 45  # the 20 s load limit
+    assert g.score == 0 and len(g.results) == 13
+    assert "took longer than 20 s" in g.results[0].output
+
+
+def test_huge_allocation_fails_the_check_not_the_grader(tmp_path: Path) -> None:
+    hog = "def softmax(logits, dim=-1):\n    return torch.empty(50 * 2**30, dtype=torch.uint8)\n"
+    g = grade_fast(solved(tmp_path, CH, softmax=hog))
+    assert _scores_by_task(g) == {"softmax": 0, "softmax_cross_entropy": 10}
+
+
+def test_corrupt_notebook_gets_a_clear_message(tmp_path: Path) -> None:
+    path = solved(tmp_path, CH)
+    path.write_text(path.read_text()[:500])
+    g = grade_fast(path)
+    assert g.score == 0 and g.max_score == 20
+    assert "not valid notebook JSON" in g.results[0].output
+
+
+def test_deleted_answer_cell_is_named(tmp_path: Path) -> None:
+    path = solved(tmp_path, CH)
+    nb = json.loads(path.read_text())
+    nb["cells"] = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") != "softmax"]
+    path.write_text(json.dumps(nb))
+    g = grade_fast(path)
+    assert _scores_by_task(g) == {"softmax": 0, "softmax_cross_entropy": 10}
+    assert "answer cell 'softmax' is missing" in by_name(g)["check_softmax_random_batches"].output
+
+
+def test_renamed_function_is_reported_with_what_was_found(tmp_path: Path) -> None:
+    renamed = solution_code(CH)["softmax"].replace("def softmax(", "def my_softmax(")
+    g = grade_fast(solved(tmp_path, CH, softmax=renamed))
+    out = by_name(g)["check_softmax_random_batches"].output
+    assert "`softmax` is not defined" in out and "my_softmax" in out
+
+
+def test_grading_twice_with_fresh_secret_seeds_gives_the_same_scores(tmp_path: Path) -> None:
+    wrong_dim = "def softmax(logits, dim=-1):\n    return torch.softmax(logits, -1)\n"
+    path = solved(tmp_path, CH, softmax=wrong_dim)
+    first, second = grade_fast(path, seed=None), grade_fast(path, seed=None)
+    assert [r.score for r in first.results] == [r.score for r in second.results]
+
+
+def test_cli_exits_zero_and_writes_gradescope_json_and_junit(tmp_path: Path) -> None:
+    path = write_submission(tmp_path, CH, {})  # the untouched release: score 0
+    out, junit = tmp_path / "results.json", tmp_path / "report.xml"
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(path), "--out", str(out), "--junit", str(junit)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["score"] == 0 and result["max_score"] == 20
+    assert isinstance(result["execution_time"], float)
+    for test in result["tests"]:
+        assert set(test) >= {"name", "score", "max_score", "status", "output", "visibility"}
+        assert test["status"] == "failed" and test["visibility"] in {"visible", "after_published"}
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and int(suite.get("tests", 0)) == 13 and int(suite.get("failures", 0)) == 13
+
+
+def test_cuda_without_a_gpu_skips_and_says_so(tmp_path: Path) -> None:
+    g = grade_fast(solved(tmp_path, CH), device="cuda")
+    assert {r.status for r in g.results} == {"skipped"}
+    assert g.max_score == 0 and any("no CUDA GPU" in note for note in g.notes)
