@@ -54,6 +54,7 @@ class Child:
         # for work that must happen beside the student's objects (hooks, DataLoaders).
         self.harness: dict[str, Any] = {"__name__": "__harness__", "student": self.namespace}
         self.objects: list[Any] = []
+        self.prepared: list[list[Any]] = []
 
     def load(self, preamble: str, cells: list[dict[str, str]], harness: str) -> dict[str, Any]:
         exec(compile(preamble, "<preamble>", "exec"), self.namespace)
@@ -148,6 +149,53 @@ class Child:
         return wire.encode(None)
 
 
+    def prepare(self, req: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+        """Make `count` fresh input sets for a timed run (outside the judge's timer)."""
+        gen = torch.Generator().manual_seed(int(req["seed"]))
+        self.prepared = [[make_input(spec, gen).to(self.device) for spec in req["specs"]]
+                         for _ in range(int(req["count"]))]
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        return wire.encode(None)
+
+    def run(self, req: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+        """Call the target once per prepared input set; the judge times this request.
+
+        Digests are computed here, inside the timed request, so that work the
+        code defers until after it returns still counts.
+        """
+        target = self._target(req)
+        outputs = [target(*args) for args in self.prepared]
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        self.prepared = []
+        return wire.encode([digest(out) for out in outputs])
+
+
+def make_input(spec: dict[str, Any], gen: torch.Generator) -> torch.Tensor:
+    """One tensor from a spec; the judge makes the identical tensor from the same seed."""
+    dtype = wire.DTYPES[spec.get("dtype", "float32")]
+    shape = [int(n) for n in spec["shape"]]
+    if spec["kind"] == "randint":
+        return torch.randint(int(spec["low"]), int(spec["high"]), shape, generator=gen, dtype=dtype)
+    return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
+
+
+def digest(out: Any) -> Any:
+    """A small fingerprint of an output: its shape, dtype, sum, sum of |x| and 16 sampled values."""
+    if not _is_tensor(out):
+        return {"type": type(out).__name__}
+    flat = out.detach().reshape(-1).double()
+    picks = torch.linspace(0, max(flat.numel() - 1, 0), 16).long() if flat.numel() else torch.zeros(0).long()
+    return {
+        "shape": list(out.shape),
+        "dtype": str(out.dtype).removeprefix("torch."),
+        "sum": float(flat.sum()),
+        "abs": float(flat.abs().sum()),
+        "sample": flat[picks.to(flat.device)].cpu(),
+    }
+
+
 def serve(channel_in: Any, channel_out: Any) -> None:
     read = wire.read_exact(channel_in)
     hello, _ = wire.read_frame(read)
@@ -167,6 +215,10 @@ def serve(channel_in: Any, channel_out: Any) -> None:
                 header, out = child.inspect(req)
             elif op == "set_parameters":
                 header, out = child.set_parameters(req, buffers)
+            elif op == "prepare":
+                header, out = child.prepare(req)
+            elif op == "run":
+                header, out = child.run(req)
             else:
                 raise ValueError(f"unknown op {op!r}")
             header["ok"] = True
@@ -187,6 +239,7 @@ def main() -> None:
     os.dup2(log, 2)
     sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    torch.set_num_threads(1)  # see sandbox.Sandbox._env
     serve(channel_in, channel_out)
 
 

@@ -16,7 +16,7 @@ from autograder.sandbox import Limits
 def _grade(args: argparse.Namespace) -> int:
     limits = Limits(call_seconds=args.timeout)
     try:
-        g = grade(Path(args.notebook), args.assignment, args.device, args.seed, limits, args.junit)
+        g = grade(Path(args.notebook), args.assignment, args.device, args.seed, limits, args.junit, only=args.only)
     except GraderError as e:
         print(f"grader error: {e}", file=sys.stderr)
         return 2
@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--seed", type=int, help="fix the secret input seed (default: fresh per grading)")
     g.add_argument("--timeout", type=float, default=Limits.call_seconds,
                    help="seconds allowed for one call into student code (default: %(default)s)")
+    g.add_argument("--only", help="run only the checks matching this pytest -k expression (e.g. speed)")
     g.set_defaults(run=_grade)
 
     b = sub.add_parser("build", help="generate release/ with nbgrader and the executed solutions/")

@@ -21,7 +21,7 @@ import torch
 
 from autograder import wire
 from autograder.notebook import Submission
-from autograder.sandbox import ChildDied, ChildTimeout, Limits, Protections, Sandbox
+from autograder.sandbox import ChildDied, ChildTimeout, Limits, Sandbox
 
 MAX_RESTARTS = 8  # child restarts per grading, each ~2 s (import torch)
 MAX_CRASHES = 2  # crashes of one function before its later checks fail fast
@@ -60,16 +60,10 @@ class Student:
         self.broken: dict[str, str] = {}  # name -> why it is not called again
         self.restarts = 0
         self.crashes: dict[str, int] = {}
-        self.protections = Protections()
-        self._data_dir: Path | None = None
-
-    @property
-    def data_dir(self) -> Path:
-        """A directory for input files that checks make (images, archives); the child may read it."""
-        if self._data_dir is None:
-            self._data_dir = Path(tempfile.mkdtemp(prefix="grade-data-"))
-            self._data_dir.chmod(0o755)
-        return self._data_dir
+        self.protections: dict[str, list[str]] = {}
+        # Input files that checks make (images, archives); the child may read them.
+        self.data_dir = Path(tempfile.mkdtemp(prefix="grade-data-"))
+        self.data_dir.chmod(0o755)
 
     # -- lifecycle -------------------------------------------------------
     def _ensure(self) -> Sandbox:
@@ -85,7 +79,7 @@ class Student:
                 raise StudentError(self.fatal)
         sub = self.submission
         self.sandbox = Sandbox(sub.chapter.preamble, sub.chapter.harness_source(), sub.cells, self.device,
-                               self.limits)
+                               self.limits, sub.path.parent, self.data_dir)
         try:
             self.load_report = self.sandbox.start()
         except ChildTimeout as e:
@@ -97,7 +91,9 @@ class Student:
         except wire.WireError as e:
             self.fatal = f"Your answer cells corrupted the grader's channel ({e})."
         finally:
-            self.protections = self.sandbox.protections
+            plan = self.sandbox.plan
+            if plan is not None:
+                self.protections = {"active": plan.active, "off": plan.off}
         if self.fatal:
             raise StudentError(self.fatal)
         return self.sandbox
@@ -113,8 +109,7 @@ class Student:
     def close(self) -> None:
         if self.sandbox is not None:
             self.sandbox.close()
-        if self._data_dir is not None:
-            shutil.rmtree(self._data_dir, ignore_errors=True)
+        shutil.rmtree(self.data_dir, ignore_errors=True)
 
     # -- diagnosis of a missing name ----------------------------------------
     def _why_missing(self, name: str) -> str:
@@ -213,6 +208,18 @@ class Student:
         header, buffers = wire.encode(values)
         header.update(op="set_parameters", object=obj.handle)
         self._request(obj.type_name, header, buffers, f"setting the parameters of your {obj.type_name}", None)
+
+    def prepare(self, specs: list[dict[str, Any]], seed: int, count: int) -> None:
+        """Have the child make `count` fresh input sets from `seed` for the next `run_prepared`."""
+        header, buffers = wire.encode(None)
+        header.update(op="prepare", specs=specs, seed=seed, count=count)
+        self._request("kit.prepare", header, buffers, "preparing inputs for a timed run", None)
+
+    def run_prepared(self, name: str, timeout: float | None = None) -> list[Any]:
+        """Call `name` on each prepared input set; returns one digest per call (see child.digest)."""
+        header, buffers = wire.encode(None)
+        header.update(op="run", name=name)
+        return self._request(name, header, buffers, f"timed calls of {name}", timeout)
 
     def differentiable(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], wrt: int
                        ) -> Callable[[torch.Tensor], torch.Tensor]:

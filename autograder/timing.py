@@ -1,0 +1,121 @@
+"""Speed checks: a submission against a reference, as a ratio measured in one run.
+
+Why not torch.utils.benchmark here: the code under test runs in another
+process and the judge must time it on its own clock, so each timed unit is
+one request to the child (`run_prepared`), measured with time.perf_counter in
+the judge. The method follows the same care as torch.utils.benchmark:
+
+- the reference runs in its own clean child, so student code cannot slow it;
+- warm-up rounds are discarded;
+- student and reference alternate within each round, and swap order every round;
+- every round uses fresh inputs (a new seed), made before the timer starts,
+  so caching or memoizing outputs cannot help; outputs are verified against
+  the judge's oracle from digests computed inside the timed request;
+- the verdict uses the median per-call time over rounds;
+- on CUDA the child synchronizes before it answers, so queued kernels count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from autograder.child import digest, make_input
+from autograder.expect import CheckFailure
+from autograder.notebook import Submission
+from autograder.remote import Student
+
+
+def randn(*shape: int, dtype: str = "float32") -> dict[str, Any]:
+    return {"kind": "randn", "shape": list(shape), "dtype": dtype}
+
+
+def randint(low: int, high: int, *shape: int, dtype: str = "int64") -> dict[str, Any]:
+    return {"kind": "randint", "low": low, "high": high, "shape": list(shape), "dtype": dtype}
+
+
+@dataclass
+class Speed:
+    student: float  # median seconds per call
+    reference: float
+    rounds: int
+
+    @property
+    def speedup(self) -> float:
+        return self.reference / self.student
+
+    def describe(self, student_name: str, reference_name: str) -> str:
+        return (f"your {student_name}: {self.student * 1e3:.3g} ms per call; {reference_name}: "
+                f"{self.reference * 1e3:.3g} ms per call; {self.speedup:.1f}x "
+                f"(median of {self.rounds} interleaved rounds, fresh inputs each round)")
+
+
+@contextlib.contextmanager
+def reference_process(student: Student, code: str) -> Iterator[Student]:
+    """A second, clean child running only kit code (the reference to time against)."""
+    sub = Submission(path=Path("<reference>"), chapter=student.submission.chapter,
+                     cells=[{"id": "reference", "source": code}])
+    ref = Student(sub, student.device, student.limits, student.deadline)
+    try:
+        yield ref
+    finally:
+        ref.close()
+
+
+def _close(got: dict[str, Any], want: dict[str, Any], rtol: float) -> bool:
+    if got.get("shape") != want["shape"] or got.get("dtype") != want["dtype"]:
+        return False
+    scale = want["abs"] + 1e-6
+    return (abs(got["sum"] - want["sum"]) <= rtol * scale and abs(got["abs"] - want["abs"]) <= rtol * scale
+            and isinstance(got.get("sample"), torch.Tensor)
+            and bool(torch.allclose(got["sample"], want["sample"], rtol=rtol, atol=rtol * scale / 16)))
+
+
+def _timed(who: Student, name: str, specs: list[dict[str, Any]], seed: int, count: int,
+           expected: list[dict[str, Any]], rtol: float) -> float:
+    who.prepare(specs, seed, count)
+    started = time.perf_counter()
+    digests = who.run_prepared(name)
+    elapsed = time.perf_counter() - started
+    if len(digests) != count or not all(_close(g, w, rtol) for g, w in zip(digests, expected, strict=True)):
+        raise CheckFailure(
+            f"Problem:  `{name}` gave wrong results during the timed run (fresh random inputs each round).\n"
+            "Hint:     Compute every result from its inputs; caching or reusing earlier outputs "
+            "does not work here.")
+    return elapsed / count
+
+
+def compare_speed(
+    student: Student, name: str, reference: Student, reference_name: str,
+    specs: list[dict[str, Any]], oracle: Callable[..., torch.Tensor], rng: torch.Generator,
+    *, count: int = 5, rounds: int = 7, warmup: int = 2, rtol: float = 1e-4,
+) -> Speed:
+    """Median per-call times of student and reference over interleaved rounds."""
+    mine: list[float] = []
+    theirs: list[float] = []
+    for r in range(warmup + rounds):
+        seed = int(torch.randint(0, 2**62, (), generator=rng))
+        gen = torch.Generator().manual_seed(seed)
+        inputs = [[make_input(spec, gen) for spec in specs] for _ in range(count)]
+        expected = [digest(oracle(*args)) for args in inputs]
+        order = [(student, name, mine), (reference, reference_name, theirs)]
+        for who, fn, times in order if r % 2 == 0 else order[::-1]:
+            t = _timed(who, fn, specs, seed, count, expected, rtol)
+            if r >= warmup:
+                times.append(t)
+    return Speed(statistics.median(mine), statistics.median(theirs), rounds)
+
+
+def expect_speedup(speed: Speed, at_least: float, student_name: str, reference_name: str, hint: str) -> None:
+    if speed.speedup < at_least:
+        raise CheckFailure(
+            f"Timing:   {speed.describe(student_name, reference_name)}\n"
+            f"Problem:  needs to be at least {at_least:g}x faster than {reference_name}.\n"
+            f"Hint:     {hint}")
