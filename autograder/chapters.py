@@ -48,6 +48,7 @@ CHAPTERS: dict[str, Chapter] = {
             "04_overloaded_ops",
             {"row_sum": ("row_sum",), "pairwise_sq_distances": ("pairwise_sq_distances",)},
         ),
+        Chapter("05_batch_gather", {"batch_gather": ("batch_gather",)}),
         Chapter(
             "07_numerical_stability",
             {"softmax": ("softmax",), "softmax_cross_entropy": ("softmax_cross_entropy",)},

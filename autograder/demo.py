@@ -7,7 +7,6 @@ Results go to results/<student>/<assignment>.json (Gradescope schema).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from autograder.build import ROOT, build
 from autograder.chapters import CHAPTERS

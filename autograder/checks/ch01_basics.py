@@ -1,0 +1,265 @@
+"""Hidden checks for 01_basics: grad_of and fit_polynomial.
+
+grad_of runs in the child through the harness (autograder/harness/ch01_basics.py),
+which builds the function by name and reports x's autograd state after the call.
+The judge computes every expected gradient itself: analytic formulas, and
+torch.func.grad on its own copy of the function table, in float64. Polynomial
+fits are judged against the true coefficients, or the float64 least-squares
+solution for noisy data. Random inputs come from `rng`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from autograder.expect import CheckFailure, expect_tensor, fail, show
+from autograder.remote import Student
+
+# -- the seam: typed adapters to the student's functions ----------------------
+
+
+def run_grad_of(student: Student, name: str, x: Tensor, w: Tensor, requires_grad: bool = False,
+                grad: Tensor | None = None) -> dict[str, Any]:
+    """grad_of(FUNCTIONS[name], x) in the child; {"grad", "requires_grad", "x_grad"} after the call."""
+    return student.call("kit.grad_of", name, x, w, requires_grad=requires_grad, grad=grad)
+
+
+def run_fit(student: Student, x: Tensor, y: Tensor, **kwargs: Any) -> Any:
+    return student.call("fit_polynomial", x, y, **kwargs)
+
+
+# -- oracles -------------------------------------------------------------------
+
+Fn = Callable[[Tensor, Tensor], Tensor]
+
+# The same functions as the harness's table, with the text students see in messages.
+FUNCTIONS: dict[str, tuple[str, Fn]] = {
+    "neg_square": ("-(x * x).sum()", lambda x, w: -(x * x).sum()),
+    "sum_of_squares": ("(x * x).sum()", lambda x, w: (x * x).sum()),
+    "sin_dot": ("(w * torch.sin(x)).sum()", lambda x, w: (w * torch.sin(x)).sum()),
+    "logsumexp": ("torch.logsumexp(x.reshape(-1), 0)", lambda x, w: torch.logsumexp(x.reshape(-1), 0)),
+    "cube_mean": ("(x ** 3).mean()", lambda x, w: (x**3).mean()),
+    "softplus_dot": ("(w * F.softplus(x)).sum()", lambda x, w: (w * F.softplus(x)).sum()),
+    "norm_of_tanh": ("torch.linalg.vector_norm(torch.tanh(x) * w)",
+                     lambda x, w: torch.linalg.vector_norm(torch.tanh(x) * w)),
+    "row_logsumexp": ("torch.logsumexp(x * w, dim=-1).sum()", lambda x, w: torch.logsumexp(x * w, dim=-1).sum()),
+}
+
+# Gradients worked out by hand.
+ANALYTIC: dict[str, Fn] = {
+    "neg_square": lambda x, w: -2 * x,
+    "sum_of_squares": lambda x, w: 2 * x,
+    "sin_dot": lambda x, w: w * torch.cos(x),
+    "logsumexp": lambda x, w: torch.softmax(x.reshape(-1), 0).reshape(x.shape),
+}
+
+
+def analytic_grad(name: str, x: Tensor, w: Tensor) -> Tensor:
+    return ANALYTIC[name](x.double(), w.double()).to(x.dtype)
+
+
+def func_grad(name: str, x: Tensor, w: Tensor) -> Tensor:
+    fn = FUNCTIONS[name][1]
+    return torch.func.grad(lambda t: fn(t, w.double()))(x.double()).to(x.dtype)
+
+
+def poly_features(x: Tensor, degree: int) -> Tensor:
+    """[N, degree + 1] float64 powers of x, highest first."""
+    return x.double().unsqueeze(1) ** torch.arange(degree, -1, -1, dtype=torch.float64)
+
+
+def least_squares(x: Tensor, y: Tensor, degree: int) -> Tensor:
+    return torch.linalg.lstsq(poly_features(x, degree), y.double().unsqueeze(1)).solution.squeeze(1)
+
+
+GRAD_TOL = {torch.float32: (1e-5, 1e-6), torch.float64: (1e-10, 1e-12)}
+# A fit passes when every coefficient is within FIT_ATOL + FIT_RTOL * |expected|. Adam with the
+# default lr=0.1 and 1000 steps gets within about 1e-4 on these problems; 100 steps do not.
+FIT_RTOL, FIT_ATOL = 1e-2, 1e-2
+
+GRAD_HINT = ("Differentiate with torch.autograd.grad(fn(x_), x_)[0], where x_ = x.detach().requires_grad_(True). "
+             "It returns a tensor of x's shape; do not approximate with finite differences.")
+REQUIRES_GRAD_HINT = ("Do not call x.requires_grad_() on the caller's tensor. Differentiate with respect to "
+                      "a detached copy instead: x_ = x.detach().requires_grad_(True).")
+X_GRAD_HINT = ("loss.backward() writes into x.grad, adding to whatever was there. torch.autograd.grad returns "
+               "the gradient instead, and leaves x.grad alone: use it on a detached copy of x.")
+FIT_HINT = ("Fit by minimising the mean squared error of features @ w with torch.optim.Adam([w], lr=lr) for "
+            "`steps` steps, calling zero_grad() before each backward(). Use the `steps` and `lr` arguments.")
+DEGREE_HINT = "Return degree + 1 coefficients: one for each power x^degree, ..., x^1, x^0."
+ORDER_HINT = ("Your coefficients are in reverse order. Return the highest power first: for 5x^2 + 3 that is "
+              "[5, 0, 3] (torch.arange(degree, -1, -1) gives the powers in that order).")
+
+
+def _shape(rng: torch.Generator, rank: int) -> list[int]:
+    return [int(n) for n in torch.randint(2, 6, (rank,), generator=rng)]
+
+
+def _randn(rng: torch.Generator, shape: list[int], dtype: torch.dtype = torch.float32) -> Tensor:
+    return torch.randn(shape, generator=rng, dtype=torch.float64).to(dtype)
+
+
+def _describe(name: str) -> str:
+    return f"grad_of(f, x) with f = lambda x: {FUNCTIONS[name][0]}"
+
+
+def _expect_grad(out: dict[str, Any], want: Tensor, name: str, x: Tensor, w: Tensor, device: str) -> None:
+    rtol, atol = GRAD_TOL[x.dtype]
+    inputs = {"x": x, "w": w} if "w" in FUNCTIONS[name][0] else {"x": x}
+    expect_tensor(out["grad"], want, call=_describe(name), inputs=inputs, hint=GRAD_HINT, rtol=rtol, atol=atol,
+                  device=device)
+
+
+def _coefficients(rng: torch.Generator, degree: int, low: float, high: float) -> Tensor:
+    """degree + 1 coefficients with magnitudes in [low, high] and random signs."""
+    magnitude = torch.rand(degree + 1, generator=rng, dtype=torch.float64) * (high - low) + low
+    return magnitude * (torch.randint(0, 2, (degree + 1,), generator=rng) * 2 - 1)
+
+
+def _samples(rng: torch.Generator, coefficients: Tensor, radius: float, n: int = 200) -> tuple[Tensor, Tensor]:
+    """n points x uniform in [-radius, radius] and y = the polynomial at x, both float32."""
+    x = (torch.rand(n, generator=rng, dtype=torch.float64) * 2 - 1) * radius
+    y = poly_features(x, len(coefficients) - 1) @ coefficients
+    return x.float(), y.float()
+
+
+def _expect_coefficients(got: Any, want: Tensor, call: str, x: Tensor, y: Tensor, device: str) -> None:
+    want = want.float()
+    inputs = {"x": x, "y": y}
+    if isinstance(got, Tensor) and got.shape != want.shape:
+        fail(call, inputs, want, got, f"shape {list(got.shape)} instead of {list(want.shape)}", DEGREE_HINT)
+    if isinstance(got, Tensor) and not torch.isclose(got.double(), want.double(), FIT_RTOL, FIT_ATOL).all() \
+            and torch.isclose(got.double(), want.flip(0).double(), FIT_RTOL, FIT_ATOL).all():
+        fail(call, inputs, want, got, "the coefficients are those of the fit, lowest power first", ORDER_HINT)
+    expect_tensor(got, want, call=call, inputs=inputs, hint=FIT_HINT, rtol=FIT_RTOL, atol=FIT_ATOL, device=device)
+
+
+# -- grad_of ---------------------------------------------------------------------
+
+
+@pytest.mark.task("grad_of")
+@pytest.mark.points(1)
+@pytest.mark.visible
+def check_grad_of_guide_example(student: Student, device: str) -> None:
+    """the guide's -x*x has gradient -2 at x = 1, and (x * x).sum() has gradient 2x"""
+    x, w = torch.tensor(1.0), torch.tensor(0.0)
+    _expect_grad(run_grad_of(student, "neg_square", x, w), torch.tensor(-2.0), "neg_square", x, w, device)
+    x, w = torch.tensor([1.0, 2.0, 3.0]), torch.zeros(3)
+    _expect_grad(run_grad_of(student, "sum_of_squares", x, w), 2 * x, "sum_of_squares", x, w, device)
+
+
+@pytest.mark.task("grad_of")
+@pytest.mark.points(2)
+def check_grad_of_analytic(student: Student, rng: torch.Generator, device: str) -> None:
+    """matches hand-derived gradients for scalar, vector, matrix and rank-3 inputs"""
+    for rank in (0, 1, 2, 3):
+        for name in ("sum_of_squares", "sin_dot", "logsumexp"):
+            shape = _shape(rng, rank)
+            x, w = _randn(rng, shape), _randn(rng, shape)
+            _expect_grad(run_grad_of(student, name, x, w), analytic_grad(name, x, w), name, x, w, device)
+
+
+@pytest.mark.task("grad_of")
+@pytest.mark.points(2)
+def check_grad_of_matches_torch_func(student: Student, rng: torch.Generator, device: str) -> None:
+    """matches torch.func.grad on other functions, in float32 and float64, keeping x's dtype"""
+    for dtype in (torch.float32, torch.float64):
+        for rank, name in ((1, "cube_mean"), (2, "softplus_dot"), (3, "norm_of_tanh"), (3, "row_logsumexp")):
+            shape = _shape(rng, rank)
+            x, w = _randn(rng, shape, dtype), _randn(rng, shape, dtype)
+            _expect_grad(run_grad_of(student, name, x, w), func_grad(name, x, w), name, x, w, device)
+
+
+@pytest.mark.task("grad_of")
+@pytest.mark.points(1)
+def check_grad_of_keeps_requires_grad(student: Student, rng: torch.Generator, device: str) -> None:
+    """x.requires_grad is the same after the call as before, False or True"""
+    for before in (False, True):
+        x = _randn(rng, _shape(rng, 2))
+        out = run_grad_of(student, "sum_of_squares", x, x, requires_grad=before)
+        if out["requires_grad"] != before:
+            raise CheckFailure(
+                f"Call: {_describe('sum_of_squares')}\n  x = {show(x)} with x.requires_grad = {before}\n"
+                f"Expected: x.requires_grad is still {before} after the call\n"
+                f"Got:      x.requires_grad is {out['requires_grad']}\n"
+                f"Problem:  grad_of changed the caller's tensor.\nHint:     {REQUIRES_GRAD_HINT}")
+        _expect_grad(out, 2 * x, "sum_of_squares", x, x, device)
+
+
+@pytest.mark.task("grad_of")
+@pytest.mark.points(2)
+def check_grad_of_leaves_x_grad_alone(student: Student, rng: torch.Generator, device: str) -> None:
+    """x.grad stays None, or keeps the gradient it held, and the result does not include it"""
+    cases = [(False, None), (True, None), (True, _randn(rng, [4, 3]))]
+    for requires_grad, stale in cases:
+        x, w = _randn(rng, [4, 3]), _randn(rng, [4, 3])
+        out = run_grad_of(student, "sin_dot", x, w, requires_grad=requires_grad, grad=stale)
+        after = out["x_grad"]
+        kept = after is None if stale is None else isinstance(after, Tensor) and torch.equal(after, stale)
+        if not kept:
+            raise CheckFailure(
+                f"Call: {_describe('sin_dot')}\n  x = {show(x)} with x.requires_grad = {requires_grad}, "
+                f"x.grad = {show(stale)}\n  w = {show(w)}\n"
+                f"Expected: x.grad is still {show(stale)} after the call\nGot:      x.grad is {show(after)}\n"
+                f"Problem:  grad_of wrote into the caller's x.grad.\nHint:     {X_GRAD_HINT}")
+        _expect_grad(out, analytic_grad("sin_dot", x, w), "sin_dot", x, w, device)
+
+
+# -- fit_polynomial --------------------------------------------------------------
+
+
+@pytest.mark.task("fit_polynomial")
+@pytest.mark.points(1)
+@pytest.mark.visible
+def check_fit_polynomial_guide_example(student: Student, rng: torch.Generator, device: str) -> None:
+    """y = 5x^2 + 3 gives coefficients close to [5, 0, 3]"""
+    want = torch.tensor([5.0, 0.0, 3.0], dtype=torch.float64)
+    x, y = _samples(rng, want, radius=2.0)
+    _expect_coefficients(run_fit(student, x, y), want, "fit_polynomial(x, y)", x, y, device)
+
+
+@pytest.mark.task("fit_polynomial")
+@pytest.mark.points(3)
+def check_fit_polynomial_random_quadratics(student: Student, rng: torch.Generator, device: str) -> None:
+    """recovers random quadratics (coefficients up to 8 in size) with the default steps and lr"""
+    for _ in range(3):
+        want = _coefficients(rng, 2, 3.0, 8.0)
+        x, y = _samples(rng, want, radius=2.0)
+        _expect_coefficients(run_fit(student, x, y), want, "fit_polynomial(x, y)", x, y, device)
+
+
+@pytest.mark.task("fit_polynomial")
+@pytest.mark.points(2)
+def check_fit_polynomial_degrees_1_and_3(student: Student, rng: torch.Generator, device: str) -> None:
+    """degree 1 gives 2 coefficients and degree 3 gives 4, highest power first"""
+    want = _coefficients(rng, 1, 3.0, 8.0)
+    x, y = _samples(rng, want, radius=2.0)
+    _expect_coefficients(run_fit(student, x, y, degree=1), want, "fit_polynomial(x, y, degree=1)", x, y, device)
+    want = _coefficients(rng, 3, 1.0, 4.0)
+    x, y = _samples(rng, want, radius=2.0)
+    _expect_coefficients(run_fit(student, x, y, degree=3, steps=2000), want,
+                         "fit_polynomial(x, y, degree=3, steps=2000)", x, y, device)
+
+
+@pytest.mark.task("fit_polynomial")
+@pytest.mark.points(1)
+def check_fit_polynomial_noisy_data(student: Student, rng: torch.Generator, device: str) -> None:
+    """on noisy samples, reaches the least-squares coefficients"""
+    x, y = _samples(rng, _coefficients(rng, 2, 1.0, 5.0), radius=2.0)
+    y = y + 0.5 * torch.randn(y.shape, generator=rng)
+    _expect_coefficients(run_fit(student, x, y), least_squares(x, y, 2), "fit_polynomial(x, y)", x, y, device)
+
+
+@pytest.mark.task("fit_polynomial")
+@pytest.mark.points(1)
+def check_fit_polynomial_uses_steps_and_lr(student: Student, rng: torch.Generator, device: str) -> None:
+    """follows the steps and lr it is given: lr=2.0 reaches coefficients of size 100 to 200 in 500 steps"""
+    want = _coefficients(rng, 1, 100.0, 200.0)
+    x, y = _samples(rng, want, radius=1.0)
+    _expect_coefficients(run_fit(student, x, y, degree=1, steps=500, lr=2.0), want,
+                         "fit_polynomial(x, y, degree=1, steps=500, lr=2.0)", x, y, device)

@@ -1,0 +1,246 @@
+"""Hidden checks for 04_overloaded_ops: row_sum and pairwise_sq_distances.
+
+Oracles run in the judge in float64: torch.sum for row_sum and
+torch.cdist(x, y) ** 2 for pairwise_sq_distances. "Vectorized" is measured
+by the aten operators a call issues: their number must not grow with the
+input's size. Random inputs come from `rng`, seeded by the grading's secret seed.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import Tensor
+
+from autograder.expect import CheckFailure, expect_tensor
+from autograder.remote import Student, summarize
+
+# -- the seam: typed adapters to the student's functions ----------------------
+
+
+def run_row_sum(student: Student, x: Tensor) -> Tensor:
+    return student.call("row_sum", x)
+
+
+def run_pairwise(student: Student, x: Tensor, y: Tensor) -> Tensor:
+    return student.call("pairwise_sq_distances", x, y)
+
+
+# -- oracles -------------------------------------------------------------------
+
+
+def row_sum_oracle(x: Tensor) -> Tensor:
+    return x.sum(0) if not x.dtype.is_floating_point else x.double().sum(0).to(x.dtype)
+
+
+def pairwise_oracle(x: Tensor, y: Tensor) -> Tensor:
+    return (torch.cdist(x.double(), y.double()) ** 2).to(x.dtype)
+
+
+def pairwise_atol(x: Tensor, y: Tensor, rel: float) -> float:
+    """Absolute tolerance for ||x_i||^2 + ||y_j||^2 - 2 x_i.y_j: `rel` times the largest squared norms.
+
+    The expanded formula cancels large terms, so its rounding error scales with
+    the squared norms, not with the (possibly small) distance.
+    """
+    norms = x.double().pow(2).sum(1).amax() + y.double().pow(2).sum(1).amax()
+    return rel * max(float(norms), 1.0)
+
+
+ROW_SUM_TOL = {torch.float64: (1e-12, 1e-12), torch.float32: (1e-5, 1e-4), torch.int64: (0.0, 0.0)}
+# Relative tolerance, and the factor of the squared norms used as absolute tolerance.
+PAIRWISE_TOL = {torch.float64: 1e-10, torch.float32: 1e-5}
+
+AXIS_HINT = ("Sum over the rows means reducing dim=0: an [N, D] matrix gives one total per column, shape [D]. "
+             "Name the dim: x.sum(dim=0).")
+DTYPE_HINT = ("Keep the input's dtype: x.sum(dim=0) does. A buffer made with torch.zeros(D) is float32 whatever "
+              "x is, and .float() throws away float64's precision.")
+STRIDE_HINT = ("x may be a transposed or sliced view whose memory is not laid out row after row: .view() fails "
+               "on it and raw-memory tricks read the wrong numbers. Reduce with x.sum(dim=0), which handles "
+               "any strides.")
+SHAPE_HINT = ("Keep every axis even when its size is 1: avoid squeeze() without a dim, and index with slices, "
+              "not integers.")
+LOOP_HINT = ("Every tensor operation issued from Python costs a few microseconds of overhead: a loop over rows "
+             "(x[i], torch.unbind, a comprehension) issues one or more per row. Use one reduction, x.sum(dim=0), "
+             "or, for distances, broadcasting and a matrix product.")
+SQUARED_HINT = ("Return squared Euclidean distances: sum over the last axis of (x_i - y_j) ** 2, or "
+                "||x_i||^2 + ||y_j||^2 - 2 x_i . y_j; no square root, and mind the sign of the cross term.")
+GRAD_HINT = ("Build the result from differentiable torch operations on x and y; avoid .detach(), .data, "
+             ".numpy(), .item() and in-place writes into a buffer you made yourself.")
+
+# aten operators of the library's own distance functions, which this exercise builds by hand.
+LIBRARY_DISTANCE_OPS = frozenset({"cdist", "_cdist_forward", "_euclidean_dist", "pdist", "_pdist_forward"})
+
+
+def _sizes(rng: torch.Generator, n: int, low: int, high: int) -> list[int]:
+    return [int(s) for s in torch.randint(low, high, (n,), generator=rng)]
+
+
+def _expect(got: Tensor, want: Tensor, call: str, inputs: dict[str, Tensor], hint: str, device: str,
+            rtol: float, atol: float) -> None:
+    expect_tensor(got, want, call=call, inputs=inputs, hint=hint, rtol=rtol, atol=atol, dtype_hint=DTYPE_HINT,
+                  device=device)
+
+
+def _expect_row_sum(student: Student, x: Tensor, hint: str, device: str) -> None:
+    rtol, atol = ROW_SUM_TOL[x.dtype]
+    _expect(run_row_sum(student, x), row_sum_oracle(x), "row_sum(x)", {"x": x}, hint, device, rtol, atol)
+
+
+def _expect_pairwise(student: Student, x: Tensor, y: Tensor, hint: str, device: str) -> None:
+    rel = PAIRWISE_TOL[x.dtype]
+    _expect(run_pairwise(student, x, y), pairwise_oracle(x, y), "pairwise_sq_distances(x, y)", {"x": x, "y": y},
+            hint, device, rel, pairwise_atol(x, y, rel))
+
+
+def _op_counts(student: Student, name: str, small: tuple[Tensor, ...], large: tuple[Tensor, ...],
+               sizes: tuple[str, str]) -> list[str]:
+    """Trace `name` on small and large inputs; fail unless both issue as many operators. Returns the large ops."""
+    _, ops_small = student.traced(name, *small)
+    _, ops_large = student.traced(name, *large)
+    if len(ops_large) > len(ops_small):
+        shown = ", ".join(ops_large[:24]) + (", ..." if len(ops_large) > 24 else "")
+        raise CheckFailure(
+            f"Call: {name} traced on two input sizes\n"
+            f"Expected: the same number of tensor operations for {sizes[0]} as for {sizes[1]}\n"
+            f"Got:      {len(ops_small)} operations for {sizes[0]}, {len(ops_large)} for {sizes[1]}: {shown}\n"
+            f"Problem:  the number of operations grows with the input, so your code loops in Python.\n"
+            f"Hint:     {LOOP_HINT}")
+    return ops_large
+
+
+# -- row_sum -------------------------------------------------------------------
+
+
+@pytest.mark.task("row_sum")
+@pytest.mark.points(1)
+@pytest.mark.visible
+def check_row_sum_guide_example(student: Student, rng: torch.Generator, device: str) -> None:
+    """the guide's x = torch.rand([500, 10]) gives its 10 column totals"""
+    _expect_row_sum(student, torch.rand(500, 10, generator=rng), AXIS_HINT, device)
+
+
+@pytest.mark.task("row_sum")
+@pytest.mark.points(2)
+def check_row_sum_random(student: Student, rng: torch.Generator, device: str) -> None:
+    """random [N, D] float32 matrices with N != D give shape [D]"""
+    for _ in range(4):
+        n, d = _sizes(rng, 2, 2, 64)
+        n = n if n != d else d + 1
+        _expect_row_sum(student, torch.randn(n, d, generator=rng), AXIS_HINT, device)
+
+
+@pytest.mark.task("row_sum")
+@pytest.mark.points(1)
+def check_row_sum_dtypes(student: Student, rng: torch.Generator, device: str) -> None:
+    """float64 and int64 inputs keep their dtype and precision"""
+    n, d = _sizes(rng, 2, 2, 40)
+    _expect_row_sum(student, torch.randn(n, d + 40, generator=rng, dtype=torch.float64), DTYPE_HINT, device)
+    _expect_row_sum(student, torch.randint(-1000, 1000, (n, d + 40), generator=rng), DTYPE_HINT, device)
+
+
+@pytest.mark.task("row_sum")
+@pytest.mark.points(1)
+def check_row_sum_non_contiguous(student: Student, rng: torch.Generator, device: str) -> None:
+    """a transposed matrix and a strided slice are summed correctly"""
+    n, d = _sizes(rng, 2, 3, 30)
+    transposed = torch.randn(d + 31, n, generator=rng).T            # [n, d + 31], column-major
+    sliced = torch.randn(2 * n, d + 33, generator=rng)[::2, 1:]     # every other row, one column off
+    for x in (transposed, sliced):
+        _expect_row_sum(student, x, STRIDE_HINT, device)
+
+
+@pytest.mark.task("row_sum")
+@pytest.mark.points(1)
+def check_row_sum_edge_shapes(student: Student, rng: torch.Generator, device: str) -> None:
+    """one row gives that row, one column gives a [1] total, [1, 1] gives [1]"""
+    n, d = _sizes(rng, 2, 2, 20)
+    for shape in ((1, d), (n, 1), (1, 1)):
+        _expect_row_sum(student, torch.randn(*shape, generator=rng), SHAPE_HINT, device)
+
+
+@pytest.mark.task("row_sum")
+@pytest.mark.points(2)
+def check_row_sum_vectorized(student: Student, rng: torch.Generator) -> None:
+    """no Python loop: the operations issued do not grow from 4 x 3 to 64 x 24 inputs"""
+    small, large = torch.randn(4, 3, generator=rng), torch.randn(64, 24, generator=rng)
+    _op_counts(student, "row_sum", (small,), (large,), ("x [4, 3]", "x [64, 24]"))
+
+
+# -- pairwise_sq_distances -----------------------------------------------------
+
+
+@pytest.mark.task("pairwise_sq_distances")
+@pytest.mark.points(1)
+@pytest.mark.visible
+def check_pairwise_small_example(student: Student, device: str) -> None:
+    """x = [[0, 0], [1, 1]], y = [[1, 0], [0, 0], [3, 4]] give [[1, 0, 25], [1, 2, 13]]"""
+    x, y = torch.tensor([[0.0, 0.0], [1.0, 1.0]]), torch.tensor([[1.0, 0.0], [0.0, 0.0], [3.0, 4.0]])
+    _expect_pairwise(student, x, y, SQUARED_HINT, device)
+
+
+@pytest.mark.task("pairwise_sq_distances")
+@pytest.mark.points(2)
+def check_pairwise_random(student: Student, rng: torch.Generator, device: str) -> None:
+    """random float32 clouds, centred and off-centre, match torch.cdist(x, y) ** 2"""
+    for offset in (0.0, 0.0, 5.0):
+        n, m, d = _sizes(rng, 3, 2, 40)
+        x = torch.randn(n, d, generator=rng) + offset
+        y = torch.randn(m + 40, d, generator=rng) + offset
+        _expect_pairwise(student, x, y, SQUARED_HINT, device)
+
+
+@pytest.mark.task("pairwise_sq_distances")
+@pytest.mark.points(1)
+def check_pairwise_float64(student: Student, rng: torch.Generator, device: str) -> None:
+    """float64 inputs give a float64 result, accurate to float64"""
+    n, m, d = _sizes(rng, 3, 2, 30)
+    x = torch.randn(n, d, generator=rng, dtype=torch.float64) * 3
+    y = torch.randn(m, d, generator=rng, dtype=torch.float64) * 3
+    _expect_pairwise(student, x, y, DTYPE_HINT, device)
+
+
+@pytest.mark.task("pairwise_sq_distances")
+@pytest.mark.points(1)
+def check_pairwise_edge_shapes(student: Student, rng: torch.Generator, device: str) -> None:
+    """one point on either side, and points with one coordinate, keep the [N, M] shape"""
+    n, m, d = _sizes(rng, 3, 2, 12)
+    for (rows, cols, dims) in ((1, m, d), (n, 1, d), (1, 1, d), (n, m, 1)):
+        x, y = torch.randn(rows, dims, generator=rng), torch.randn(cols, dims, generator=rng)
+        _expect_pairwise(student, x, y, SHAPE_HINT, device)
+
+
+@pytest.mark.task("pairwise_sq_distances")
+@pytest.mark.points(1)
+def check_pairwise_gradient(student: Student, rng: torch.Generator, device: str) -> None:
+    """the gradients with respect to x and y match those of the squared distances"""
+    n, m, d = _sizes(rng, 3, 2, 9)
+    x, y = torch.randn(n, d, generator=rng), torch.randn(m, d, generator=rng)
+    g = torch.randn(n, m, generator=rng)
+    _, grads = student.vjp("pairwise_sq_distances", (x, y), {}, wrt=(0, 1), grad_output=g)
+    x64, y64 = x.double().requires_grad_(True), y.double().requires_grad_(True)
+    want = torch.autograd.grad(((x64[:, None] - y64[None]) ** 2).sum(-1), (x64, y64), g.double())
+    atol = 1e-4 * (1.0 + float(x.abs().max() + y.abs().max()) * float(g.abs().sum(1).max()))
+    for which, got, w in zip("xy", grads, want, strict=True):
+        _expect(got, w.float(), f"gradient of pairwise_sq_distances(x, y) with respect to {which}",
+                {"x": x, "y": y, "grad_output": g}, GRAD_HINT, device, 1e-4, atol)
+
+
+@pytest.mark.task("pairwise_sq_distances")
+@pytest.mark.points(2)
+def check_pairwise_vectorized(student: Student, rng: torch.Generator) -> None:
+    """no Python loop and no torch.cdist: the operations issued do not grow with N, M or D"""
+    small = (torch.randn(4, 3, generator=rng), torch.randn(5, 3, generator=rng))
+    large = (torch.randn(64, 24, generator=rng), torch.randn(80, 24, generator=rng))
+    ops = _op_counts(student, "pairwise_sq_distances", small, large,
+                     ("x [4, 3], y [5, 3]", "x [64, 24], y [80, 24]"))
+    library = sorted(set(ops) & LIBRARY_DISTANCE_OPS)
+    if library:
+        raise CheckFailure(
+            f"Call: pairwise_sq_distances(x, y), traced\n  x = {summarize(large[0])}\n  y = {summarize(large[1])}\n"
+            f"Expected: the distances built from overloaded operators (-, *, **, @) and broadcasting\n"
+            f"Got:      these operators: {', '.join(ops)}\n"
+            f"Problem:  {', '.join(library)} is the library's distance function, which this exercise asks you "
+            f"to write yourself (the grader uses it as its reference).\n"
+            f"Hint:     ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1), or the expansion "
+            f"||x_i||^2 + ||y_j||^2 - 2 x_i . y_j with x @ y.T.")

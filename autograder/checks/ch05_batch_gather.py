@@ -1,0 +1,277 @@
+"""Hidden checks for 05_batch_gather: batch_gather.
+
+The oracle is plain advanced indexing in the judge, tensor[rows, indices]
+with rows = arange(B) shaped to broadcast against indices; gradients come
+from autograd through it in float64. Random shapes and dtypes come from
+`rng`, seeded by the grading's secret seed; the inputs go to the grading's
+device, and the harness (kit.gather_on) sends them to the other device too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+from torch import Tensor
+
+from autograder.expect import CheckFailure, expect_tensor, show
+from autograder.remote import Student, StudentError
+from autograder.timing import compare_speed, expect_speedup, randint, randn, reference_process
+
+# -- the seam: typed adapters to the student's function ---------------------------
+
+
+def run_gather(student: Student, tensor: Tensor, indices: Tensor, hint: str = "") -> Tensor:
+    """batch_gather(tensor, indices); an error it raises gets `hint` added."""
+    try:
+        return student.call("batch_gather", tensor, indices)
+    except StudentError as e:
+        if hint and "raised an error" in str(e):
+            raise StudentError(f"{e}\nHint:     {hint}") from None
+        raise
+
+
+def run_gather_on(student: Student, device: str, tensor: Tensor, indices: Tensor) -> tuple[Tensor, list[str]]:
+    """batch_gather with its inputs on `device`, and the device types of every tensor its operators made."""
+    result = student.call("kit.gather_on", device, tensor, indices)
+    return result["value"], list(result["devices"])
+
+
+# -- oracles -------------------------------------------------------------------------
+
+
+def gather_oracle(tensor: Tensor, indices: Tensor) -> Tensor:
+    """output[i] = tensor[i, indices[i]], by advanced indexing with one row number per index."""
+    rows = torch.arange(tensor.shape[0]).reshape([-1] + [1] * (indices.dim() - 1))
+    return tensor[rows, indices.long()]
+
+
+def gather_grad_oracle(tensor: Tensor, indices: Tensor, grad_output: Tensor) -> Tensor:
+    x = tensor.detach().double().requires_grad_(True)
+    (grad,) = torch.autograd.grad(gather_oracle(x, indices), x, grad_output.double())
+    return grad.to(tensor.dtype)
+
+
+# The guide's loop, run in a clean reference process for the speed check.
+LOOP_SRC = '''
+def batch_gather_loop(tensor, indices):
+    output = []
+    for i in range(tensor.size(0)):
+        output += [tensor[i][indices[i]]]
+    return torch.stack(output)
+'''
+
+# Speed: [B, N, D] = [1024, 64, 16] with [B, K] = [1024, 8] indices. Measured on the 2-core CPU build
+# machine through compare_speed (child on 1 thread, inputs fresh each call): the loop 5-6 ms per call, the
+# solution 0.3-0.4 ms, a 14-18x gap. The threshold is about a third of that, so load on the grading machine
+# does not flip a correct answer, while the loop (1x) and a scripted or compiled loop (1.1-1.3x) fail.
+SPEED_SHAPE = (1024, 64, 16, 8)
+SPEEDUP = 5.0
+
+TENSOR_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.int64, torch.int32)
+INDEX_DTYPES = (torch.int64, torch.int32)
+
+SHAPE_HINT = ("output[i] = tensor[i, indices[i]] keeps every trailing axis of tensor: the result has shape "
+              "indices.shape + tensor.shape[2:]. Flatten only the first two axes ([B * N, ...]) and step the "
+              "row offsets by N = tensor.shape[1], not by the size of the last axis.")
+OFFSET_HINT = ("indices may have more axes than [B]: shape the row offsets [B, 1, ..., 1] (one 1 per extra axis "
+               "of indices) so that they broadcast against indices of shape [B, K, ...].")
+DEVICE_HINT = ("Never hard-code .cuda() (or .cpu()): make new tensors where the inputs are, "
+               "torch.arange(B, device=indices.device). The guide's batch_gather_vec has this bug.")
+GRAD_HINT = ("Build the result by indexing `tensor` itself with differentiable torch operations: no .detach(), "
+             ".data, torch.no_grad() or copies through .tolist(). Indexing adds up the gradient of an entry "
+             "gathered twice.")
+VECTOR_HINT = ("Index all rows at once: flatten tensor to [B * N, ...] and add a row offset i * N to indices[i] "
+               "(or index with a column of row numbers, tensor[rows, indices]). A Python loop over rows, "
+               "scripted or compiled, issues operations per row.")
+SPEED_HINT = ("Issue a fixed handful of tensor operations for the whole batch (see the notebook's vectorized "
+              "form). torch.jit.script or torch.compile on the loop does not remove its per-row work.")
+RANGE_HINT = ("Check the indices yourself before gathering, and raise IndexError naming the bad index: with "
+              "flat offsets, index N of row i silently reads row i + 1, and on CUDA an out-of-range index is a "
+              "device-side assert that breaks the whole process.")
+
+
+def _sizes(rng: torch.Generator, n: int, low: int, high: int) -> list[int]:
+    return [int(s) for s in torch.randint(low, high, (n,), generator=rng)]
+
+
+def _random_tensor(rng: torch.Generator, shape: list[int], dtype: torch.dtype) -> Tensor:
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=rng, dtype=torch.float64).to(dtype)
+    return torch.randint(-100, 100, shape, generator=rng, dtype=dtype)
+
+
+def _random_case(rng: torch.Generator, rank: int, index_rank: int, dtype: torch.dtype = torch.float32,
+                 index_dtype: torch.dtype = torch.int64, batch: int | None = None) -> tuple[Tensor, Tensor]:
+    """tensor [B, N, ...] of `rank` axes and indices [B, K, ...] of `index_rank` axes, all in [0, N).
+
+    Trailing axes stay shorter than N, so offsets stepped by the wrong axis stay in range and give
+    wrong values rather than an error.
+    """
+    b = batch or _sizes(rng, 1, 2, 7)[0]
+    n = _sizes(rng, 1, 5, 9)[0]
+    tensor = _random_tensor(rng, [b, n, *_sizes(rng, rank - 2, 2, 5)], dtype)
+    indices = torch.randint(0, n, [b, *_sizes(rng, index_rank - 1, 1, 5)], generator=rng).to(index_dtype)
+    return tensor, indices
+
+
+def _expect(got: Tensor, want: Tensor, tensor: Tensor, indices: Tensor, hint: str, device: str,
+            call: str = "batch_gather(tensor, indices)") -> None:
+    # Gathering copies values: exact, whatever the dtype.
+    expect_tensor(got, want, call=call, inputs={"tensor": tensor, "indices": indices}, hint=hint,
+                  rtol=0.0, atol=0.0, device=device)
+
+
+def _dtype_order(rng: torch.Generator, trials: int) -> list[torch.dtype]:
+    """Every tensor dtype at least once in `trials` (>= 5), in a random order."""
+    perm = torch.randperm(len(TENSOR_DTYPES), generator=rng).tolist()
+    return [TENSOR_DTYPES[perm[i % len(perm)]] for i in range(trials)]
+
+
+# -- batch_gather ------------------------------------------------------------------------
+
+
+@pytest.mark.task("batch_gather")
+@pytest.mark.points(1)
+@pytest.mark.visible
+def check_batch_gather_notebook_example(student: Student, device: str) -> None:
+    """the notebook's examples: [2, 3] with indices [2, 0] and [[0, 2], [1, 1]]"""
+    tensor = torch.tensor([[10.0, 11.0, 12.0], [20.0, 21.0, 22.0]])
+    for indices in (torch.tensor([2, 0]), torch.tensor([[0, 2], [1, 1]])):
+        got = run_gather(student, tensor, indices, OFFSET_HINT)
+        _expect(got, gather_oracle(tensor, indices), tensor, indices, OFFSET_HINT, device)
+
+
+@pytest.mark.task("batch_gather")
+@pytest.mark.points(2)
+def check_batch_gather_row_indices(student: Student, rng: torch.Generator, device: str) -> None:
+    """one index per row ([B] indices) into random tensors of rank 2 to 4, float and integer dtypes"""
+    dtypes = _dtype_order(rng, 6)
+    for trial, rank in enumerate((2, 3, 4, 2, 3, 4)):
+        tensor, indices = _random_case(rng, rank, 1, dtypes[trial], INDEX_DTYPES[trial % 2])
+        got = run_gather(student, tensor, indices, SHAPE_HINT)
+        _expect(got, gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT, device)
+
+
+@pytest.mark.task("batch_gather")
+@pytest.mark.points(3)
+def check_batch_gather_index_tensors(student: Student, rng: torch.Generator, device: str) -> None:
+    """[B, K] and [B, K1, K2] indices into random tensors of rank 2 to 4, float and integer dtypes"""
+    cases = [(rank, index_rank) for rank in (2, 3, 4) for index_rank in (2, 3)]
+    dtypes = _dtype_order(rng, len(cases))
+    for trial, (rank, index_rank) in enumerate(cases):
+        tensor, indices = _random_case(rng, rank, index_rank, dtypes[trial], INDEX_DTYPES[trial % 2])
+        got = run_gather(student, tensor, indices, OFFSET_HINT)
+        _expect(got, gather_oracle(tensor, indices), tensor, indices, f"{OFFSET_HINT} {SHAPE_HINT}", device)
+
+
+@pytest.mark.task("batch_gather")
+@pytest.mark.points(2)
+def check_batch_gather_device(student: Student, rng: torch.Generator, device: str) -> None:
+    """CPU inputs give a CPU result with no CUDA call, and CUDA inputs a CUDA result"""
+    tensor, indices = _random_case(rng, 3, 2)
+    want = gather_oracle(tensor, indices)
+    devices = ["cpu", "cuda"] if student.cuda_available else ["cpu"]
+    try:
+        _expect(run_gather(student, tensor, indices), want, tensor, indices, DEVICE_HINT, device)
+        for on in devices:
+            got, used = run_gather_on(student, on, tensor, indices)
+            call = f"batch_gather(tensor, indices) with both inputs on {on}"
+            _expect(got, want, tensor, indices, DEVICE_HINT, on, call)
+            if on == "cpu" and "cuda" in used:
+                raise CheckFailure(f"Call: {call}\nProblem:  for CPU inputs your code made tensors on the GPU "
+                                   f"(devices used: {', '.join(used)}).\nHint:     {DEVICE_HINT}")
+    except StudentError as e:
+        text = str(e)
+        if "cuda" in text.lower() or "nvidia" in text.lower():
+            raise CheckFailure(f"{text}\nProblem:  your code asked for CUDA, but the inputs were not on a GPU "
+                               f"(this machine may not even have one).\nHint:     {DEVICE_HINT}") from None
+        raise
+
+
+@pytest.mark.task("batch_gather")
+@pytest.mark.points(3)
+def check_batch_gather_gradient(student: Student, rng: torch.Generator, device: str) -> None:
+    """gradients flow to `tensor` and match indexing's; an index used twice gets its gradient added up"""
+    for dtype, rank, index_rank in ((torch.float32, 3, 2), (torch.float64, 2, 1), (torch.float64, 4, 3)):
+        tensor, indices = _random_case(rng, rank, index_rank, dtype)
+        if index_rank > 1:
+            indices[:, -1] = indices[:, 0]  # every row gathers one entry twice
+        grad_output = torch.randn(gather_oracle(tensor, indices).shape, generator=rng, dtype=torch.float64)
+        grad_output = grad_output.to(dtype)
+        value, grads = student.vjp("batch_gather", (tensor, indices), {}, wrt=(0,), grad_output=grad_output)
+        inputs = {"tensor": tensor, "indices": indices, "grad_output": grad_output}
+        call = "gradient of batch_gather(tensor, indices) with respect to tensor, for a random output gradient"
+        _expect(value, gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT, device)
+        if not grads or grads[0] is None:
+            raise CheckFailure(f"Call: {call}\nProblem:  no gradient reached `tensor`: the result does not "
+                               f"depend on it through autograd.\nHint:     {GRAD_HINT}")
+        rtol, atol = (1e-12, 1e-12) if dtype == torch.float64 else (1e-6, 1e-6)
+        expect_tensor(grads[0], gather_grad_oracle(tensor, indices, grad_output), call=call, inputs=inputs,
+                      hint=GRAD_HINT, rtol=rtol, atol=atol, device=device)
+
+
+@pytest.mark.task("batch_gather")
+@pytest.mark.points(3)
+def check_batch_gather_vectorized(student: Student, rng: torch.Generator, device: str) -> None:
+    """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""
+    counts: dict[int, Counter[str]] = {}
+    for batch in (4, 64):
+        tensor, indices = _random_case(rng, 3, 2, batch=batch)
+        value, ops = student.traced("batch_gather", tensor, indices)
+        _expect(value, gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT, device)
+        counts[batch] = Counter(ops)
+    small, large = counts[4], counts[64]
+    if small.total() != large.total():
+        grown = ", ".join(f"{op} {small[op]} -> {large[op]}" for op in large if large[op] != small[op])
+        raise CheckFailure(
+            "Call: batch_gather(tensor, indices) for [B, N, D] tensors and [B, K] indices, B = 4 and B = 64\n"
+            f"Problem:  it issued {small.total()} tensor operations for B = 4 and {large.total()} for B = 64, so "
+            f"the work grows with the batch (a loop over rows). Operations that grew: {grown[:600]}.\n"
+            f"Hint:     {VECTOR_HINT}")
+
+
+@pytest.mark.task("batch_gather")
+@pytest.mark.points(4)
+def check_batch_gather_speed(student: Student, rng: torch.Generator, device: str) -> None:
+    """at least 5x faster than the guide's loop for B = 1024 (median of interleaved runs, fresh inputs)"""
+    tensor, indices = _random_case(rng, 3, 2)
+    _expect(run_gather(student, tensor, indices), gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT,
+            device)
+    b, n, d, k = SPEED_SHAPE
+    with reference_process(student, LOOP_SRC) as loop:
+        speed = compare_speed(student, "batch_gather", loop, "batch_gather_loop", [randn(b, n, d), randint(0, n, b, k)],
+                              gather_oracle, rng, count=5, rounds=9, warmup=2)
+    expect_speedup(speed, SPEEDUP, f"batch_gather on [{b}, {n}, {d}] with [{b}, {k}] indices",
+                   "the guide's loop", SPEED_HINT)
+
+
+# Last in the module: on CUDA, code that indexes out of range breaks the process's CUDA context.
+@pytest.mark.task("batch_gather")
+@pytest.mark.points(2)
+def check_batch_gather_out_of_range(student: Student, rng: torch.Generator, device: str) -> None:
+    """an index of N or more raises a clear error instead of crashing or returning garbage"""
+    tensor, indices = _random_case(rng, 3, 2, batch=4)
+    n = tensor.shape[1]
+    indices[0, 0] = n  # with flat offsets this is row 1's entry 0: valid memory, wrong answer
+    call = f"batch_gather(tensor, indices) with indices[0, 0] = {n} on an axis of size N = {n}"
+    try:
+        got = student.call("batch_gather", tensor, indices)
+    except StudentError as e:
+        text = str(e)
+        if text.startswith("not implemented"):
+            raise
+        if "device-side assert" in text:
+            if student.sandbox is not None:
+                student.sandbox.kill()  # its CUDA context is unusable: later checks get a fresh process
+            raise CheckFailure(f"{text}\nProblem:  {call} hit a device-side assert: the GPU kernel read out "
+                               f"of range.\nHint:     {RANGE_HINT}") from None
+        if "raised an error" in text:
+            return  # a clear exception from the student's code
+        raise CheckFailure(f"{text}\nProblem:  {call} must raise an exception, not crash or hang.\n"
+                           f"Hint:     {RANGE_HINT}") from None
+    raise CheckFailure(f"Call: {call}\n  tensor = {show(tensor)}\n  indices = {show(indices)}\n"
+                       f"Expected: an exception (IndexError), since {n} is not a valid index\n"
+                       f"Got:      {show(got)}\nProblem:  returned a result for an out-of-range index: "
+                       f"silent garbage.\nHint:     {RANGE_HINT}")

@@ -1,0 +1,41 @@
+"""Harness for 01_basics: runs grad_of on functions built here, in the student's process.
+
+Functions cannot cross the wire, so a check names one from FUNCTIONS and sends
+its weight `w` (same shape as `x`). `grad_of` sets up the autograd state of
+`x` (requires_grad and a stale .grad), calls the student's grad_of and reports
+that state back. The judge recomputes every gradient itself.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+student: dict[str, Any] = globals()["student"]  # the student's namespace, bound by the child
+
+# name -> f(x, w), a scalar function of x; the judge holds its own copy of this table.
+FUNCTIONS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "neg_square": lambda x, w: -(x * x).sum(),
+    "sum_of_squares": lambda x, w: (x * x).sum(),
+    "sin_dot": lambda x, w: (w * torch.sin(x)).sum(),
+    "logsumexp": lambda x, w: torch.logsumexp(x.reshape(-1), 0),
+    "cube_mean": lambda x, w: (x**3).mean(),
+    "softplus_dot": lambda x, w: (w * F.softplus(x)).sum(),
+    "norm_of_tanh": lambda x, w: torch.linalg.vector_norm(torch.tanh(x) * w),
+    "row_logsumexp": lambda x, w: torch.logsumexp(x * w, dim=-1).sum(),
+}
+
+
+def grad_of(name: str, x: torch.Tensor, w: torch.Tensor, requires_grad: bool = False,
+            grad: torch.Tensor | None = None) -> dict[str, Any]:
+    """The student's grad_of(FUNCTIONS[name], x) with x's state set up; returns the state after the call."""
+    if "grad_of" not in student:
+        raise NameError("`grad_of` is not defined: keep the name and signature of the stub in its answer cell")
+    fn = FUNCTIONS[name]
+    x = x.detach().clone()
+    if grad is not None:
+        x.grad = grad.clone()
+    x.requires_grad_(requires_grad)
+    result = student["grad_of"](lambda t: fn(t, w), x)
+    return {"grad": result, "requires_grad": x.requires_grad, "x_grad": x.grad}

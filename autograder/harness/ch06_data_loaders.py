@@ -1,0 +1,76 @@
+"""Kit code for 06_data_loaders, run in the student's process beside the answer cells.
+
+A DataLoader has to run where the student's Dataset lives. These functions
+iterate one through a real torch DataLoader, worker processes included, and
+return the items exactly as the dataset produced them; the judge hashes and
+compares them. There is one function per task, so that a dataset that hangs
+stops only the later checks of its own task.
+"""
+
+from typing import Any
+
+from torch.utils.data import DataLoader
+
+
+def _as_is(item: Any) -> Any:
+    """A collate_fn that keeps each item as the dataset gave it (no numpy -> tensor conversion)."""
+    return item
+
+
+def _cell_frames_only(text: str) -> str:
+    """A worker's re-raised error without torch's own frames: its first line, the student's frames, the error."""
+    head, _, trace = text.partition("\nOriginal Traceback (most recent call last):\n")
+    if not trace:
+        return text
+    lines = trace.splitlines()
+    frames = [i for i, line in enumerate(lines) if line.startswith('  File "')]
+    kept: list[str] = []
+    for i in frames:
+        if lines[i].startswith('  File "<cell '):
+            kept += [lines[i], *[x for x in lines[i + 1:i + 2] if x.startswith("    ")]]
+    end = frames[-1] + 1 if frames else 0
+    while end < len(lines) and lines[end].startswith("    "):
+        end += 1
+    return "\n".join([head, *kept, *lines[end:]])
+
+
+def _collect(dataset: Any, num_workers: int, timeout: float, limit: int) -> list[Any]:
+    """Everything `DataLoader(dataset, batch_size=None, num_workers=...)` yields, up to `limit` items.
+
+    `timeout` bounds the wait for each item from a worker; workers are forked
+    (the student's classes live in no importable module).
+    """
+    loader = DataLoader(dataset, batch_size=None, num_workers=num_workers, collate_fn=_as_is,
+                        timeout=timeout if num_workers else 0,
+                        multiprocessing_context="fork" if num_workers else None)
+    items: list[Any] = []
+    try:
+        for item in loader:
+            items.append(item)
+            if len(items) >= limit:  # an endless stream must not fill the memory
+                break
+    except Exception as e:
+        short = _cell_frames_only(str(e))
+        if short == str(e):
+            raise
+        try:
+            error = type(e)(short)
+        except Exception:
+            error = RuntimeError(short)
+        raise error from None
+    return items
+
+
+def size(dataset: Any) -> int:
+    """len(dataset), as DataLoader's sampler takes it (any __index__ type becomes an int)."""
+    return len(dataset)
+
+
+def read_directory(dataset: Any, num_workers: int, timeout: float, limit: int) -> list[Any]:
+    """The items of an ImageDirectoryDataset read through a DataLoader, in the loader's order."""
+    return _collect(dataset, num_workers, timeout, limit)
+
+
+def stream_tar(dataset: Any, num_workers: int, timeout: float, limit: int) -> list[Any]:
+    """The items of a TarImageDataset streamed through a DataLoader."""
+    return _collect(dataset, num_workers, timeout, limit)
