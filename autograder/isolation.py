@@ -31,7 +31,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
@@ -53,9 +53,22 @@ class Plan:
     network: bool = False
     hide: list[Path] = field(default_factory=list)
     expose: Path | None = None  # a non-traversable ancestor of the interpreter (e.g. /root)
-    private_tmp: list[Path] = field(default_factory=list)  # what stays visible under a fresh /tmp
+    private_tmp: list[Path] = field(default_factory=list)  # what stays visible under a fresh temp dir
+    tmp_root: Path = field(default_factory=lambda: Path(tempfile.gettempdir()).resolve())  # covered by that tmpfs
     active: list[str] = field(default_factory=list)
     off: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cpu_seconds": self.cpu_seconds, "file_bytes": self.file_bytes, "memory_bytes": self.memory_bytes,
+                "uid": self.uid, "network": self.network, "hide": [str(p) for p in self.hide],
+                "expose": str(self.expose) if self.expose else None, "private_tmp": [str(p) for p in self.private_tmp],
+                "tmp_root": str(self.tmp_root)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Plan:
+        return cls(d["cpu_seconds"], d["file_bytes"], d["memory_bytes"], d["uid"], d["network"],
+                   [Path(p) for p in d["hide"]], Path(d["expose"]) if d["expose"] else None,
+                   [Path(p) for p in d["private_tmp"]], Path(d["tmp_root"]))
 
 
 def _libc() -> ctypes.CDLL:
@@ -161,16 +174,16 @@ def _cover(libc: ctypes.CDLL, folder: Path, keep: list[Path], options: bytes) ->
 
 
 def preexec(plan: Plan) -> None:
-    """Runs in the forked child before exec, as the judge's user."""
+    """Runs in the freshly forked child, before it reads any student code."""
     libc = _libc()
     if plan.uid is not None:
-        _check(libc.unshare(CLONE_NEWNET | CLONE_NEWNS), "unshare")
+        _check(libc.unshare(CLONE_NEWNS | (CLONE_NEWNET if plan.network else 0)), "unshare")
         _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
         if plan.expose is not None:
             base = Path(sys.base_prefix).resolve()
             _cover(libc, plan.expose, [plan.expose / base.relative_to(plan.expose).parts[0]], b"mode=0755,size=64k")
         if plan.private_tmp:
-            _cover(libc, Path(tempfile.gettempdir()).resolve(), plan.private_tmp, b"mode=1777,size=512m")
+            _cover(libc, plan.tmp_root, plan.private_tmp, b"mode=1777,size=512m")
         for path in plan.hide:
             if path.is_dir():
                 _check(libc.mount(b"tmpfs", str(path).encode(), b"tmpfs", MS_RDONLY, b"size=4k"), f"hide {path}")

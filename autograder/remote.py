@@ -69,7 +69,7 @@ class Student:
     def _ensure(self) -> Sandbox:
         if self.fatal:
             raise StudentError(self.fatal)
-        if self.sandbox is not None and self.sandbox.proc is not None and self.sandbox.proc.poll() is None:
+        if self.sandbox is not None and self.sandbox.alive:
             return self.sandbox
         if self.sandbox is not None:
             self.sandbox.close()

@@ -1,30 +1,34 @@
 """Run student code in an isolated child process and talk to it in plain data.
 
-The judge never imports or executes student code. This module starts
-`autograder.child` in a fresh scratch directory with a scrubbed environment,
-resource limits, its own session (so a whole process tree can be killed) and,
-where the machine allows it, no network. It then sends frames and waits for
+The judge never imports or executes student code. A child is forked by the
+zygote (autograder.zygote), isolates itself (autograder.isolation), and
+serves frames on a pair of pipes; this module sends requests and waits for
 answers with a deadline.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import json
 import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from autograder import isolation, wire
+from autograder.zygote import SETUP_FAILED
 
-_RUNTIME = ("__init__.py", "wire.py", "child.py")  # all the child gets of the kit
+# All the child process gets of the kit.
+_RUNTIME = ("__init__.py", "wire.py", "child.py", "isolation.py", "zygote.py")
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ class ChildTimeout(Exception):
 def describe_exit(code: int | None) -> str:
     if code is None:
         return "the process stopped answering"
+    if code == SETUP_FAILED:
+        return "the grader could not set up its sandbox (a problem of the grading machine, not of your code)"
     if code < 0:
         try:
             name = signal.Signals(-code).name
@@ -69,15 +75,64 @@ def describe_exit(code: int | None) -> str:
     return f"the process exited with status {code} (sys.exit or os._exit in your code?)"
 
 
-def _runtime_copy(scratch: Path) -> Path:
-    """Copy the child's three modules into scratch: it imports nothing else of the kit."""
-    pkg = scratch / ".runtime" / "autograder"
-    pkg.mkdir(parents=True)
-    here = Path(__file__).parent
-    for name in _RUNTIME:
-        shutil.copy(here / name, pkg / name)
-    (pkg / "__init__.py").write_text("")
-    return pkg.parent
+class Zygote:
+    """The process that forks children; one per judge process, started on first use."""
+
+    def __init__(self) -> None:
+        self.runtime = Path(tempfile.mkdtemp(prefix="kit-runtime-"))
+        pkg = self.runtime / "autograder"
+        pkg.mkdir()
+        here = Path(__file__).parent
+        for name in _RUNTIME:
+            shutil.copy(here / name, pkg / name)
+        (pkg / "__init__.py").write_text("")
+        for p in (self.runtime, pkg, *pkg.iterdir()):
+            p.chmod(0o755)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        bootstrap = (f"import sys; sys.path.insert(0, {str(self.runtime)!r}); "
+                     "from autograder.zygote import main; main()")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", bootstrap, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"},
+        )
+        theirs.close()
+        self.sock = ours
+
+    def _ask(self, req: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
+        data = json.dumps(req).encode()
+        if fds:
+            socket.send_fds(self.sock, [data], fds)
+        else:
+            self.sock.send(data)
+        return json.loads(self.sock.recv(1 << 16))
+
+    def spawn(self, plan: isolation.Plan, cwd: Path, env: dict[str, str], stdin: int, stdout: int) -> int:
+        return int(self._ask({"op": "spawn", "plan": plan.to_dict(), "cwd": str(cwd), "env": env},
+                             [stdin, stdout])["pid"])
+
+    def wait(self, pid: int, timeout: float) -> int | None:
+        return self._ask({"op": "wait", "pid": pid, "timeout": timeout})["code"]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        self.sock.close()
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.runtime, ignore_errors=True)
+
+
+_zygote: Zygote | None = None
+
+
+def zygote() -> Zygote:
+    global _zygote
+    if _zygote is None or not _zygote.alive():
+        _zygote = Zygote()
+        atexit.register(_zygote.close)
+    return _zygote
 
 
 class Sandbox:
@@ -94,7 +149,10 @@ class Sandbox:
         self.data_dir = data_dir
         self.plan: isolation.Plan | None = None
         self.lease: isolation.UidLease | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None
+        self.alive = False
+        self._to_child: BinaryIO | None = None
+        self._from_child: int | None = None
         self.scratch = Path(tempfile.mkdtemp(prefix="grade-"))
         self._buffer = b""
 
@@ -110,25 +168,21 @@ class Sandbox:
 
     def start(self) -> dict[str, Any]:
         """Start the child and run the answer cells; returns the child's load report."""
-        runtime = _runtime_copy(self.scratch)
         self.lease = isolation.UidLease() if os.geteuid() == 0 else None
         memory = self.limits.memory_bytes if self.device == "cpu" else None
         keep = [self.scratch.resolve()] + ([self.data_dir.resolve()] if self.data_dir else [])
-        plan = isolation.make_plan(self.limits.cpu_seconds, self.limits.file_bytes, memory, self.notebook_dir,
-                                   self.lease, keep)
-        isolation.give_to(self.scratch, plan)
-        self.plan = plan
-        bootstrap = f"import sys; sys.path.insert(0, {str(runtime)!r}); from autograder.child import main; main()"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", bootstrap],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=self.scratch,
-            env=self._env(),
-            start_new_session=True,
-            preexec_fn=lambda: isolation.preexec(plan),
-        )
+        self.plan = isolation.make_plan(self.limits.cpu_seconds, self.limits.file_bytes, memory, self.notebook_dir,
+                                        self.lease, keep)
+        isolation.give_to(self.scratch, self.plan)
+        child_in, to_child = os.pipe()
+        self._from_child, child_out = os.pipe()
+        self._to_child = os.fdopen(to_child, "wb")
+        try:
+            self.pid = zygote().spawn(self.plan, self.scratch, self._env(), child_in, child_out)
+        finally:
+            os.close(child_in)
+            os.close(child_out)
+        self.alive = True
         hello = {"preamble": self.preamble, "harness": self.harness, "cells": self.cells, "device": self.device}
         header, _ = self._exchange(hello, [], self.limits.load_seconds, "loading your notebook")
         return header["load"]
@@ -139,10 +193,10 @@ class Sandbox:
 
     def _exchange(self, header: dict[str, Any], buffers: list[bytes], timeout: float, during: str
                   ) -> tuple[dict[str, Any], list[bytes]]:
-        assert self.proc is not None and self.proc.stdin is not None
         try:
-            wire.write_frame(self.proc.stdin, header, buffers)  # type: ignore[arg-type]
-        except (BrokenPipeError, OSError):
+            assert self._to_child is not None
+            wire.write_frame(self._to_child, header, buffers)
+        except OSError:  # a broken pipe: the child is gone
             raise ChildDied(self._reap(), during) from None
         deadline = time.monotonic() + timeout
         try:
@@ -152,16 +206,15 @@ class Sandbox:
             raise
 
     def _read(self, n: int, deadline: float, timeout: float, during: str) -> bytes:
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
+        assert self._from_child is not None
         while len(self._buffer) < n:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise ChildTimeout(timeout, during)
-            ready, _, _ = select.select([fd], [], [], left)
+            ready, _, _ = select.select([self._from_child], [], [], left)
             if not ready:
                 continue
-            chunk = os.read(fd, max(1 << 16, n - len(self._buffer)))
+            chunk = os.read(self._from_child, max(1 << 16, n - len(self._buffer)))
             if not chunk:
                 raise ChildDied(self._reap(), during)
             self._buffer += chunk
@@ -169,29 +222,29 @@ class Sandbox:
         return out
 
     def _reap(self) -> int | None:
-        assert self.proc is not None
-        try:
-            return self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+        """The exit code of a child that closed its channel (killing it if it lingers)."""
+        assert self.pid is not None
+        code = zygote().wait(self.pid, 5.0)
+        if code is None:
             self.kill()
-            return None
+        self.alive = False
+        return code
 
     def kill(self) -> None:
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        if self.pid is not None and self.alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+            zygote().wait(self.pid, 5.0)
         if self.lease is not None:
             self.lease.kill_all()
+        self.alive = False
         self._buffer = b""
-
-    def student_output(self, limit: int = 4000) -> str:
-        log = self.scratch / "student-output.log"
-        try:
-            return log.read_bytes()[-limit:].decode(errors="replace")
-        except OSError:
-            return ""
+        if self._to_child is not None:
+            with contextlib.suppress(OSError):
+                self._to_child.close()
+        if self._from_child is not None:
+            os.close(self._from_child)
+        self._to_child, self._from_child = None, None
 
     def close(self) -> None:
         self.kill()

@@ -1,0 +1,87 @@
+"""The zygote: imports torch once, then forks one child per submission.
+
+Importing torch costs about 1.7 s, so starting a fresh interpreter per
+submission (and after every crash) dominates grading time. The zygote is a
+trusted process that holds only torch and the child runtime (never the
+checks, the solutions or a seed); the judge asks it to fork, and the forked
+process isolates itself (autograder.isolation) before it reads any student
+code. It runs from the same three-file runtime copy as before, so it is the
+only way a child starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+
+SETUP_FAILED = 125  # exit status of a child whose sandbox could not be set up
+
+
+def _spawn(req: dict, fds: list[int], sock: socket.socket) -> int:
+    from autograder import child, isolation
+
+    pid = os.fork()
+    if pid:
+        return pid
+    status = SETUP_FAILED
+    try:  # pragma: no cover - runs in the forked child
+        sock.close()
+        os.setsid()
+        os.dup2(fds[0], 0)
+        os.dup2(fds[1], 1)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+        for fd in fds:
+            os.close(fd)
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        isolation.preexec(isolation.Plan.from_dict(req["plan"]))
+        status = 0
+        child.main()
+    finally:
+        os._exit(status)
+
+
+def _wait(pid: int, timeout: float) -> int | None:
+    """Exit code (negative: killed by that signal), or None if still running after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.005)
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    import torch  # noqa: F401  (the point of the zygote: imported once)
+
+    from autograder import child, isolation  # noqa: F401  (loaded before any fork)
+
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
+        except OSError:
+            return
+        if not msg:
+            return
+        req = json.loads(msg)
+        if req["op"] == "spawn":
+            pid = _spawn(req, fds, sock)
+            for fd in fds:
+                os.close(fd)
+            sock.send(json.dumps({"pid": pid}).encode())
+        elif req["op"] == "wait":
+            sock.send(json.dumps({"code": _wait(int(req["pid"]), float(req["timeout"]))}).encode())
+
+
+if __name__ == "__main__":
+    main()
