@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
+from autograder.batch import grade_all, merge
 from autograder.chapters import CHAPTERS
 from autograder.judge import GraderError, grade
 from autograder.report import gradescope, text
@@ -26,6 +28,14 @@ def _grade(args: argparse.Namespace) -> int:
         Path(args.out).write_text(json.dumps(result, indent=2))
     print(text(g))
     return 0
+
+
+def _grade_all(args: argparse.Namespace) -> int:
+    code = grade_all(args.root, args.out, args.workers, args.device, args.shard)
+    if code == 0:
+        print(f"results: {args.out}/results/<student>/<assignment>.json; summaries: {args.out}/summary.csv, "
+              f"{args.out}/summary.json")
+    return code
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -50,11 +60,25 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     g.add_argument("--out", help="write Gradescope results.json here")
     g.add_argument("--junit", type=Path, help="write a JUnit XML report here (for CI)")
-    g.add_argument("--seed", type=int, help="fix the secret input seed (default: fresh per grading)")
+    g.add_argument("--seed", type=int, help="fix the input seed (default: HMAC of the notebook with the course secret)")
     g.add_argument("--timeout", type=float, default=Limits.call_seconds,
                    help="seconds allowed for one call into student code (default: %(default)s)")
     g.add_argument("--only", help="run only the checks matching this pytest -k expression (e.g. speed)")
     g.set_defaults(run=_grade)
+
+    a = sub.add_parser("grade-all", help="grade every submission of a course (or of a submitted/ folder)")
+    a.add_argument("root", type=Path, help="course directory with submitted/, or the submitted/ folder")
+    a.add_argument("--out", type=Path, default=Path("graded"), help="results folder (default: %(default)s)")
+    a.add_argument("--workers", type=int, default=max(1, len(os.sched_getaffinity(0))),
+                   help="parallel judges, each pinned to its own core (default: one per core)")
+    a.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    a.add_argument("--shard", help="grade only shard i of n, as i/n (for a CI matrix); join with `merge`")
+    a.set_defaults(run=_grade_all)
+
+    m = sub.add_parser("merge", help="join the results folders of several shards")
+    m.add_argument("parts", nargs="+", type=Path)
+    m.add_argument("--out", type=Path, required=True)
+    m.set_defaults(run=lambda args: merge(args.parts, args.out))
 
     b = sub.add_parser("build", help="generate release/ with nbgrader and the executed solutions/")
     b.add_argument("chapters", nargs="*", help="default: all")

@@ -13,7 +13,9 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from autograder.judge import secret_seed
 from tests.kit import ROOT, by_name, grade_fast, solution_code, solved, write_submission
+from tests.test_ch07_numerical_stability import LOG_OF_SOFTMAX
 
 CH = "07_numerical_stability"
 
@@ -100,11 +102,23 @@ def test_renamed_function_is_reported_with_what_was_found(tmp_path: Path) -> Non
     assert "`softmax` is not defined" in out and "my_softmax" in out
 
 
-def test_grading_twice_with_fresh_secret_seeds_gives_the_same_scores(tmp_path: Path) -> None:
+def test_grading_the_same_notebook_twice_gives_the_same_scores(tmp_path: Path) -> None:
+    # A wrong answer that only some random inputs expose: the seed comes from the notebook, so it repeats.
     wrong_dim = "def softmax(logits, dim=-1):\n    return torch.softmax(logits, -1)\n"
-    path = solved(tmp_path, CH, softmax=wrong_dim)
+    path = write_submission(tmp_path, CH, {"softmax": wrong_dim, "softmax_cross_entropy": LOG_OF_SOFTMAX})
     first, second = grade_fast(path, seed=None), grade_fast(path, seed=None)
-    assert [r.score for r in first.results] == [r.score for r in second.results]
+    assert [(r.nodeid, r.score, r.output) for r in first.results] == [
+        (r.nodeid, r.score, r.output) for r in second.results]
+
+
+def test_the_seed_depends_on_the_course_secret_and_the_notebook(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    path = solved(tmp_path, CH)
+    monkeypatch.setenv("AUTOGRADER_SECRET", "one")
+    a = secret_seed(path)
+    monkeypatch.setenv("AUTOGRADER_SECRET", "two")
+    assert secret_seed(path) != a
+    path.write_text(path.read_text() + " ")
+    assert secret_seed(path) != a
 
 
 def test_cli_exits_zero_and_writes_gradescope_json_and_junit(tmp_path: Path) -> None:
