@@ -32,10 +32,19 @@ def _grade(args: argparse.Namespace) -> int:
 
 def _grade_all(args: argparse.Namespace) -> int:
     code = grade_all(args.root, args.out, args.workers, args.device, args.shard)
-    if code == 0:
-        print(f"results: {args.out}/results/<student>/<assignment>.json; summaries: {args.out}/summary.csv, "
-              f"{args.out}/summary.json")
-    return code
+    if code != 0:
+        return code
+    print(f"results: {args.out}/results/<student>/<assignment>.json; summaries: {args.out}/summary.csv, "
+          f"{args.out}/summary.json")
+    if args.gradebook or args.feedback:
+        from autograder.gradebook import record, write_feedback  # needs nbgrader: imported only here
+
+        results = [json.loads(p.read_text()) for p in sorted((args.out / "results").glob("*/*.json"))]
+        if args.gradebook:
+            print(f"gradebook: {record(args.root, results)} submissions recorded in {args.root / 'gradebook.db'}")
+        if args.feedback:
+            print(f"feedback: {write_feedback(args.root, results)} pages in {args.root / 'feedback'}")
+    return 0
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -73,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="parallel judges, each pinned to its own core (default: one per core)")
     a.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a.add_argument("--shard", help="grade only shard i of n, as i/n (for a CI matrix); join with `merge`")
+    a.add_argument("--gradebook", action="store_true",
+                   help="also write the scores into ROOT/gradebook.db with nbgrader's API (ROOT: a course dir)")
+    a.add_argument("--feedback", action="store_true", help="also write ROOT/feedback/<student>/<assignment>/*.html")
     a.set_defaults(run=_grade_all)
 
     m = sub.add_parser("merge", help="join the results folders of several shards")
