@@ -99,7 +99,7 @@ def _init_worker(counter: Any) -> None:
     os.sched_setaffinity(0, {cores[slot % len(cores)]})
 
 
-def grade_job(job: Job, out: str, device: str) -> dict[str, Any]:
+def grade_job(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
     """Grade one submission and write its result file; returns the summary row."""
     from autograder.judge import Grade, GraderError, grade
     from autograder.report import gradescope
@@ -110,8 +110,11 @@ def grade_job(job: Job, out: str, device: str) -> dict[str, Any]:
                   notes=["No .ipynb file was found in this submission folder."])
     else:
         assignment = job.assignment if job.assignment in CHAPTERS else None
+        report = Path(out) / "junit" / f"{job.student}__{job.assignment}.xml" if junit else None
+        if report is not None:
+            report.parent.mkdir(parents=True, exist_ok=True)
         try:
-            g = grade(Path(job.notebook), assignment, device)
+            g = grade(Path(job.notebook), assignment, device, junit=report)
         except GraderError as e:  # a broken kit must not lose the row
             g = Grade(Path(job.notebook), assignment, device, notes=[f"grader error: {e}"])
     g.execution_time = time.perf_counter() - started
@@ -147,7 +150,8 @@ def _progress(done: int, total: int, below: int, errors: int, started: float) ->
     sys.stderr.flush()
 
 
-def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_spec: str | None = None) -> int:
+def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_spec: str | None = None,
+              junit: bool = False) -> int:
     jobs = discover(root)
     if shard_spec:
         i, n = (int(x) for x in shard_spec.split("/"))
@@ -160,7 +164,7 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
     ctx = multiprocessing.get_context("spawn")
     counter = ctx.Value("i", 0)
     with cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(counter,)) as pool:
-        futures = {pool.submit(grade_job, job, str(out), device): job for job in todo}
+        futures = {pool.submit(grade_job, job, str(out), device, junit): job for job in todo}
         try:
             for future in cf.as_completed(futures):
                 r = future.result()

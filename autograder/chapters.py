@@ -50,8 +50,22 @@ CHAPTERS: dict[str, Chapter] = {
         ),
         Chapter("05_batch_gather", {"batch_gather": ("batch_gather",)}),
         Chapter(
+            "06_data_loaders",
+            {"ImageDirectoryDataset": ("ImageDirectoryDataset",), "TarImageDataset": ("TarImageDataset",)},
+            preamble=(
+                "import glob\nimport io\nimport os\nimport tarfile\nimport tempfile\nimport time\n"
+                "from collections import Counter\nfrom collections.abc import Iterator\n\n"
+                "import cv2\nimport numpy as np\nimport torch\n"
+                "from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info\n"
+            ),
+        ),
+        Chapter(
             "07_numerical_stability",
             {"softmax": ("softmax",), "softmax_cross_entropy": ("softmax_cross_entropy",)},
+        ),
+        Chapter(
+            "08_mixed_precision",
+            {"amp_train_step": ("amp_train_step",), "train_checkerboard": ("train_checkerboard",)},
         ),
     ]
 }

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from autograder.batch import grade_all, merge
 from autograder.chapters import CHAPTERS
-from autograder.judge import GraderError, grade
-from autograder.report import gradescope, text
-from autograder.sandbox import Limits
+from autograder.limits import Limits
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from autograder.judge import GraderError, grade  # torch is imported here, not for merge
+    from autograder.report import gradescope, text
+
     limits = Limits(call_seconds=args.timeout)
     try:
         g = grade(Path(args.notebook), args.assignment, args.device, args.seed, limits, args.junit, only=args.only)
@@ -31,7 +32,7 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _grade_all(args: argparse.Namespace) -> int:
-    code = grade_all(args.root, args.out, args.workers, args.device, args.shard)
+    code = grade_all(args.root, args.out, args.workers, args.device, args.shard, args.junit)
     if code != 0:
         return code
     print(f"results: {args.out}/results/<student>/<assignment>.json; summaries: {args.out}/summary.csv, "
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="parallel judges, each pinned to its own core (default: one per core)")
     a.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a.add_argument("--shard", help="grade only shard i of n, as i/n (for a CI matrix); join with `merge`")
+    a.add_argument("--junit", action="store_true", help="also write OUT/junit/<student>__<assignment>.xml")
     a.add_argument("--gradebook", action="store_true",
                    help="also write the scores into ROOT/gradebook.db with nbgrader's API (ROOT: a course dir)")
     a.add_argument("--feedback", action="store_true", help="also write ROOT/feedback/<student>/<assignment>/*.html")

@@ -16,10 +16,10 @@ import pytest
 import torch
 
 from autograder.chapters import CHECKS_DIR
+from autograder.limits import Limits
 from autograder.notebook import NotebookError, load_submission
 from autograder.plugin import CheckResult, KitPlugin
 from autograder.remote import Student
-from autograder.sandbox import Limits
 
 
 @dataclass

@@ -20,8 +20,9 @@ from typing import Any
 import torch
 
 from autograder import wire
+from autograder.limits import Limits
 from autograder.notebook import Submission
-from autograder.sandbox import ChildDied, ChildTimeout, Limits, Sandbox
+from autograder.sandbox import ChildDied, ChildTimeout, Sandbox
 
 MAX_RESTARTS = 8  # child restarts per grading, each ~2 s (import torch)
 MAX_CRASHES = 2  # crashes of one function before its later checks fail fast

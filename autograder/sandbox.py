@@ -20,24 +20,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from autograder import isolation, wire
+from autograder.limits import Limits
 from autograder.zygote import SETUP_FAILED
 
 # All the child process gets of the kit.
 _RUNTIME = ("__init__.py", "wire.py", "child.py", "isolation.py", "zygote.py")
-
-
-@dataclass(frozen=True)
-class Limits:
-    call_seconds: float = 20.0  # one call into student code, wall clock
-    load_seconds: float = 60.0  # running the answer cells
-    cpu_seconds: int = 900  # RLIMIT_CPU for the whole child
-    memory_bytes: int = 8 << 30  # RLIMIT_AS (CPU only: CUDA maps far more address space)
-    file_bytes: int = 64 << 20  # RLIMIT_FSIZE
 
 
 class ChildDied(Exception):
