@@ -48,6 +48,14 @@ def _grade_all(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bundle(args: argparse.Namespace) -> int:
+    from autograder.bundle import build_bundle
+
+    out = build_bundle(args.assignment, args.out or Path("dist") / f"gradescope-{args.assignment}.zip")
+    print(f"{out}: upload it as the Gradescope autograder (setup.sh, run_autograder, kit/)")
+    return 0
+
+
 def _build(args: argparse.Namespace) -> int:
     from autograder.build import main  # needs the dev extras: imported only here
 
@@ -93,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("parts", nargs="+", type=Path)
     m.add_argument("--out", type=Path, required=True)
     m.set_defaults(run=lambda args: merge(args.parts, args.out))
+
+    z = sub.add_parser("bundle", help="build a Gradescope autograder zip for one assignment")
+    z.add_argument("assignment", choices=sorted(CHAPTERS))
+    z.add_argument("--out", type=Path, help="default: dist/gradescope-ASSIGNMENT.zip")
+    z.set_defaults(run=_bundle)
 
     b = sub.add_parser("build", help="generate release/ with nbgrader and the executed solutions/")
     b.add_argument("chapters", nargs="*", help="default: all")
