@@ -177,7 +177,11 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
             print("\ninterrupted: graded results are kept; run the same command again to resume", file=sys.stderr)
             return 130
     print(file=sys.stderr)
-    write_summaries(out, [json.loads(result_path(out, j).read_text()) for j in jobs])
+    results = [json.loads(result_path(out, j).read_text()) for j in jobs]
+    off = sorted({p for r in results for p in r["extra_data"].get("sandbox", {}).get("off", [])})
+    if off:
+        print(f"warning: sandbox protections off on this machine: {'; '.join(off)}", file=sys.stderr)
+    write_summaries(out, results)
     return 0
 
 

@@ -1,0 +1,103 @@
+"""Grade one synthetic class with `nbgrader autograde` and with `grade-all`, in one run.
+
+    .venv/bin/python benchmarks/class_grading.py [--submissions 40] [--workers 2]
+
+The class mixes correct, wrong, empty (the release) and broken (corrupt JSON,
+os._exit at import) submissions across every chapter that exists. It prints
+wall time, seconds per notebook, checks run and the score agreement on the
+honest submissions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from autograder.batch import grade_all
+from autograder.build import generate_release
+from autograder.chapters import CHAPTERS
+from tests.kit import ROOT, solution_code, write_submission
+
+KINDS = ["correct", "wrong", "empty", "broken"]
+
+
+def _wrong_cells(chapter: str) -> dict[str, str]:
+    """The first named wrong implementation of the chapter's kit tests."""
+    module = importlib.import_module(f"tests.test_ch{chapter}")
+    spec = next(iter(module.MUTANTS.values()))
+    cell, code = spec[0], spec[1]
+    return {**solution_code(chapter), cell: code}
+
+
+def make_class(course: Path, count: int) -> dict[str, tuple[str, str]]:
+    chapters = [c for c in CHAPTERS if (ROOT / "source" / c).is_dir()]
+    for c in chapters:
+        generate_release(c, course)
+    kinds = {}
+    for i in range(count):
+        chapter, kind = chapters[i % len(chapters)], KINDS[(i // len(chapters)) % len(KINDS)]
+        student = f"s{i:03d}"
+        folder = course / "submitted" / student / chapter
+        folder.mkdir(parents=True)
+        cells = {"correct": solution_code(chapter), "wrong": _wrong_cells(chapter), "empty": {},
+                 "broken": {next(iter(CHAPTERS[chapter].answers)): "import os\nos._exit(0)\n"}}[kind]
+        path = write_submission(folder, chapter, cells)
+        if kind == "broken" and i % 2:
+            path.write_text(path.read_text()[:300])
+        kinds[student] = (chapter, kind)
+    return kinds
+
+
+def nbgrader_autograde(course: Path, chapters: set[str]) -> float:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    started = time.perf_counter()
+    for chapter in sorted(chapters):
+        subprocess.run([sys.executable, "-m", "nbgrader", "autograde", chapter, "--force"], cwd=course, env=env,
+                       capture_output=True, text=True, timeout=3600)
+    return time.perf_counter() - started
+
+
+def nbgrader_scores(course: Path) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return {s.student.id: s.score for a in gb.assignments for s in a.submissions}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--submissions", type=int, default=40)
+    parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        course = Path(tmp) / "course"
+        kinds = make_class(course, args.submissions)
+        chapters = {c for c, _ in kinds.values()}
+        t_nbgrader = nbgrader_autograde(course, chapters)
+        theirs = nbgrader_scores(course)
+        started = time.perf_counter()
+        grade_all(course, Path(tmp) / "graded", args.workers)
+        t_kit = time.perf_counter() - started
+        results = {p.parent.name: json.loads(p.read_text()) for p in (Path(tmp) / "graded" / "results").glob("*/*")}
+    checks = sum(len(r["tests"]) for r in results.values())
+    honest = [s for s, (_, k) in kinds.items() if k in ("correct", "empty")]
+    agree = sum(abs(theirs.get(s, 0) - results[s]["score"]) < 1e-9 for s in honest)
+    n = args.submissions
+    print(f"{n} submissions over {len(chapters)} chapters ({', '.join(sorted(chapters))})")
+    print(f"nbgrader autograde : {t_nbgrader:7.1f} s  ({t_nbgrader / n:.2f} s/notebook, {2 * n}-ish test cells)")
+    print(f"grade-all x{args.workers}      : {t_kit:7.1f} s  ({t_kit / n:.2f} s/notebook, {checks} checks)")
+    print(f"speed-up           : {t_nbgrader / t_kit:.1f}x")
+    print(f"honest submissions with equal scores: {agree}/{len(honest)}")
+
+
+if __name__ == "__main__":
+    main()
