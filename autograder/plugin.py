@@ -83,7 +83,8 @@ class KitPlugin:
             elif report.failed:
                 status, output = "failed", _message(call.excinfo) if call.excinfo else "failed"
             else:
-                status, output = "passed", ""
+                # A passing check may leave a note (e.g. its measured speed-up) with record_property("note", ...).
+                status, output = "passed", "\n".join(str(v) for k, v in report.user_properties if k == "note")
             self.results.append(self._result(item, status, output))
 
     def _result(self, item: pytest.Item, status: str, output: str) -> CheckResult:

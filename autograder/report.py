@@ -46,7 +46,7 @@ def text(grade: Grade) -> str:
     for r in grade.results:
         mark = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}[r.status]
         lines.append(f"  {mark} {r.score:g}/{r.points:g}  [{r.task}] {r.name}")
-        if r.status != "passed" and r.output:
+        if r.output:
             lines += ["        " + line for line in r.output.splitlines()]
     off = grade.protections.get("off")
     if off:

@@ -49,11 +49,6 @@ NO_ACTIVATION = MERGE_HEAD + '''
     def forward(self, a, b):
         return self.linear1(a) + self.linear2(b)
 '''
-ACTIVATION_PER_PART = MERGE_HEAD + '''
-    def forward(self, a, b):
-        act = self.activation or (lambda x: x)
-        return act(self.linear1(a)) + act(self.linear2(b))
-'''
 BIAS_TWICE = MERGE_HEAD + '''
     def forward(self, a, b):
         c = self.linear1(a) + self.linear2(b) + self.linear1.bias
@@ -78,24 +73,16 @@ SQUEEZE_ALL = '''
 def paired_sums(a, b):
     return (a + b.unsqueeze(1)).squeeze()
 '''
-FLOAT32_BUFFER = '''
-def paired_sums(a, b):
-    out = torch.zeros(b.shape[0])
-    out[:] = a[:, 0] + b
-    return out
-'''
 
 MUTANTS = {
     # name: (cell, code, the check meant to catch it, a phrase its message must contain)
     "tile and concatenate": ("Merge", TILE_AND_CONCAT, "check_merge_never_tiles", "repeat, cat"),
     "expand then contiguous": ("Merge", EXPAND_CONTIGUOUS, "check_merge_never_tiles", "expand then clone"),
     "activation ignored": ("Merge", NO_ACTIVATION, "check_merge_activation", "self.activation once"),
-    "activation per part": ("Merge", ACTIVATION_PER_PART, "check_merge_activation", "to the sum"),
     "bias added twice": ("Merge", BIAS_TWICE, "check_merge_random_shapes", "its own bias"),
     "one joint layer": ("Merge", ONE_JOINT_LAYER, "check_merge_structure", "linear1"),
     "all pairs": ("paired_sums", ALL_PAIRS, "check_paired_sums_random", "[N, N] table"),
     "squeeze without dim": ("paired_sums", SQUEEZE_ALL, "check_paired_sums_single_pair", "squeeze(1)"),
-    "float32 buffer": ("paired_sums", FLOAT32_BUFFER, "check_paired_sums_dtypes", "dtype torch.float32"),
 }
 
 

@@ -22,8 +22,9 @@ from autograder.wire import RemoteObject
 # -- the seam: typed adapters to the student's code ------------------------------
 
 
-def build_merge(student: Student, in1: int, in2: int, out: int, activation: str | None = None) -> RemoteObject:
-    """Merge(in1, in2, out) or, with `activation` named, the harness's make_merge."""
+def build_merge(student: Student, in1: int, in2: int, out: int, device: str,
+                activation: str | None = None) -> RemoteObject:
+    """Merge(in1, in2, out) or, with `activation` named, the harness's make_merge; moved to `device`."""
     # Constructing it directly first gives the clearest message when Merge is missing or raises.
     merge = student.call("Merge", in1, in2, out)
     if activation is not None:
@@ -31,6 +32,7 @@ def build_merge(student: Student, in1: int, in2: int, out: int, activation: str 
     if not isinstance(merge, RemoteObject):
         raise CheckFailure(f"Call: Merge({in1}, {in2}, {out})\nExpected: an nn.Module instance\n"
                            f"Got:      {summarize(merge)}\nHint:     {STRUCTURE_HINT}")
+    student.method(merge, ["to"], device)
     return merge
 
 
@@ -127,10 +129,10 @@ def _merge_inputs(rng: torch.Generator, rank: int, in1: int, in2: int) -> tuple[
     return a, b
 
 
-def _merge_with(student: Student, params: dict[str, Tensor], in1: int, in2: int, out: int,
+def _merge_with(student: Student, params: dict[str, Tensor], in1: int, in2: int, out: int, device: str,
                 activation: str | None = None) -> RemoteObject:
-    """A student Merge holding the judge's weights; a clear failure if its parameters do not fit."""
-    merge = build_merge(student, in1, in2, out, activation)
+    """A student Merge on `device` holding the judge's weights; a clear failure if its parameters do not fit."""
+    merge = build_merge(student, in1, in2, out, device, activation)
     found = {name: list(t.shape) for name, t in student.inspect(merge)["parameters"].items()}
     wanted = {name: list(t.shape) for name, t in params.items()}
     if found != wanted:
@@ -158,7 +160,7 @@ def _merge_call(a: Tensor, b: Tensor, out: int, activation: str | None = None) -
 def check_merge_guide_example(student: Student, rng: torch.Generator, device: str) -> None:
     """the guide's shapes: a [5, 3, 5] and b [5, 1, 6] through Merge(5, 6, 10) give [5, 3, 10]"""
     ref, params = reference_linear(rng, 5, 6, 10)
-    merge = _merge_with(student, params, 5, 6, 10)
+    merge = _merge_with(student, params, 5, 6, 10, device)
     a, b = torch.rand(5, 3, 5, generator=rng), torch.rand(5, 1, 6, generator=rng)
     got = run_merge(student, merge, a, b)["value"]
     _expect(got, merge_oracle(ref, a, b).float(), _merge_call(a, b, 10), {"a": a, "b": b}, MERGE_HINT, device)
@@ -166,10 +168,10 @@ def check_merge_guide_example(student: Student, rng: torch.Generator, device: st
 
 @pytest.mark.task("Merge")
 @pytest.mark.points(1)
-def check_merge_structure(student: Student, rng: torch.Generator) -> None:
+def check_merge_structure(student: Student, rng: torch.Generator, device: str) -> None:
     """Merge holds two nn.Linear layers, linear1 (in1 -> out) and linear2 (in2 -> out)"""
     in1, in2, out = _sizes(rng, 3)
-    merge = build_merge(student, in1, in2, out)
+    merge = build_merge(student, in1, in2, out, device)
     info = student.inspect(merge)
     kinds = {name: kind for name, kind in info["modules"].items() if name in ("linear1", "linear2")}
     found = {name: list(t.shape) for name, t in info["parameters"].items()}
@@ -190,7 +192,7 @@ def check_merge_random_shapes(student: Student, rng: torch.Generator, device: st
     for rank in (2, 3, 4, 3):
         in1, in2, out = _sizes(rng, 3, 1, 9)
         ref, params = reference_linear(rng, in1, in2, out)
-        merge = _merge_with(student, params, in1, in2, out)
+        merge = _merge_with(student, params, in1, in2, out, device)
         a, b = _merge_inputs(rng, rank, in1, in2)
         got = run_merge(student, merge, a, b)["value"]
         _expect(got, merge_oracle(ref, a, b).float(), _merge_call(a, b, out), {"a": a, "b": b}, MERGE_HINT, device)
@@ -203,7 +205,7 @@ def check_merge_gradients(student: Student, rng: torch.Generator, device: str) -
     for rank in (2, 3, 4):
         in1, in2, out = _sizes(rng, 3)
         ref, params = reference_linear(rng, in1, in2, out)
-        merge = _merge_with(student, params, in1, in2, out, "tanh")
+        merge = _merge_with(student, params, in1, in2, out, device, "tanh")
         a, b = _merge_inputs(rng, rank, in1, in2)
         g = torch.randn(*torch.broadcast_shapes(a.shape[:-1], b.shape[:-1]), out, generator=rng)
         grads = run_merge(student, merge, a, b, wrt=(0, 1), grad_output=g)["grads"]
@@ -223,7 +225,7 @@ def check_merge_activation(student: Student, rng: torch.Generator, device: str) 
     for activation in ("relu", "tanh"):
         in1, in2, out = _sizes(rng, 3)
         ref, params = reference_linear(rng, in1, in2, out)
-        merge = _merge_with(student, params, in1, in2, out, activation)
+        merge = _merge_with(student, params, in1, in2, out, device, activation)
         a, b = _merge_inputs(rng, 3, in1, in2)
         got = run_merge(student, merge, a, b)["value"]
         _expect(got, merge_oracle(ref, a, b, activation).float(), _merge_call(a, b, out, activation),
@@ -246,7 +248,7 @@ def check_merge_never_tiles(student: Student, rng: torch.Generator, device: str)
     for rank in (3, 4):
         in1, in2, out = _sizes(rng, 3)
         _, params = reference_linear(rng, in1, in2, out)
-        merge = _merge_with(student, params, in1, in2, out)
+        merge = _merge_with(student, params, in1, in2, out, device)
         *batch, n = _sizes(rng, rank - 1, 3, 7)
         a, b = torch.randn(*batch, n, in1, generator=rng), torch.randn(*batch, 1, in2, generator=rng)
         ops = run_merge(student, merge, a, b, trace=True)["ops"]

@@ -13,7 +13,8 @@ import torch
 from torch import Tensor
 
 from autograder.expect import CheckFailure, expect_tensor
-from autograder.remote import Student, summarize
+from autograder.remote import Student, StudentError, summarize
+from autograder.timing import RecordProperty, compare_speed, expect_speedup, randn, reference_process
 
 # -- the seam: typed adapters to the student's functions ----------------------
 
@@ -24,6 +25,15 @@ def run_row_sum(student: Student, x: Tensor) -> Tensor:
 
 def run_pairwise(student: Student, x: Tensor, y: Tensor) -> Tensor:
     return student.call("pairwise_sq_distances", x, y)
+
+
+def run_row_sum_on_view(student: Student, base: Tensor, view: str, how: str) -> Tensor:
+    """row_sum of a view of `base` taken in the student's process (the wire sends contiguous copies)."""
+    try:
+        return student.call("kit.call_on_view", "row_sum", view, base)
+    except StudentError as e:
+        raise StudentError(f"row_sum(x) with {how}, a non-contiguous view of base = {summarize(base)}, failed.\n"
+                           f"{e}\nHint:     {STRIDE_HINT}") from None
 
 
 # -- oracles -------------------------------------------------------------------
@@ -53,8 +63,8 @@ PAIRWISE_TOL = {torch.float64: 1e-10, torch.float32: 1e-5}
 
 AXIS_HINT = ("Sum over the rows means reducing dim=0: an [N, D] matrix gives one total per column, shape [D]. "
              "Name the dim: x.sum(dim=0).")
-DTYPE_HINT = ("Keep the input's dtype: x.sum(dim=0) does. A buffer made with torch.zeros(D) is float32 whatever "
-              "x is, and .float() throws away float64's precision.")
+DTYPE_HINT = ("Keep the input's dtype by computing with operations on the inputs themselves: a buffer made with "
+              "torch.zeros(...) and no dtype= is float32 whatever x is, and .float() throws away float64's precision.")
 STRIDE_HINT = ("x may be a transposed or sliced view whose memory is not laid out row after row: .view() fails "
                "on it and raw-memory tricks read the wrong numbers. Reduce with x.sum(dim=0), which handles "
                "any strides.")
@@ -93,11 +103,13 @@ def _expect_pairwise(student: Student, x: Tensor, y: Tensor, hint: str, device: 
             hint, device, rel, pairwise_atol(x, y, rel))
 
 
-def _op_counts(student: Student, name: str, small: tuple[Tensor, ...], large: tuple[Tensor, ...],
-               sizes: tuple[str, str]) -> list[str]:
-    """Trace `name` on small and large inputs; fail unless both issue as many operators. Returns the large ops."""
-    _, ops_small = student.traced(name, *small)
-    _, ops_large = student.traced(name, *large)
+def _traces(student: Student, name: str, small: tuple[Tensor, ...], large: tuple[Tensor, ...]
+            ) -> tuple[list[str], list[str]]:
+    """The aten operators `name` issues on small and on large inputs."""
+    return student.traced(name, *small)[1], student.traced(name, *large)[1]
+
+
+def _expect_no_growth(name: str, ops_small: list[str], ops_large: list[str], sizes: tuple[str, str]) -> None:
     if len(ops_large) > len(ops_small):
         shown = ", ".join(ops_large[:24]) + (", ..." if len(ops_large) > 24 else "")
         raise CheckFailure(
@@ -106,7 +118,6 @@ def _op_counts(student: Student, name: str, small: tuple[Tensor, ...], large: tu
             f"Got:      {len(ops_small)} operations for {sizes[0]}, {len(ops_large)} for {sizes[1]}: {shown}\n"
             f"Problem:  the number of operations grows with the input, so your code loops in Python.\n"
             f"Hint:     {LOOP_HINT}")
-    return ops_large
 
 
 # -- row_sum -------------------------------------------------------------------
@@ -142,12 +153,16 @@ def check_row_sum_dtypes(student: Student, rng: torch.Generator, device: str) ->
 @pytest.mark.task("row_sum")
 @pytest.mark.points(1)
 def check_row_sum_non_contiguous(student: Student, rng: torch.Generator, device: str) -> None:
-    """a transposed matrix and a strided slice are summed correctly"""
+    """a transposed matrix and a strided slice (views, not copies) are summed correctly"""
     n, d = _sizes(rng, 2, 3, 30)
-    transposed = torch.randn(d + 31, n, generator=rng).T            # [n, d + 31], column-major
-    sliced = torch.randn(2 * n, d + 33, generator=rng)[::2, 1:]     # every other row, one column off
-    for x in (transposed, sliced):
-        _expect_row_sum(student, x, STRIDE_HINT, device)
+    views = {"transpose": (torch.randn(d + 31, n, generator=rng), "x = base.T", lambda t: t.T),
+             "every_other_row": (torch.randn(2 * n, d + 33, generator=rng), "x = base[::2, 1:]", lambda t: t[::2, 1:])}
+    for view, (base, how, take) in views.items():
+        x = take(base)
+        _expect_row_sum(student, x.contiguous(), STRIDE_HINT, device)  # the same numbers, laid out plainly
+        rtol, atol = ROW_SUM_TOL[x.dtype]
+        _expect(run_row_sum_on_view(student, base, view, how), row_sum_oracle(x), f"row_sum(x) with {how}, a view",
+                {"base": base, "x": x}, STRIDE_HINT, device, rtol, atol)
 
 
 @pytest.mark.task("row_sum")
@@ -164,7 +179,7 @@ def check_row_sum_edge_shapes(student: Student, rng: torch.Generator, device: st
 def check_row_sum_vectorized(student: Student, rng: torch.Generator) -> None:
     """no Python loop: the operations issued do not grow from 4 x 3 to 64 x 24 inputs"""
     small, large = torch.randn(4, 3, generator=rng), torch.randn(64, 24, generator=rng)
-    _op_counts(student, "row_sum", (small,), (large,), ("x [4, 3]", "x [64, 24]"))
+    _expect_no_growth("row_sum", *_traces(student, "row_sum", (small,), (large,)), ("x [4, 3]", "x [64, 24]"))
 
 
 # -- pairwise_sq_distances -----------------------------------------------------
@@ -232,15 +247,52 @@ def check_pairwise_vectorized(student: Student, rng: torch.Generator) -> None:
     """no Python loop and no torch.cdist: the operations issued do not grow with N, M or D"""
     small = (torch.randn(4, 3, generator=rng), torch.randn(5, 3, generator=rng))
     large = (torch.randn(64, 24, generator=rng), torch.randn(80, 24, generator=rng))
-    ops = _op_counts(student, "pairwise_sq_distances", small, large,
-                     ("x [4, 3], y [5, 3]", "x [64, 24], y [80, 24]"))
-    library = sorted(set(ops) & LIBRARY_DISTANCE_OPS)
+    ops_small, ops = _traces(student, "pairwise_sq_distances", small, large)
+    library = sorted(set(ops_small + ops) & LIBRARY_DISTANCE_OPS)
     if library:
         raise CheckFailure(
             f"Call: pairwise_sq_distances(x, y), traced\n  x = {summarize(large[0])}\n  y = {summarize(large[1])}\n"
             f"Expected: the distances built from overloaded operators (-, *, **, @) and broadcasting\n"
             f"Got:      these operators: {', '.join(ops)}\n"
-            f"Problem:  {', '.join(library)} is the library's distance function, which this exercise asks you "
-            f"to write yourself (the grader uses it as its reference).\n"
+            f"Problem:  {', '.join(library)} come from torch.cdist, the library's distance function, which this "
+            f"exercise asks you to write yourself (the grader uses it as its reference).\n"
             f"Hint:     ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1), or the expansion "
             f"||x_i||^2 + ||y_j||^2 - 2 x_i . y_j with x @ y.T.")
+    _expect_no_growth("pairwise_sq_distances", ops_small, ops, ("x [4, 3], y [5, 3]", "x [64, 24], y [80, 24]"))
+
+
+# -- speed: against the guide's slicing loops, as a ratio in the same run --------
+
+ROW_SUM_LOOP = """
+def row_sum_loop(x):
+    z = torch.zeros(x.shape[1], dtype=x.dtype, device=x.device)
+    for i in range(x.shape[0]):
+        z += x[i]
+    return z
+"""
+PAIRWISE_LOOP = """
+def pairwise_loop(x, y):
+    return torch.stack([((y - x[i]) ** 2).sum(1) for i in range(x.shape[0])])
+"""
+
+
+@pytest.mark.task("row_sum")
+@pytest.mark.points(2)
+def check_row_sum_speed(student: Student, rng: torch.Generator, record_property: RecordProperty) -> None:
+    """at least 10x faster than the guide's slicing loop on a [2000, 16] matrix"""
+    # Measured here (1 thread, interleaved medians): x.sum(0) is 36-65x faster, an unbind loop 1.4x.
+    with reference_process(student, ROW_SUM_LOOP) as ref:
+        speed = compare_speed(student, "row_sum", ref, "row_sum_loop", [randn(2000, 16)], row_sum_oracle, rng,
+                              count=10, rounds=7, warmup=2)
+    expect_speedup(speed, 10.0, "row_sum", "the slicing loop", LOOP_HINT, record_property)
+
+
+@pytest.mark.task("pairwise_sq_distances")
+@pytest.mark.points(2)
+def check_pairwise_speed(student: Student, rng: torch.Generator, record_property: RecordProperty) -> None:
+    """at least 2x faster than a loop over the rows of x, for 128 x 128 points in 16-D"""
+    # Measured here: the expansion form 4.3x, the difference form 7.1x; a row loop is 1x by definition.
+    with reference_process(student, PAIRWISE_LOOP) as ref:
+        speed = compare_speed(student, "pairwise_sq_distances", ref, "pairwise_loop",
+                              [randn(128, 16), randn(128, 16)], pairwise_oracle, rng, count=5, rounds=7, warmup=2)
+    expect_speedup(speed, 2.0, "pairwise_sq_distances", "a loop over the rows of x", LOOP_HINT, record_property)

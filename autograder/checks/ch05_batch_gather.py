@@ -17,7 +17,7 @@ from torch import Tensor
 
 from autograder.expect import CheckFailure, expect_tensor, show
 from autograder.remote import Student, StudentError
-from autograder.timing import compare_speed, expect_speedup, randint, randn, reference_process
+from autograder.timing import RecordProperty, compare_speed, expect_speedup, randint, randn, reference_process
 
 # -- the seam: typed adapters to the student's function ---------------------------
 
@@ -62,11 +62,15 @@ def batch_gather_loop(tensor, indices):
     return torch.stack(output)
 '''
 
-# Speed: [B, N, D] = [1024, 64, 16] with [B, K] = [1024, 8] indices. Measured on the 2-core CPU build
-# machine through compare_speed (child on 1 thread, inputs fresh each call): the loop 5-6 ms per call, the
-# solution 0.3-0.4 ms, a 14-18x gap. The threshold is about a third of that, so load on the grading machine
-# does not flip a correct answer, while the loop (1x) and a scripted or compiled loop (1.1-1.3x) fail.
-SPEED_SHAPE = (1024, 64, 16, 8)
+# Speed: [B, N, D] = [1024, 16, 4] tensors with [B, K] = [1024, 8] indices. Measured through compare_speed
+# (benchmarks/batch_gather_speed.py) on the 2-core CPU build machine while other gradings ran, child on one
+# thread, fresh inputs each call: loop 10-37 ms per call, solution 0.6-2 ms; over 12 runs 10-34x, median
+# about 16x. A scripted loop: 0.9-1.9x. Each timed call also pays ~0.25 ms of digest and IPC, and larger
+# outputs spend more of the time copying ([1024, 64, 16]: 3-5x under the same load), hence the small
+# trailing axis. 5x is about a third of the median and half the worst run: a loaded machine does not fail a
+# correct answer, the loop (1x) and the scripted loop stay far below it, and torch.compile on the loop
+# unrolls it (27-45 s to compile at B = 64), so B = 1024 exceeds the time limit of a call.
+SPEED_SHAPE = (1024, 16, 4, 8)
 SPEEDUP = 5.0
 
 TENSOR_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.int64, torch.int32)
@@ -75,8 +79,9 @@ INDEX_DTYPES = (torch.int64, torch.int32)
 SHAPE_HINT = ("output[i] = tensor[i, indices[i]] keeps every trailing axis of tensor: the result has shape "
               "indices.shape + tensor.shape[2:]. Flatten only the first two axes ([B * N, ...]) and step the "
               "row offsets by N = tensor.shape[1], not by the size of the last axis.")
-OFFSET_HINT = ("indices may have more axes than [B]: shape the row offsets [B, 1, ..., 1] (one 1 per extra axis "
-               "of indices) so that they broadcast against indices of shape [B, K, ...].")
+OFFSET_HINT = ("indices may have more axes than [B], and the result has shape indices.shape + tensor.shape[2:]: "
+               "shape the row offsets [B, 1, ..., 1] (one 1 per extra axis of indices) so that they broadcast "
+               "against indices of shape [B, K, ...].")
 DEVICE_HINT = ("Never hard-code .cuda() (or .cpu()): make new tensors where the inputs are, "
                "torch.arange(B, device=indices.device). The guide's batch_gather_vec has this bug.")
 GRAD_HINT = ("Build the result by indexing `tensor` itself with differentiable torch operations: no .detach(), "
@@ -163,7 +168,7 @@ def check_batch_gather_index_tensors(student: Student, rng: torch.Generator, dev
     for trial, (rank, index_rank) in enumerate(cases):
         tensor, indices = _random_case(rng, rank, index_rank, dtypes[trial], INDEX_DTYPES[trial % 2])
         got = run_gather(student, tensor, indices, OFFSET_HINT)
-        _expect(got, gather_oracle(tensor, indices), tensor, indices, f"{OFFSET_HINT} {SHAPE_HINT}", device)
+        _expect(got, gather_oracle(tensor, indices), tensor, indices, OFFSET_HINT, device)
 
 
 @pytest.mark.task("batch_gather")
@@ -185,8 +190,9 @@ def check_batch_gather_device(student: Student, rng: torch.Generator, device: st
     except StudentError as e:
         text = str(e)
         if "cuda" in text.lower() or "nvidia" in text.lower():
-            raise CheckFailure(f"{text}\nProblem:  your code asked for CUDA, but the inputs were not on a GPU "
-                               f"(this machine may not even have one).\nHint:     {DEVICE_HINT}") from None
+            raise CheckFailure(f"{text}\nProblem:  your code put a tensor on another device than the inputs' "
+                               f"(CUDA for CPU inputs fails outright on a machine without a GPU).\n"
+                               f"Hint:     {DEVICE_HINT}") from None
         raise
 
 
@@ -197,7 +203,7 @@ def check_batch_gather_gradient(student: Student, rng: torch.Generator, device: 
     for dtype, rank, index_rank in ((torch.float32, 3, 2), (torch.float64, 2, 1), (torch.float64, 4, 3)):
         tensor, indices = _random_case(rng, rank, index_rank, dtype)
         if index_rank > 1:
-            indices[:, -1] = indices[:, 0]  # every row gathers one entry twice
+            indices = torch.cat([indices, indices[:, :1]], dim=1)  # every row gathers some entries twice
         grad_output = torch.randn(gather_oracle(tensor, indices).shape, generator=rng, dtype=torch.float64)
         grad_output = grad_output.to(dtype)
         value, grads = student.vjp("batch_gather", (tensor, indices), {}, wrt=(0,), grad_output=grad_output)
@@ -234,7 +240,8 @@ def check_batch_gather_vectorized(student: Student, rng: torch.Generator, device
 
 @pytest.mark.task("batch_gather")
 @pytest.mark.points(4)
-def check_batch_gather_speed(student: Student, rng: torch.Generator, device: str) -> None:
+def check_batch_gather_speed(student: Student, rng: torch.Generator, device: str,
+                             record_property: RecordProperty) -> None:
     """at least 5x faster than the guide's loop for B = 1024 (median of interleaved runs, fresh inputs)"""
     tensor, indices = _random_case(rng, 3, 2)
     _expect(run_gather(student, tensor, indices), gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT,
@@ -244,7 +251,7 @@ def check_batch_gather_speed(student: Student, rng: torch.Generator, device: str
         speed = compare_speed(student, "batch_gather", loop, "batch_gather_loop", [randn(b, n, d), randint(0, n, b, k)],
                               gather_oracle, rng, count=5, rounds=9, warmup=2)
     expect_speedup(speed, SPEEDUP, f"batch_gather on [{b}, {n}, {d}] with [{b}, {k}] indices",
-                   "the guide's loop", SPEED_HINT)
+                   "the guide's loop", SPEED_HINT, record_property)
 
 
 # Last in the module: on CUDA, code that indexes out of range breaks the process's CUDA context.
@@ -260,8 +267,6 @@ def check_batch_gather_out_of_range(student: Student, rng: torch.Generator, devi
         got = student.call("batch_gather", tensor, indices)
     except StudentError as e:
         text = str(e)
-        if text.startswith("not implemented"):
-            raise
         if "device-side assert" in text:
             if student.sandbox is not None:
                 student.sandbox.kill()  # its CUDA context is unusable: later checks get a fresh process
@@ -269,8 +274,10 @@ def check_batch_gather_out_of_range(student: Student, rng: torch.Generator, devi
                                f"of range.\nHint:     {RANGE_HINT}") from None
         if "raised an error" in text:
             return  # a clear exception from the student's code
-        raise CheckFailure(f"{text}\nProblem:  {call} must raise an exception, not crash or hang.\n"
-                           f"Hint:     {RANGE_HINT}") from None
+        if "crashed" in text or "did not finish" in text:
+            raise CheckFailure(f"{text}\nProblem:  {call} must raise an exception, not crash or hang.\n"
+                               f"Hint:     {RANGE_HINT}") from None
+        raise
     raise CheckFailure(f"Call: {call}\n  tensor = {show(tensor)}\n  indices = {show(indices)}\n"
                        f"Expected: an exception (IndexError), since {n} is not a valid index\n"
                        f"Got:      {show(got)}\nProblem:  returned a result for an out-of-range index: "

@@ -33,7 +33,9 @@ from autograder.wire import RemoteObject
 
 # -- the seam: typed adapters to the student's code ------------------------------
 
-GRACE_SECONDS = 15.0  # beyond the per-item DataLoader timeout: worker start-up and shutdown
+# A call through a DataLoader may take the per-item timeout, then torch's shutdown of hung workers
+# (up to 5 s each, one after the other), plus this margin for starting and stopping them.
+MARGIN_SECONDS = 10.0
 
 
 def make_directory_dataset(student: Student, path: Path, *args: str, **kwargs: str) -> RemoteObject:
@@ -67,10 +69,11 @@ def read_through_loader(student: Student, dataset: RemoteObject, num_workers: in
     per_item = student.limits.call_seconds
     try:
         return student.call(kit_fn, dataset, num_workers, per_item, 2 * expected_count + 4,
-                            timeout=per_item + GRACE_SECONDS)
+                            timeout=per_item + 5.0 * num_workers + MARGIN_SECONDS)
     except StudentError as e:
+        hint = f"\nHint:     {HANG_HINT}" if "timed out" in str(e) else ""
         raise StudentError(f"Reading {what} through DataLoader(..., batch_size=None, num_workers={num_workers}):\n"
-                           f"{e}") from None
+                           f"{e}{hint}") from None
 
 
 # -- the judge's images --------------------------------------------------------------
@@ -158,7 +161,7 @@ def write_tars(folder: Path, rng: torch.Generator, images: list[Image], n_files:
     for k in range(n_files):
         path = folder / f"shard-{k}.tar"
         with tarfile.open(path, "w") as tar:
-            for image, o in zip(images, owner):
+            for image, o in zip(images, owner, strict=True):
                 if o == k:
                     add_member(tar, image.name, image.png)
         paths.append(str(path))
@@ -180,7 +183,8 @@ LAYOUT_HINT = ("OpenCV gives [H, W, 3] arrays; PyTorch wants channels first: "
 DTYPE_HINT = "Keep OpenCV's uint8 pixels: no .float() or / 255 here (a transform can do that later)."
 TYPE_HINT = "Return a torch.Tensor: torch.from_numpy(rgb).permute(2, 0, 1)."
 SORT_HINT = ("glob.glob returns names in the directory's own order, which differs between machines. "
-             "Sort the list once in __init__: sorted(glob.glob(os.path.join(glob.escape(path), pattern))).")
+             "Sort the list once in __init__: sorted(glob.glob(os.path.join(glob.escape(path), pattern))), "
+             "and read self.paths[index] in __getitem__.")
 INDEX_HINT = ("__getitem__(index) must read file `index` of the sorted list, the same file every time: "
               "the DataLoader's sampler chooses the order (shuffle=True), not the dataset. "
               "Do not use random.choice or shuffle the list.")
@@ -193,6 +197,8 @@ ONCE_HINT = "With num_workers=0 the main process reads each file once, each memb
 EPOCH_HINT = ("Every call of __iter__ must start a fresh pass: open the files inside __iter__, not in __init__, "
               "and keep no iterator on the dataset.")
 MAIN_HINT = "With num_workers=0 get_worker_info() is None: the main process must read every file itself."
+HANG_HINT = ("A worker gave no item for that long: look for a loop that never ends, or a call that blocks, in "
+             "code that runs in the workers (where get_worker_info() is not None).")
 CORRUPT_HINT = ("cv2.imdecode returns None for bytes it cannot decode. Raise "
                 "ValueError(f\"... {member.name} ...\") naming the member, as the notebook documents.")
 
@@ -250,7 +256,7 @@ def expect_each_once(items: list[Any], images: list[Image], call: str, twice_hin
         _fail(call, f"{len(images)} images, each exactly once", f"{len(items)} items", "; ".join(problems),
               twice_hint if twice else lost_hint)
     if ordered and keys != [im.key for im in images]:
-        i = next(i for i, (k, im) in enumerate(zip(keys, images)) if k != im.key)
+        i = next(i for i, (k, im) in enumerate(zip(keys, images, strict=True)) if k != im.key)
         _fail(call, f"item {i} is {images[i].name} (file {i} in sorted order)", f"{known[keys[i]].name}",
               "the DataLoader (shuffle=False) asks for index 0, 1, 2, ... and gets the files in another order",
               SORT_HINT)
@@ -260,12 +266,15 @@ def loader_call(name: str, what: str, workers: int) -> str:
     return f"DataLoader({name}({what}), batch_size=None, num_workers={workers})"
 
 
-def check_stream(student: Student, paths: list[str], images: list[Image], workers: int) -> None:
+def tar_files(n: int) -> str:
+    return "1 tar file" if n == 1 else f"{n} tar files"
+
+
+def expect_stream(student: Student, paths: list[str], images: list[Image], workers: int) -> None:
     """Every image of the archives exactly once through a DataLoader with `workers` workers."""
-    what = f"[{len(paths)} tar files]"
     items = read_through_loader(student, make_tar_dataset(student, paths), workers, len(images),
-                                f"{len(images)} images in {len(paths)} tar files")
-    expect_each_once(items, images, loader_call("TarImageDataset", what, workers),
+                                f"{len(images)} images in {tar_files(len(paths))}")
+    expect_each_once(items, images, loader_call("TarImageDataset", f"[{tar_files(len(paths))}]", workers),
                      SHARD_HINT if workers else ONCE_HINT, LOST_HINT if workers else MAIN_HINT)
 
 
@@ -402,9 +411,9 @@ def check_directory_dataloader_workers(student: Student, rng: torch.Generator) -
 @pytest.mark.points(1)
 @pytest.mark.visible
 def check_tar_guide_example(student: Student) -> None:
-    """two tar files of three plain-colour images: each image once with 0, 2 and 3 workers"""
+    """two tar files of three plain-colour images with 0 and 2 workers, and one of them with 2 workers"""
     folder = new_folder(student)
-    images = []
+    images: list[list[Image]] = [[], []]
     for k in range(2):
         with tarfile.open(folder / f"part_{k}.tar", "w") as tar:
             for j in range(3):
@@ -412,9 +421,10 @@ def check_tar_guide_example(student: Student) -> None:
                 image = Image(f"part_{k}/img_{j}.png", torch.from_numpy(pixels).permute(2, 0, 1).contiguous(),
                               encode_png(pixels[..., ::-1]))
                 add_member(tar, f"img_{j}.png", image.png)
-                images.append(image)
-    for workers in (0, 2, 3):
-        check_stream(student, [str(folder / f"part_{k}.tar") for k in range(2)], images, workers)
+                images[k].append(image)
+    for files, workers in ((2, 0), (2, 2), (1, 2)):
+        paths = [str(folder / f"part_{k}.tar") for k in range(files)]
+        expect_stream(student, paths, [im for part in images[:files] for im in part], workers)
 
 
 @pytest.mark.task("TarImageDataset")
@@ -423,7 +433,7 @@ def check_tar_main_process(student: Student, rng: torch.Generator) -> None:
     """num_workers=0 reads 1, 2 and 5 tar files completely: RGB uint8 [3, H, W], each image once"""
     for n_files in (1, 2, 5):
         paths, images = tar_image_set(student, rng, n_files)
-        check_stream(student, paths, images, 0)
+        expect_stream(student, paths, images, 0)
 
 
 @pytest.mark.task("TarImageDataset")
@@ -432,7 +442,7 @@ def check_tar_one_file_per_worker(student: Student, rng: torch.Generator) -> Non
     """as many workers as files (the guide's case): 1 file and 1 worker, 2 files and 2 workers"""
     for n in (1, 2):
         paths, images = tar_image_set(student, rng, n)
-        check_stream(student, paths, images, n)
+        expect_stream(student, paths, images, n)
 
 
 @pytest.mark.task("TarImageDataset")
@@ -441,7 +451,7 @@ def check_tar_more_files_than_workers(student: Student, rng: torch.Generator) ->
     """more files than workers: 2 files with 1 worker, 5 files with 2 and with 3 workers"""
     for n_files, workers in ((2, 1), (5, 2), (5, 3)):
         paths, images = tar_image_set(student, rng, n_files)
-        check_stream(student, paths, images, workers)
+        expect_stream(student, paths, images, workers)
 
 
 @pytest.mark.task("TarImageDataset")
@@ -450,7 +460,7 @@ def check_tar_fewer_files_than_workers(student: Student, rng: torch.Generator) -
     """fewer files than workers: 1 file with 2 and with 3 workers, 2 files with 3 workers"""
     for n_files, workers in ((1, 2), (1, 3), (2, 3)):
         paths, images = tar_image_set(student, rng, n_files)
-        check_stream(student, paths, images, workers)
+        expect_stream(student, paths, images, workers)
 
 
 @pytest.mark.task("TarImageDataset")
@@ -472,8 +482,9 @@ def check_tar_corrupt_member_named(student: Student, rng: torch.Generator) -> No
             for image in images[3:]:
                 add_member(tar, image.name, image.png)
         call = loader_call("TarImageDataset", "[1 tar file]", workers)
+        ds = make_tar_dataset(student, [str(path)])
         try:
-            items = read_through_loader(student, make_tar_dataset(student, [str(path)]), workers, len(images),
+            items = read_through_loader(student, ds, workers, len(images),
                                         f"a tar file with the member {bad_name!r} that is not an image")
         except StudentError as e:
             if bad_name not in str(e):
@@ -499,7 +510,7 @@ def check_tar_skips_directories(student: Student, rng: torch.Generator) -> None:
         for image in images[4:]:
             add_member(tar, image.name, image.png)
     for workers in (0, 2):
-        check_stream(student, [str(path)], images, workers)
+        expect_stream(student, [str(path)], images, workers)
 
 
 @pytest.mark.task("TarImageDataset")

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid}
+ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh}
 
 
 def make_merge(in_features1: int, in_features2: int, out_features: int, activation: str) -> Any:

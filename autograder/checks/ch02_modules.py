@@ -1,0 +1,304 @@
+"""Hidden checks for 02_modules: AffineScalar, LinearRegressor, make_mlp and train.
+
+Modules live in the student's process. Checks see them through student.inspect
+(registered parameters, state_dict keys, submodule types), copy random weights
+in with student.set_parameters and compare forward passes with the judge's own
+formulas in float64. train runs on the harness's reference models
+(autograder/harness/ch02_modules.py); the judge reads the trained parameters
+back and computes the loss itself. Random inputs come from `rng`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+import torch
+from torch import Tensor
+
+from autograder.expect import CheckFailure, expect_tensor, show
+from autograder.remote import Student, describe_call, origin
+from autograder.wire import RemoteObject
+
+# -- the seam: typed adapters to the student's code -----------------------------
+
+
+def build(student: Student, name: str, *args: Any, device: str) -> RemoteObject:
+    """name(*args) in the child, moved to `device`: a handle to the module."""
+    obj = student.call(name, *args)
+    if not isinstance(obj, RemoteObject):
+        raise CheckFailure(f"Call: {describe_call(name, args, {})}\nExpected: an nn.Module\n"
+                           f"Got:      {show(obj)}\nHint:     Subclass nn.Module, or return an nn.Sequential.")
+    student.method(obj, ["to"], device)
+    return obj
+
+
+def run_forward(student: Student, module: RemoteObject, x: Tensor) -> Any:
+    return student.method(module, [], x)["value"]
+
+
+def run_train(student: Student, model: RemoteObject, x: Tensor, y: Tensor, **kwargs: Any) -> Any:
+    return student.call("train", model, x, y, **kwargs)
+
+
+# -- oracles -------------------------------------------------------------------
+
+
+def affine_oracle(x: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """a * x + b for scalar parameters of any shape with one element, in float64."""
+    return (a.double().reshape(()) * x.double() + b.double().reshape(())).to(x.dtype)
+
+
+def mlp_oracle(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor) -> Tensor:
+    hidden = torch.relu(x.double() @ w1.double().T + b1.double())
+    return (hidden @ w2.double().T + b2.double()).to(x.dtype)
+
+
+def mse(pred: Tensor, y: Tensor) -> float:
+    return float(((pred.double() - y.double()) ** 2).mean())
+
+
+PARAMETER_HINT = ("Assign each parameter as an nn.Parameter attribute in __init__ (after super().__init__()): "
+                  "self.a = nn.Parameter(torch.rand(1)). A plain tensor, even with requires_grad=True, is not "
+                  "registered: parameters(), state_dict(), .to() and optimisers never see it.")
+SQUEEZE_HINT = ("nn.Linear(1, 1) maps [N, 1] to [N, 1]: give it x.unsqueeze(1) and squeeze(1) the result, so "
+                "that a [N] input gives a [N] output.")
+MLP_HINT = ("Return nn.Sequential(nn.Linear(in_features, hidden_features), nn.ReLU(), "
+            "nn.Linear(hidden_features, out_features)); nn.Linear(i, o) has a weight of shape [o, i].")
+TRAIN_HINT = ("Use torch.optim.SGD(model.parameters(), lr=lr) and nn.MSELoss(). For each of `steps` steps: "
+              "optimizer.zero_grad(), loss = criterion(model(x), y), loss.backward(), optimizer.step(). "
+              "Without zero_grad() the gradients of all steps add up and training does not settle.")
+LOSS_HINT = "Return the loss of the last step as a Python float: loss.item() after the loop."
+
+TOLERANCE = 0.1  # train must bring slope and intercept this close to 5 and 3
+# Least-squares estimates from these samples stray from 5 and 3 by about 0.02 at most (the noise),
+# and the default 1000 SGD steps at lr=0.01 shrink the starting error by a factor of about 1000.
+
+
+def _expect_parameters(call: str, info: dict[str, Any], want: dict[str, list[int]], hint: str) -> None:
+    """The module registers exactly `want` (name -> shape), all trainable, all in its state_dict."""
+    got = {name: list(t.shape) for name, t in info["parameters"].items()}
+    if got != want:
+        problem = ("parameters() is empty: nothing was registered" if not got
+                   else "the registered parameters differ in names or shapes")
+        raise CheckFailure(f"Call: {call}, then .named_parameters()\nExpected: {want}\nGot:      {got}\n"
+                           f"Problem:  {problem}.\nHint:     {hint}")
+    frozen = [name for name, t in info["parameters"].items() if not origin(t)[1]]
+    if frozen:
+        raise CheckFailure(f"Call: {call}\nExpected: every parameter has requires_grad=True\n"
+                           f"Got:      requires_grad=False for {frozen}\nHint:     {hint}")
+    missing = sorted(set(want) - set(info["state_dict"]))
+    if missing:
+        raise CheckFailure(f"Call: {call}, then .state_dict()\nExpected: keys {sorted(want)}\n"
+                           f"Got:      {info['state_dict']}\nProblem:  {missing} missing.\nHint:     {hint}")
+
+
+def _set_parameters(student: Student, module: RemoteObject, values: dict[str, Tensor], call: str) -> None:
+    """Copy values in, first making sure the parameters exist (a clearer message than a KeyError)."""
+    _expect_parameters(call, student.inspect(module), {n: list(v.shape) for n, v in values.items()},
+                       PARAMETER_HINT)
+    student.set_parameters(module, values)
+
+
+def _random(rng: torch.Generator, *shape: int) -> Tensor:
+    return torch.randn(shape, generator=rng, dtype=torch.float64).float()
+
+
+def _n(rng: torch.Generator, low: int = 3, high: int = 12) -> int:
+    return int(torch.randint(low, high, (1,), generator=rng))
+
+
+def _check_mlp_structure(student: Student, sizes: tuple[int, int, int], device: str
+                         ) -> tuple[RemoteObject, list[str]]:
+    """make_mlp(*sizes) is a Sequential of Linear, ReLU, Linear of those sizes; the module and its children's names."""
+    i, h, o = sizes
+    call = f"make_mlp({i}, {h}, {o})"
+    module = build(student, "make_mlp", i, h, o, device=device)
+    info = student.inspect(module)
+    top = info["modules"].get("", "?")
+    children = [name for name in info["modules"] if name and "." not in name]
+    layers = [info["modules"][name] for name in children]
+    if top != "Sequential" or layers != ["Linear", "ReLU", "Linear"]:
+        raise CheckFailure(f"Call: {call}\nExpected: Sequential of Linear, ReLU, Linear\n"
+                           f"Got:      {top} of {', '.join(layers) or 'no layers'}\n"
+                           "Problem:  the layers differ (without the ReLU, two Linear layers collapse into one "
+                           f"linear map).\nHint:     {MLP_HINT}")
+    first, _, last = children
+    _expect_parameters(call, info, {f"{first}.weight": [h, i], f"{first}.bias": [h], f"{last}.weight": [o, h],
+                                    f"{last}.bias": [o]}, MLP_HINT)
+    return module, children
+
+
+def _line_data(rng: torch.Generator, x: Tensor, noise: float) -> Tensor:
+    return (5 * x.double() + 3 + noise * torch.randn(x.shape, generator=rng, dtype=torch.float64)).float()
+
+
+# Where each reference model keeps its slope and intercept.
+LINE_PARAMETERS = {"Line": ("a", "b"), "WrappedLinear": ("linear.weight", "linear.bias")}
+
+
+def _train_line(student: Student, rng: torch.Generator, model_name: str, x: Tensor, y: Tensor, device: str,
+                **kwargs: Any) -> tuple[Any, Tensor, Tensor, str]:
+    """Train a reference model from a random start; (train's result, slope, intercept, call text)."""
+    model = build(student, f"kit.{model_name}", device=device)
+    slope_name, intercept_name = LINE_PARAMETERS[model_name]
+    start = {slope_name: torch.rand([1, 1] if "weight" in slope_name else [1], generator=rng) * 2 - 1,
+             intercept_name: torch.rand(1, generator=rng) * 2 - 1}
+    student.set_parameters(model, start)
+    result = run_train(student, model, x, y, **kwargs)
+    trained = student.inspect(model)["parameters"]
+    args = "".join(f", {k}={v}" for k, v in kwargs.items())
+    call = (f"train(model, x, y{args}) with model = {model_name}, a line a * x + b starting at "
+            f"a = {start[slope_name].item():.3f}, b = {start[intercept_name].item():.3f}")
+    return result, trained[slope_name].reshape(()), trained[intercept_name].reshape(()), call
+
+
+def _expect_line(result: Any, a: Tensor, b: Tensor, call: str, x: Tensor, y: Tensor, noise: float) -> None:
+    if abs(a.item() - 5) <= TOLERANCE and abs(b.item() - 3) <= TOLERANCE:
+        return
+    raise CheckFailure(
+        f"Call: {call}\n  x = {show(x)}\n  y = 5 * x + 3 + noise of std {noise}: {show(y)}\n"
+        f"Expected: a within {TOLERANCE} of 5 and b within {TOLERANCE} of 3 after training\n"
+        f"Got:      a = {a.item():.4f}, b = {b.item():.4f} (train returned {show(result)})\n"
+        f"Problem:  the model did not fit the line.\nHint:     {TRAIN_HINT}")
+
+
+# -- AffineScalar --------------------------------------------------------------
+
+
+@pytest.mark.task("AffineScalar")
+@pytest.mark.points(2)
+@pytest.mark.visible
+def check_affine_parameters_registered(student: Student, device: str) -> None:
+    """AffineScalar registers trainable parameters a and b of shape [1]"""
+    module = build(student, "AffineScalar", device=device)
+    _expect_parameters("AffineScalar()", student.inspect(module), {"a": [1], "b": [1]}, PARAMETER_HINT)
+
+
+@pytest.mark.task("AffineScalar")
+@pytest.mark.points(2)
+def check_affine_forward(student: Student, rng: torch.Generator, device: str) -> None:
+    """with a and b set, forward(x) is a * x + b for [N] inputs"""
+    module = build(student, "AffineScalar", device=device)
+    for _ in range(3):
+        a, b, x = _random(rng, 1), _random(rng, 1), _random(rng, _n(rng))
+        _set_parameters(student, module, {"a": a, "b": b}, "AffineScalar()")
+        expect_tensor(run_forward(student, module, x), affine_oracle(x, a, b), call="AffineScalar()(x)",
+                      inputs={"a": a, "b": b, "x": x}, device=device,
+                      hint="forward must return self.a * x + self.b, using the parameters themselves.")
+
+
+# -- LinearRegressor -----------------------------------------------------------
+
+
+@pytest.mark.task("LinearRegressor")
+@pytest.mark.points(1)
+@pytest.mark.visible
+def check_linear_regressor_structure(student: Student, device: str) -> None:
+    """LinearRegressor holds one nn.Linear(1, 1) named `linear`"""
+    info = student.inspect(build(student, "LinearRegressor", device=device))
+    if info["modules"].get("linear") != "Linear":
+        raise CheckFailure(f"Call: LinearRegressor()\nExpected: a submodule `linear` of type nn.Linear\n"
+                           f"Got:      submodules {info['modules']}\n"
+                           "Hint:     In __init__, after super().__init__(): self.linear = nn.Linear(1, 1).")
+    _expect_parameters("LinearRegressor()", info, {"linear.weight": [1, 1], "linear.bias": [1]},
+                       "self.linear = nn.Linear(1, 1) registers linear.weight [1, 1] and linear.bias [1].")
+
+
+@pytest.mark.task("LinearRegressor")
+@pytest.mark.points(2)
+def check_linear_regressor_forward(student: Student, rng: torch.Generator, device: str) -> None:
+    """with weight and bias set, maps a [N] tensor to the [N] tensor weight * x + bias"""
+    module = build(student, "LinearRegressor", device=device)
+    for _ in range(3):
+        w, b, x = _random(rng, 1, 1), _random(rng, 1), _random(rng, _n(rng))
+        _set_parameters(student, module, {"linear.weight": w, "linear.bias": b}, "LinearRegressor()")
+        expect_tensor(run_forward(student, module, x), affine_oracle(x, w, b), call="LinearRegressor()(x)",
+                      inputs={"linear.weight": w, "linear.bias": b, "x": x}, hint=SQUEEZE_HINT, device=device)
+
+
+# -- make_mlp ------------------------------------------------------------------
+
+
+@pytest.mark.task("make_mlp")
+@pytest.mark.points(1)
+@pytest.mark.visible
+def check_make_mlp_guide_layers(student: Student, device: str) -> None:
+    """make_mlp(64, 32, 10) is Sequential(Linear(64, 32), ReLU(), Linear(32, 10)), as in the guide"""
+    _check_mlp_structure(student, (64, 32, 10), device)
+
+
+@pytest.mark.task("make_mlp")
+@pytest.mark.points(1)
+def check_make_mlp_other_sizes(student: Student, rng: torch.Generator, device: str) -> None:
+    """the layers take their sizes from the arguments, for random sizes"""
+    for _ in range(2):
+        _check_mlp_structure(student, (_n(rng, 2, 9), _n(rng, 2, 9), _n(rng, 2, 9)), device)
+
+
+@pytest.mark.task("make_mlp")
+@pytest.mark.points(1)
+def check_make_mlp_forward(student: Student, rng: torch.Generator, device: str) -> None:
+    """with its weights set, the network computes relu(x W1^T + b1) W2^T + b2"""
+    i, h, o, n = _n(rng), _n(rng), _n(rng), _n(rng)
+    module, (first, _, last) = _check_mlp_structure(student, (i, h, o), device)
+    w1, b1, w2, b2 = _random(rng, h, i), _random(rng, h), _random(rng, o, h), _random(rng, o)
+    student.set_parameters(module, {f"{first}.weight": w1, f"{first}.bias": b1, f"{last}.weight": w2,
+                                    f"{last}.bias": b2})
+    x = _random(rng, n, i)
+    expect_tensor(run_forward(student, module, x), mlp_oracle(x, w1, b1, w2, b2), call=f"make_mlp({i}, {h}, {o})(x)",
+                  inputs={"x": x, "W1": w1, "b1": b1, "W2": w2, "b2": b2}, hint=MLP_HINT, rtol=1e-4, atol=1e-5,
+                  device=device)
+
+
+# -- train ---------------------------------------------------------------------
+
+
+@pytest.mark.task("train")
+@pytest.mark.points(2)
+@pytest.mark.visible
+def check_train_fits_line(student: Student, rng: torch.Generator, device: str) -> None:
+    """fits y = 5x + 3 + noise to within 0.1 on both coefficients with the default steps and lr"""
+    x = torch.rand(100, generator=rng) * 2 - 1
+    y = _line_data(rng, x, noise=0.1)
+    result, a, b, call = _train_line(student, rng, "Line", x, y, device)
+    _expect_line(result, a, b, call, x, y, noise=0.1)
+
+
+@pytest.mark.task("train")
+@pytest.mark.points(2)
+def check_train_follows_steps_and_lr(student: Student, rng: torch.Generator, device: str) -> None:
+    """on the guide's x in [0, 1), fits the line with the steps=2000 and lr=0.2 it is given"""
+    x = torch.arange(200, dtype=torch.float32) / 200
+    y = _line_data(rng, x, noise=0.05)
+    result, a, b, call = _train_line(student, rng, "Line", x, y, device, steps=2000, lr=0.2)
+    _expect_line(result, a, b, call, x, y, noise=0.05)
+
+
+@pytest.mark.task("train")
+@pytest.mark.points(2)
+def check_train_returns_final_loss(student: Student, rng: torch.Generator, device: str) -> None:
+    """returns the final loss as a Python float, equal to the MSE of the trained model"""
+    x = torch.rand(100, generator=rng) * 2 - 1
+    y = _line_data(rng, x, noise=0.1)
+    result, a, b, call = _train_line(student, rng, "Line", x, y, device)
+    want = mse(a.double() * x + b.double(), y)
+    if not isinstance(result, float):
+        raise CheckFailure(f"Call: {call}\nExpected: a Python float, about {want:.6g}\nGot:      {show(result)}\n"
+                           f"Problem:  train returned {type(result).__name__}, not float.\nHint:     {LOSS_HINT}")
+    if not math.isclose(result, want, rel_tol=1e-3, abs_tol=1e-6):
+        raise CheckFailure(f"Call: {call}\n  x = {show(x)}\n  y = {show(y)}\n"
+                           f"Expected: {want:.6g}, the MSE of the trained model (a = {a.item():.4f}, "
+                           f"b = {b.item():.4f}) on x, y\nGot:      {result:.6g}\n"
+                           f"Problem:  that is not the loss at the end of training.\nHint:     {LOSS_HINT}")
+
+
+@pytest.mark.task("train")
+@pytest.mark.points(1)
+def check_train_any_module(student: Student, rng: torch.Generator, device: str) -> None:
+    """trains every parameter of any Module, here one whose line sits in an nn.Linear submodule"""
+    x = torch.rand(100, generator=rng) * 2 - 1
+    y = _line_data(rng, x, noise=0.1)
+    result, a, b, call = _train_line(student, rng, "WrappedLinear", x, y, device)
+    _expect_line(result, a, b, call, x, y, noise=0.1)

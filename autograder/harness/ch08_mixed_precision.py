@@ -1,0 +1,207 @@
+"""Kit code for 08_mixed_precision, run in the student's process beside the answer cells.
+
+It builds what the checks hand to the student's amp_train_step (model, optimizer,
+GradScaler, loss function) and watches the step from outside:
+
+- forward hooks record each Linear layer's output dtype and whether autocast was on;
+- the loss function records the loss's dtype and whether autocast was on;
+- an identity autograd Function on the loss records what its backward received
+  (the scale, for a scaled loss) and whether autocast was on then, and can
+  poison the gradients with inf or nan;
+- warnings raised during the call are recorded (torch.cuda.amp's deprecations).
+
+It returns plain records (dtype names, flags, floats, tensors); the judge decides.
+"""
+
+import inspect
+import warnings
+from typing import Any
+
+import torch
+import torch._dynamo  # the first optimizer imports it: about 3 s, better spent loading than inside a call
+import torch.nn as nn
+import torch.nn.functional as F
+
+LINEAR_OR_CONV = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+
+
+def _student() -> dict[str, Any]:
+    return globals()["student"]  # the child puts the student's namespace here
+
+
+def _function(name: str) -> Any:
+    namespace = _student()
+    if not callable(namespace.get(name)):
+        raise NameError(f"`{name}` is not defined: its answer cell must define it (see the notes above the checks)")
+    return namespace[name]
+
+
+def _name(dtype: Any) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _warning_texts(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [f"{w.category.__name__}: {w.message}" for w in caught]
+
+
+class _Probe(torch.autograd.Function):
+    """Identity on the loss; its backward sees d(whatever was backpropagated)/d(loss)."""
+
+    @staticmethod
+    def forward(ctx: Any, loss: torch.Tensor, record: "ObservedLoss") -> torch.Tensor:
+        ctx.record = record
+        return loss.view_as(loss)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        record = ctx.record
+        record.backward.append({"grad": float(grad.detach().float().sum()),
+                                "autocast": torch.is_autocast_enabled(record.device_type)})
+        return grad * record.poison if record.poison is not None else grad, None
+
+
+class ObservedLoss:
+    """F.mse_loss that records how it was called and backpropagated through."""
+
+    def __init__(self, device_type: str, poison: float | None) -> None:
+        self.device_type = device_type
+        self.poison = poison
+        self.calls: list[dict[str, Any]] = []
+        self.backward: list[dict[str, Any]] = []
+
+    def __call__(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        loss = F.mse_loss(outputs, targets)
+        self.calls.append({"dtype": _name(loss.dtype), "autocast": torch.is_autocast_enabled(self.device_type)})
+        return _Probe.apply(loss, self)
+
+
+def _mlp(sizes: list[int]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers += [nn.Linear(sizes[i], sizes[i + 1]), nn.ReLU()]
+    return nn.Sequential(*layers[:-1])
+
+
+def _scaler(device_type: str, config: dict[str, float]) -> torch.amp.GradScaler:
+    """A GradScaler that has already been used, as it would be after earlier iterations."""
+    scaler = torch.amp.GradScaler(device_type, **config)
+    scaler.scale(torch.zeros((), device=device_type))  # creates the scale tensor
+    return scaler
+
+
+def observe_step(params: dict[str, torch.Tensor], sizes: list[int], inputs: torch.Tensor, targets: torch.Tensor,
+                 lr: float, scaler_config: dict[str, float], device_type: str, dtype: torch.dtype,
+                 max_grad_norm: float | None = None, poison: float | None = None) -> dict[str, Any]:
+    """One call of the student's amp_train_step on an MLP with the judge's weights, watched from outside."""
+    model = _mlp(sizes).to(inputs.device)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(params[name])
+    forward: list[dict[str, Any]] = []
+
+    def hook(module: nn.Module, args: Any, output: torch.Tensor) -> None:
+        forward.append({"dtype": _name(output.dtype), "autocast": torch.is_autocast_enabled(device_type)})
+
+    for m in model.modules():
+        if isinstance(m, LINEAR_OR_CONV):
+            m.register_forward_hook(hook)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    scaler = _scaler(device_type, scaler_config)
+    loss_fn = ObservedLoss(device_type, poison)
+    scale_before = scaler.get_scale()
+    kwargs = {} if max_grad_norm is None else {"max_grad_norm": max_grad_norm}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        returned = _function("amp_train_step")(model, optimizer, scaler, inputs, targets, loss_fn,
+                                                device_type=device_type, dtype=dtype, **kwargs)
+    return {
+        "returned": returned if isinstance(returned, (float, int, torch.Tensor)) else None,
+        "returned_type": type(returned).__name__,
+        "after": {name: p.detach().clone() for name, p in model.named_parameters()},
+        "grads": {name: p.grad for name, p in model.named_parameters()},
+        "scale_before": scale_before,
+        "scale_after": scaler.get_scale(),
+        "forward": forward,
+        "loss_calls": loss_fn.calls,
+        "backward": loss_fn.backward,
+        "warnings": _warning_texts(caught),
+    }
+
+
+def run_checkerboard(steps: int, size: int, device: str, use_amp: bool) -> dict[str, Any]:
+    """The student's train_checkerboard, with their amp_train_step counted and every layer's output seen."""
+    train = _function("train_checkerboard")
+    namespace = _student()
+    original = namespace.get("amp_train_step")
+    amp_calls: list[dict[str, Any]] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        bound = inspect.signature(original).bind_partial(*args, **kwargs)
+        bound.apply_defaults()
+        amp_calls.append({"device_type": str(bound.arguments.get("device_type")),
+                          "dtype": _name(bound.arguments.get("dtype"))})
+        return original(*args, **kwargs)
+
+    layers: set[tuple[str, bool]] = set()
+
+    def hook(module: nn.Module, args: Any, output: Any) -> None:
+        if isinstance(module, LINEAR_OR_CONV) and isinstance(output, torch.Tensor):
+            layers.add((_name(output.dtype), torch.is_autocast_enabled(device)))
+
+    handle = nn.modules.module.register_module_forward_hook(hook)
+    if callable(original):
+        namespace["amp_train_step"] = counted
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = train(steps, size, device, use_amp)
+    finally:
+        namespace["amp_train_step"] = original
+        handle.remove()
+    return {"result": result, "amp_calls": amp_calls, "warnings": _warning_texts(caught),
+            "layer_dtypes": sorted({dtype for dtype, _ in layers}), "autocast": any(on for _, on in layers)}
+
+
+# -- the speed comparison on the guide's MLP (CUDA) --------------------------------
+
+
+class SpeedRig:
+    """The AMP recipe's MLP, optimizer, GradScaler and one batch, built identically from a seed."""
+
+    def __init__(self, seed: int, width: int, layers: int, batch: int, device: str) -> None:
+        torch.manual_seed(seed)
+        self.device = device
+        self.model = _mlp([width] * (layers + 1)).to(device)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=1e-3)
+        self.scaler = torch.amp.GradScaler(device)
+        self.inputs = torch.randn(batch, width, device=device)
+        self.targets = torch.randn(batch, width, device=device)
+
+
+def speed_rig(seed: int, width: int, layers: int, batch: int, device: str) -> SpeedRig:
+    return SpeedRig(seed, width, layers, batch, device)
+
+
+def _float32_step(rig: SpeedRig) -> float:
+    loss = F.mse_loss(rig.model(rig.inputs), rig.targets)
+    loss.backward()
+    rig.optimizer.step()
+    rig.optimizer.zero_grad(set_to_none=True)
+    return loss.item()
+
+
+def _amp_step(rig: SpeedRig) -> float:
+    return _function("amp_train_step")(rig.model, rig.optimizer, rig.scaler, rig.inputs, rig.targets,
+                                        F.mse_loss, device_type=rig.device, dtype=torch.float16)
+
+
+def run_steps(rig: SpeedRig, steps: int, amp: bool) -> dict[str, Any]:
+    """`steps` training steps (the student's AMP step, or the kit's float32 step); the judge times the call."""
+    cuda = rig.device == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    losses = [float(_amp_step(rig) if amp else _float32_step(rig)) for _ in range(steps)]
+    if cuda:
+        torch.cuda.synchronize()
+    return {"losses": losses, "peak_bytes": torch.cuda.max_memory_allocated() if cuda else 0}

@@ -1,0 +1,157 @@
+"""Figures behind chapter 05's speed check: the guide's loop, the loop scripted or compiled, and the
+vectorized batch_gather (the solution in the source notebook).
+
+    .venv/bin/python benchmarks/batch_gather_speed.py                 # under a minute
+    .venv/bin/python benchmarks/batch_gather_speed.py --compile       # also torch.compile the loop (B = 64: ~45 s)
+    .venv/bin/python benchmarks/batch_gather_speed.py --stability 50  # also 50 + 50 speed-only gradings
+
+1. In-process timings on one thread, as the grader's child runs: torch.utils.benchmark
+   (CUDA events too where there is a GPU).
+2. The ratio the grader itself measures (autograder.timing.compare_speed, as
+   check_batch_gather_speed calls it), three times.
+3. With --stability N: N gradings of the solution and N of the loop, speed check only, fresh secret
+   seeds, with a process spinning on a CPU core beside them; prints pass/fail counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import linecache
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch.utils import benchmark
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from autograder.checks.ch05_batch_gather import LOOP_SRC, SPEED_SHAPE, SPEEDUP, gather_oracle  # noqa: E402
+from autograder.judge import grade  # noqa: E402
+from autograder.notebook import load_submission  # noqa: E402
+from autograder.remote import Student  # noqa: E402
+from autograder.sandbox import Limits  # noqa: E402
+from autograder.timing import compare_speed, randint, randn, reference_process  # noqa: E402
+from tests.kit import solution_code, source_path, write_submission  # noqa: E402
+
+CH = "05_batch_gather"
+Gather = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def load(code: str, name: str) -> Gather:
+    """Define `name` from source text; linecache holds the text so torch.jit.script can read it."""
+    filename = f"<{name}>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    namespace: dict = {"torch": torch, "__name__": "batch_gather_bench"}
+    exec(compile(code, filename, "exec"), namespace)
+    return namespace[name]
+
+
+def inputs(batch: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    _, n, d, k = SPEED_SHAPE
+    return torch.randn(batch, n, d, device=device), torch.randint(0, n, (batch, k), device=device)
+
+
+def cpu_ms(fn: Gather, batch: int) -> float:
+    tensor, indices = inputs(batch, "cpu")
+    timer = benchmark.Timer("fn(tensor, indices)", globals={"fn": fn, "tensor": tensor, "indices": indices},
+                            num_threads=1)
+    return timer.blocked_autorange(min_run_time=0.5).median * 1e3
+
+
+def cuda_ms(fn: Gather, batch: int, calls: int = 50) -> float:
+    """Median of per-call times from CUDA events, after a warm-up and a synchronize."""
+    tensor, indices = inputs(batch, "cuda")
+    fn(tensor, indices)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(calls):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(tensor, indices)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[calls // 2]
+
+
+def in_process(try_compile: bool) -> None:
+    torch.set_num_threads(1)
+    loop = load(LOOP_SRC, "batch_gather_loop")
+    fns: dict[str, Gather] = {"loop": loop, "jit.script loop": torch.jit.script(loop),
+                              "vectorized": load(solution_code(CH)["batch_gather"], "batch_gather")}
+    _, n, d, k = SPEED_SHAPE
+    print(f"In-process, one thread: tensor [B, {n}, {d}], indices [B, {k}], median ms per call")
+    devices = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+    for device in devices:
+        timer = cpu_ms if device == "cpu" else cuda_ms
+        for batch in (64, 1024):
+            times = {name: timer(fn, batch) for name, fn in fns.items()}
+            line = ", ".join(f"{name} {ms:.3f}" for name, ms in times.items())
+            print(f"  {device} B = {batch:4}: {line}; loop / vectorized = {times['loop'] / times['vectorized']:.1f}x")
+    if not try_compile:
+        print("  torch.compile loop: skipped (--compile; it unrolls the loop: ~45 s to compile at B = 64 here)")
+        return
+    compiled = torch.compile(loop)
+    tensor, indices = inputs(64, "cpu")
+    started = time.perf_counter()
+    compiled(tensor, indices)
+    print(f"  torch.compile loop, B = 64: compiled in {time.perf_counter() - started:.0f} s, "
+          f"then {cpu_ms(compiled, 64):.3f} ms per call; B = 1024 not attempted (1024 unrolled iterations)")
+
+
+def grader_ratio(repeats: int = 3) -> None:
+    b, n, d, k = SPEED_SHAPE
+    print(f"The grader's own measurement (compare_speed as in check_batch_gather_speed; threshold {SPEEDUP:g}x):")
+    student = Student(load_submission(source_path(CH)), "cpu", Limits(), deadline=time.monotonic() + 600)
+    try:
+        with reference_process(student, LOOP_SRC) as ref:
+            for r in range(repeats):
+                rng = torch.Generator().manual_seed(r)
+                speed = compare_speed(student, "batch_gather", ref, "batch_gather_loop",
+                                      [randn(b, n, d), randint(0, n, b, k)], gather_oracle, rng,
+                                      count=5, rounds=9, warmup=2)
+                print(f"  {speed.describe('batch_gather', 'loop')}")
+    finally:
+        student.close()
+
+
+def stability(runs: int) -> None:
+    print(f"Stability: {runs} speed-only gradings each, beside a process spinning on one CPU core")
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            loop = LOOP_SRC.replace("batch_gather_loop", "batch_gather")
+            paths = {name: write_submission(Path(tmp), CH, {"batch_gather": code}, name=f"{name}.ipynb")
+                     for name, code in (("solution", solution_code(CH)["batch_gather"]), ("loop", loop))}
+            passed = {name: 0 for name in paths}
+            for _ in range(runs):
+                for name, path in paths.items():
+                    (result,) = grade(path, only="speed").results
+                    passed[name] += result.status == "passed"
+                    if (result.status == "passed") != (name == "solution"):
+                        print(f"  unexpected for {name}: {result.output.splitlines()[0] if result.output else 'pass'}")
+    finally:
+        hog.kill()
+        hog.wait()
+    for name, count in passed.items():
+        print(f"  {name}: passed {count} / {runs}, failed {runs - count} / {runs}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--compile", action="store_true", help="also time torch.compile on the loop at B = 64")
+    parser.add_argument("--stability", type=int, default=0, metavar="N", help="N gradings of solution and loop")
+    args = parser.parse_args()
+    in_process(args.compile)
+    grader_ratio()
+    if args.stability:
+        stability(args.stability)
+
+
+if __name__ == "__main__":
+    main()
