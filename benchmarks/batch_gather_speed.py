@@ -3,23 +3,20 @@ vectorized batch_gather (the solution in the source notebook).
 
     .venv/bin/python benchmarks/batch_gather_speed.py                 # under a minute
     .venv/bin/python benchmarks/batch_gather_speed.py --compile       # also torch.compile the loop (B = 64: ~45 s)
-    .venv/bin/python benchmarks/batch_gather_speed.py --stability 50  # also 50 + 50 speed-only gradings
 
 1. In-process timings on one thread, as the grader's child runs: torch.utils.benchmark
    (CUDA events too where there is a GPU).
 2. The ratio the grader itself measures (autograder.timing.compare_speed, as
    check_batch_gather_speed calls it), three times.
-3. With --stability N: N gradings of the solution and N of the loop, speed check only, fresh secret
-   seeds, with a process spinning on a CPU core beside them; prints pass/fail counts.
+
+Stability under load: benchmarks/timing_stability.py --chapter 05_batch_gather.
 """
 
 from __future__ import annotations
 
 import argparse
 import linecache
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,12 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from autograder.checks.ch05_batch_gather import LOOP_SRC, SPEED_SHAPE, SPEEDUP, gather_oracle  # noqa: E402
-from autograder.judge import grade  # noqa: E402
+from autograder.limits import Limits  # noqa: E402
 from autograder.notebook import load_submission  # noqa: E402
 from autograder.remote import Student  # noqa: E402
-from autograder.sandbox import Limits  # noqa: E402
 from autograder.timing import compare_speed, randint, randn, reference_process  # noqa: E402
-from tests.kit import solution_code, source_path, write_submission  # noqa: E402
+from tests.kit import solution_code, source_path  # noqa: E402
 
 CH = "05_batch_gather"
 Gather = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -120,37 +116,12 @@ def grader_ratio(repeats: int = 3) -> None:
         student.close()
 
 
-def stability(runs: int) -> None:
-    print(f"Stability: {runs} speed-only gradings each, beside a process spinning on one CPU core")
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            loop = LOOP_SRC.replace("batch_gather_loop", "batch_gather")
-            paths = {name: write_submission(Path(tmp), CH, {"batch_gather": code}, name=f"{name}.ipynb")
-                     for name, code in (("solution", solution_code(CH)["batch_gather"]), ("loop", loop))}
-            passed = {name: 0 for name in paths}
-            for _ in range(runs):
-                for name, path in paths.items():
-                    (result,) = grade(path, only="speed").results
-                    passed[name] += result.status == "passed"
-                    if (result.status == "passed") != (name == "solution"):
-                        print(f"  unexpected for {name}: {result.output.splitlines()[0] if result.output else 'pass'}")
-    finally:
-        hog.kill()
-        hog.wait()
-    for name, count in passed.items():
-        print(f"  {name}: passed {count} / {runs}, failed {runs - count} / {runs}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--compile", action="store_true", help="also time torch.compile on the loop at B = 64")
-    parser.add_argument("--stability", type=int, default=0, metavar="N", help="N gradings of solution and loop")
     args = parser.parse_args()
     in_process(args.compile)
     grader_ratio()
-    if args.stability:
-        stability(args.stability)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judge import Grade, grade
-from autograder.sandbox import Limits
+from autograder.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 _MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
