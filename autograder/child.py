@@ -162,14 +162,23 @@ class Child:
         """Call the target once per prepared input set; the judge times this request.
 
         Digests are computed here, inside the timed request, so that work the
-        code defers until after it returns still counts.
+        code defers until after it returns still counts. On CUDA the child also
+        reports CUDA-event time, for information only: the verdict uses the
+        judge's clock, which student code cannot touch.
         """
         target = self._target(req)
-        outputs = [target(*args) for args in self.prepared]
         if self.device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            outputs = [target(*args) for args in self.prepared]
+            end.record()
             torch.cuda.synchronize()
+            events_ms = start.elapsed_time(end)
+        else:
+            outputs = [target(*args) for args in self.prepared]
+            events_ms = None
         self.prepared = []
-        return wire.encode([digest(out) for out in outputs])
+        return wire.encode({"digests": [digest(out) for out in outputs], "events_ms": events_ms})
 
 
 def make_input(spec: dict[str, Any], gen: torch.Generator) -> torch.Tensor:

@@ -216,8 +216,9 @@ class Student:
         header.update(op="prepare", specs=specs, seed=seed, count=count)
         self._request("kit.prepare", header, buffers, "preparing inputs for a timed run", None)
 
-    def run_prepared(self, name: str, timeout: float | None = None) -> list[Any]:
-        """Call `name` on each prepared input set; returns one digest per call (see child.digest)."""
+    def run_prepared(self, name: str, timeout: float | None = None) -> dict[str, Any]:
+        """Call `name` on each prepared input set: {"digests": one per call (see child.digest),
+        "events_ms": CUDA-event time of the calls as the child reports it, or None on CPU}."""
         header, buffers = wire.encode(None)
         header.update(op="run", name=name)
         return self._request(name, header, buffers, f"timed calls of {name}", timeout)

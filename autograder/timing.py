@@ -45,18 +45,24 @@ def randint(low: int, high: int, *shape: int, dtype: str = "int64") -> dict[str,
 
 @dataclass
 class Speed:
-    student: float  # median seconds per call
+    student: float  # median seconds per call, on the judge's clock
     reference: float
     rounds: int
+    student_events: float | None = None  # median per call from CUDA events (child-reported, informative)
+    reference_events: float | None = None
 
     @property
     def speedup(self) -> float:
         return self.reference / self.student
 
     def describe(self, student_name: str, reference_name: str) -> str:
-        return (f"your {student_name}: {self.student * 1e3:.3g} ms per call; {reference_name}: "
+        text = (f"your {student_name}: {self.student * 1e3:.3g} ms per call; {reference_name}: "
                 f"{self.reference * 1e3:.3g} ms per call; {self.speedup:.1f}x "
                 f"(median of {self.rounds} interleaved rounds, fresh inputs each round)")
+        if self.student_events is not None and self.reference_events is not None:
+            text += (f"; CUDA events: {self.student_events * 1e3:.3g} ms vs {self.reference_events * 1e3:.3g} ms "
+                     f"({self.reference_events / max(self.student_events, 1e-12):.1f}x)")
+        return text
 
 
 @contextlib.contextmanager
@@ -81,17 +87,20 @@ def _close(got: dict[str, Any], want: dict[str, Any], rtol: float) -> bool:
 
 
 def _timed(who: Student, name: str, specs: list[dict[str, Any]], seed: int, count: int,
-           expected: list[dict[str, Any]], rtol: float) -> float:
+           expected: list[dict[str, Any]], rtol: float) -> tuple[float, float | None]:
+    """(seconds per call on the judge's clock, seconds per call from CUDA events or None)."""
     who.prepare(specs, seed, count)
     started = time.perf_counter()
-    digests = who.run_prepared(name)
+    reply = who.run_prepared(name)
     elapsed = time.perf_counter() - started
+    digests = reply["digests"]
     if len(digests) != count or not all(_close(g, w, rtol) for g, w in zip(digests, expected, strict=True)):
         raise CheckFailure(
             f"Problem:  `{name}` gave wrong results during the timed run (fresh random inputs each round).\n"
             "Hint:     Compute every result from its inputs; caching or reusing earlier outputs "
             "does not work here.")
-    return elapsed / count
+    events = reply.get("events_ms")
+    return elapsed / count, (float(events) / 1e3 / count if isinstance(events, (int, float)) else None)
 
 
 def compare_speed(
@@ -100,8 +109,8 @@ def compare_speed(
     *, count: int = 5, rounds: int = 7, warmup: int = 2, rtol: float = 1e-4,
 ) -> Speed:
     """Median per-call times of student and reference over interleaved rounds."""
-    mine: list[float] = []
-    theirs: list[float] = []
+    mine: list[tuple[float, float | None]] = []
+    theirs: list[tuple[float, float | None]] = []
     for r in range(warmup + rounds):
         seed = int(torch.randint(0, 2**62, (), generator=rng))
         gen = torch.Generator().manual_seed(seed)
@@ -112,7 +121,12 @@ def compare_speed(
             t = _timed(who, fn, specs, seed, count, expected, rtol)
             if r >= warmup:
                 times.append(t)
-    return Speed(statistics.median(mine), statistics.median(theirs), rounds)
+    def events(times: list[tuple[float, float | None]]) -> float | None:
+        values = [e for _, e in times if e is not None]
+        return statistics.median(values) if values else None
+
+    return Speed(statistics.median(t for t, _ in mine), statistics.median(t for t, _ in theirs), rounds,
+                 events(mine), events(theirs))
 
 
 def expect_speedup(speed: Speed, at_least: float, student_name: str, reference_name: str, hint: str,

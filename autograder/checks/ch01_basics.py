@@ -91,6 +91,9 @@ X_GRAD_HINT = ("loss.backward() writes into x.grad, adding to whatever was there
                "the gradient instead, and leaves x.grad alone: use it on a detached copy of x.")
 FIT_HINT = ("Fit by minimising the mean squared error of features @ w with torch.optim.Adam([w], lr=lr) for "
             "`steps` steps, calling zero_grad() before each backward(). Use the `steps` and `lr` arguments.")
+STEPS_LR_HINT = ("Pass lr to torch.optim.Adam and take exactly `steps` steps. Adam moves each coefficient by "
+                 "about lr per step, so 500 steps at lr=2.0 reach these large coefficients; plain SGD at "
+                 "lr=2.0 diverges.")
 DEGREE_HINT = "Return degree + 1 coefficients: one for each power x^degree, ..., x^1, x^0."
 ORDER_HINT = ("Your coefficients are in reverse order. Return the highest power first: for 5x^2 + 3 that is "
               "[5, 0, 3] (torch.arange(degree, -1, -1) gives the powers in that order).")
@@ -128,7 +131,8 @@ def _samples(rng: torch.Generator, coefficients: Tensor, radius: float, n: int =
     return x.float(), y.float()
 
 
-def _expect_coefficients(got: Any, want: Tensor, call: str, x: Tensor, y: Tensor, device: str) -> None:
+def _expect_coefficients(got: Any, want: Tensor, call: str, x: Tensor, y: Tensor, device: str,
+                         hint: str = FIT_HINT) -> None:
     want = want.float()
     inputs = {"x": x, "y": y}
     if isinstance(got, Tensor) and got.shape != want.shape:
@@ -136,7 +140,7 @@ def _expect_coefficients(got: Any, want: Tensor, call: str, x: Tensor, y: Tensor
     if isinstance(got, Tensor) and not torch.isclose(got.double(), want.double(), FIT_RTOL, FIT_ATOL).all() \
             and torch.isclose(got.double(), want.flip(0).double(), FIT_RTOL, FIT_ATOL).all():
         fail(call, inputs, want, got, "the right coefficients, in reverse order (lowest power first)", ORDER_HINT)
-    expect_tensor(got, want, call=call, inputs=inputs, hint=FIT_HINT, rtol=FIT_RTOL, atol=FIT_ATOL, device=device)
+    expect_tensor(got, want, call=call, inputs=inputs, hint=hint, rtol=FIT_RTOL, atol=FIT_ATOL, device=device)
 
 
 # -- grad_of ---------------------------------------------------------------------
@@ -262,4 +266,4 @@ def check_fit_polynomial_uses_steps_and_lr(student: Student, rng: torch.Generato
     want = _coefficients(rng, 1, 100.0, 200.0)
     x, y = _samples(rng, want, radius=1.0)
     _expect_coefficients(run_fit(student, x, y, degree=1, steps=500, lr=2.0), want,
-                         "fit_polynomial(x, y, degree=1, steps=500, lr=2.0)", x, y, device)
+                         "fit_polynomial(x, y, degree=1, steps=500, lr=2.0)", x, y, device, STEPS_LR_HINT)

@@ -19,7 +19,7 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import cv2
 import numpy as np
@@ -62,10 +62,12 @@ def dataset_len(student: Student, dataset: RemoteObject) -> Any:
     return student.call("kit.size", dataset)
 
 
-def read_through_loader(student: Student, dataset: RemoteObject, num_workers: int, expected_count: int,
-                        what: str) -> list[Any]:
-    """The items of DataLoader(dataset, batch_size=None, num_workers=num_workers), time-bounded."""
-    kit_fn = "kit.read_directory" if dataset.type_name == "ImageDirectoryDataset" else "kit.stream_tar"
+def read_through_loader(student: Student, kit_fn: str, dataset: RemoteObject, num_workers: int,
+                        expected_count: int, what: str) -> list[Any]:
+    """The items of DataLoader(dataset, batch_size=None, num_workers=num_workers) by the harness's `kit_fn`.
+
+    Time-bounded twice: the DataLoader's own timeout for each item from a worker, and the call.
+    """
     per_item = student.limits.call_seconds
     try:
         return student.call(kit_fn, dataset, num_workers, per_item, 2 * expected_count + 4,
@@ -168,9 +170,9 @@ def write_tars(folder: Path, rng: torch.Generator, images: list[Image], n_files:
     return paths
 
 
-def tar_image_set(student: Student, rng: torch.Generator, n_files: int, count: int = 0) -> tuple[list[str],
-                                                                                                   list[Image]]:
-    images = random_images(rng, count or n_files + int(torch.randint(5, 12, (1,), generator=rng)))
+def tar_image_set(student: Student, rng: torch.Generator, n_files: int) -> tuple[list[str], list[Image]]:
+    """Random images, 5 to 11 more than files, spread over `n_files` new archives."""
+    images = random_images(rng, n_files + int(torch.randint(5, 12, (1,), generator=rng)))
     return write_tars(new_folder(student), rng, images, n_files), images
 
 
@@ -203,7 +205,7 @@ CORRUPT_HINT = ("cv2.imdecode returns None for bytes it cannot decode. Raise "
                 "ValueError(f\"... {member.name} ...\") naming the member, as the notebook documents.")
 
 
-def _fail(call: str, expected: str, got: str, problem: str, hint: str = "") -> None:
+def _fail(call: str, expected: str, got: str, problem: str, hint: str = "") -> NoReturn:
     lines = [f"Call: {call}", f"Expected: {expected}", f"Got:      {got}", f"Problem:  {problem}"]
     raise CheckFailure("\n".join(lines + ([f"Hint:     {hint}"] if hint else [])))
 
@@ -219,19 +221,18 @@ def expect_format(item: Any, call: str, known: dict[str, Image]) -> str:
     if item.dim() != 3 or item.shape[0] != 3:
         hint = LAYOUT_HINT if item.dim() == 3 and item.shape[-1] == 3 else "Read with cv2.IMREAD_COLOR (3 channels)."
         _fail(call, want, show(item), f"shape {list(item.shape)} is not [3, H, W]", hint)
-    key = image_key(item)
+    key, flipped, transposed = image_key(item), image_key(item.flip(0)), image_key(item.transpose(1, 2))
     if key in known:
         return key
-    if image_key(item.flip(0)) in known:
-        _fail(call, f"{known[image_key(item.flip(0))].name} in RGB order", show(item),
+    if flipped in known:
+        _fail(call, f"{known[flipped].name} in RGB order", show(item),
               "the channels are in BGR order (red and blue swapped)", BGR_HINT)
-    if image_key(item.transpose(1, 2)) in known:
-        _fail(call, f"{known[image_key(item.transpose(1, 2))].name}, shape [3, H, W]", show(item),
+    if transposed in known:
+        _fail(call, f"{known[transposed].name}, shape [3, H, W]", show(item),
               "rows and columns are swapped: that is [3, W, H]", LAYOUT_HINT)
     _fail(call, "the pixels of one of the images written", show(item),
           f"a [3, {item.shape[1]}, {item.shape[2]}] tensor whose pixels match no image file",
           "Decode the file's bytes with OpenCV (cv2.IMREAD_COLOR) and convert BGR to RGB; change nothing else.")
-    return key
 
 
 def expect_image(got: Any, image: Image, call: str, others: list[Image], hint: str = INDEX_HINT) -> None:
@@ -272,7 +273,7 @@ def tar_files(n: int) -> str:
 
 def expect_stream(student: Student, paths: list[str], images: list[Image], workers: int) -> None:
     """Every image of the archives exactly once through a DataLoader with `workers` workers."""
-    items = read_through_loader(student, make_tar_dataset(student, paths), workers, len(images),
+    items = read_through_loader(student, "kit.stream_tar", make_tar_dataset(student, paths), workers, len(images),
                                 f"{len(images)} images in {tar_files(len(paths))}")
     expect_each_once(items, images, loader_call("TarImageDataset", f"[{tar_files(len(paths))}]", workers),
                      SHARD_HINT if workers else ONCE_HINT, LOST_HINT if workers else MAIN_HINT)
@@ -399,7 +400,8 @@ def check_directory_dataloader_workers(student: Student, rng: torch.Generator) -
     images.sort(key=lambda im: im.name)
     ds = make_directory_dataset(student, folder)
     for workers in (0, 1, 2, 3):
-        items = read_through_loader(student, ds, workers, len(images), f"a directory of {len(images)} PNGs")
+        items = read_through_loader(student, "kit.read_directory", ds, workers, len(images),
+                                    f"a directory of {len(images)} PNGs")
         expect_each_once(items, images, loader_call("ImageDirectoryDataset", "path", workers), INDEX_HINT,
                          INDEX_HINT, ordered=True)
 
@@ -484,7 +486,7 @@ def check_tar_corrupt_member_named(student: Student, rng: torch.Generator) -> No
         call = loader_call("TarImageDataset", "[1 tar file]", workers)
         ds = make_tar_dataset(student, [str(path)])
         try:
-            items = read_through_loader(student, ds, workers, len(images),
+            items = read_through_loader(student, "kit.stream_tar", ds, workers, len(images),
                                         f"a tar file with the member {bad_name!r} that is not an image")
         except StudentError as e:
             if bad_name not in str(e):
@@ -520,6 +522,7 @@ def check_tar_second_epoch(student: Student, rng: torch.Generator) -> None:
     paths, images = tar_image_set(student, rng, 2)
     ds = make_tar_dataset(student, paths)
     for epoch, workers in enumerate((0, 0, 2, 2)):
-        items = read_through_loader(student, ds, workers, len(images), f"epoch {epoch} of the same dataset")
+        items = read_through_loader(student, "kit.stream_tar", ds, workers, len(images),
+                                    f"epoch {epoch} of the same dataset")
         call = f"epoch {epoch}: " + loader_call("TarImageDataset", "[2 tar files]", workers)
         expect_each_once(items, images, call, SHARD_HINT if workers else ONCE_HINT, EPOCH_HINT)
