@@ -10,6 +10,7 @@ solution for noisy data. Random inputs come from `rng`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -94,6 +95,8 @@ FIT_HINT = ("Fit by minimising the mean squared error of features @ w with torch
 STEPS_LR_HINT = ("Pass lr to torch.optim.Adam and take exactly `steps` steps. Adam moves each coefficient by "
                  "about lr per step, so 500 steps at lr=2.0 reach these large coefficients; plain SGD at "
                  "lr=2.0 diverges.")
+NOISY_HINT = ("y is a polynomial plus noise, so the expected coefficients are the least-squares fit to all the "
+              "samples: what minimising the mean squared error over every sample converges to.")
 DEGREE_HINT = "Return degree + 1 coefficients: one for each power x^degree, ..., x^1, x^0."
 ORDER_HINT = ("Your coefficients are in reverse order. Return the highest power first: for 5x^2 + 3 that is "
               "[5, 0, 3] (torch.arange(degree, -1, -1) gives the powers in that order).")
@@ -113,7 +116,7 @@ def _describe(name: str) -> str:
 
 def _expect_grad(out: dict[str, Any], want: Tensor, name: str, x: Tensor, w: Tensor, device: str) -> None:
     rtol, atol = GRAD_TOL[x.dtype]
-    inputs = {"x": x, "w": w} if "w" in FUNCTIONS[name][0] else {"x": x}
+    inputs = {"x": x, "w": w} if re.search(r"\bw\b", FUNCTIONS[name][0]) else {"x": x}
     expect_tensor(out["grad"], want, call=_describe(name), inputs=inputs, hint=GRAD_HINT, rtol=rtol, atol=atol,
                   device=device)
 
@@ -256,7 +259,8 @@ def check_fit_polynomial_noisy_data(student: Student, rng: torch.Generator, devi
     """on noisy samples, reaches the least-squares coefficients"""
     x, y = _samples(rng, _coefficients(rng, 2, 1.0, 5.0), radius=2.0)
     y = y + 0.5 * torch.randn(y.shape, generator=rng)
-    _expect_coefficients(run_fit(student, x, y), least_squares(x, y, 2), "fit_polynomial(x, y)", x, y, device)
+    _expect_coefficients(run_fit(student, x, y), least_squares(x, y, 2), "fit_polynomial(x, y)", x, y, device,
+                         NOISY_HINT)
 
 
 @pytest.mark.task("fit_polynomial")
