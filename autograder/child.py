@@ -57,9 +57,12 @@ class Child:
         self.prepared: list[list[Any]] = []
 
     def load(self, preamble: str, cells: list[dict[str, str]], harness: str) -> dict[str, Any]:
-        exec(compile(preamble, "<preamble>", "exec"), self.namespace)
-        exec(compile(harness, "<harness>", "exec"), self.harness)
         errors: dict[str, Any] = {}
+        try:
+            exec(compile(preamble, "<preamble>", "exec"), self.namespace)
+            exec(compile(harness, "<harness>", "exec"), self.harness)
+        except Exception as exc:  # the grading environment, not the student: reported as such
+            return {"errors": {}, "names": {}, "cuda": False, "setup_error": f"{type(exc).__name__}: {exc}"}
         for cell in cells:
             filename = f"<cell {cell['id']}>"
             source = cell["source"]

@@ -143,7 +143,9 @@ def make_plan(cpu_seconds: int, file_bytes: int, memory_bytes: int | None, noteb
         plan.network = True
         plan.hide = _hidden(notebook_dir)
         plan.expose = _closed_ancestor()
-        plan.private_tmp = keep_in_tmp
+        # The interpreter's environment stays visible even when it lives in the temp dir (a clone in /tmp).
+        env = [Path(p).resolve() for p in {sys.prefix, sys.base_prefix}]
+        plan.private_tmp = keep_in_tmp + [p for p in env if p.is_relative_to(plan.tmp_root)]
         plan.active += ["network namespace (no network)", "mount namespace hiding checks, solutions and sources",
                         "private /tmp",
                         f"unprivileged uid {lease.uid} with no_new_privs", f"rlimit: {NPROC} processes"]

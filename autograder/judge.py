@@ -106,6 +106,8 @@ def grade(
     plugin = KitPlugin(student, seed if seed is not None else secret_seed(notebook), device)
     try:
         student.start()
+        if student.environment_error:
+            raise GraderError(f"cannot grade {notebook.name} on this machine: {student.environment_error}")
         args = [str(sub.chapter.checks), "-c", str(CHECKS_DIR / "pytest.ini"), "--rootdir", str(CHECKS_DIR),
                 "-p", "no:cacheprovider", "--noconftest", "-q", "--tb=short", "-W", "ignore"]
         if only:

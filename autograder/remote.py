@@ -23,6 +23,7 @@ from autograder import wire
 from autograder.limits import Limits
 from autograder.notebook import Submission
 from autograder.sandbox import ChildDied, ChildTimeout, Sandbox
+from autograder.zygote import SETUP_FAILED
 
 MAX_RESTARTS = 8  # child restarts per grading, each ~2 s (import torch)
 MAX_CRASHES = 2  # crashes of one function before its later checks fail fast
@@ -60,6 +61,7 @@ class Student:
         self.fatal: str | None = submission.error  # every call fails with this
         self.broken: dict[str, str] = {}  # name -> why it is not called again
         self.restarts = 0
+        self.environment_error: str | None = None  # the grading machine failed, not the student
         self.crashes: dict[str, int] = {}
         self.protections: dict[str, list[str]] = {}
         # Input files that checks make (images, archives); the child may read them.
@@ -87,10 +89,16 @@ class Student:
             self.fatal = (f"Running your answer cells took longer than {e.seconds:g} s, so nothing could "
                           "be graded. Look for an infinite loop or heavy work at the top level of a cell.")
         except ChildDied as e:
+            if e.returncode == SETUP_FAILED:
+                self.environment_error = str(e)
             self.fatal = (f"Running your answer cells ended the grading process: {e}. Remove calls such "
                           "as exit(), sys.exit() or os._exit() from your cells.")
         except wire.WireError as e:
             self.fatal = f"Your answer cells corrupted the grader's channel ({e})."
+        else:
+            if self.load_report.get("setup_error"):
+                self.environment_error = f"the chapter's imports failed: {self.load_report['setup_error']}"
+                self.fatal = self.environment_error
         finally:
             plan = self.sandbox.plan
             if plan is not None:

@@ -39,8 +39,9 @@ def _spawn(req: dict, fds: list[int], sock: socket.socket) -> int:
         os.environ.clear()
         os.environ.update(req["env"])
         isolation.preexec(isolation.Plan.from_dict(req["plan"]))
-        status = 0
+        status = 1  # an error escaping the child's own handling
         child.main()
+        status = 0
     finally:
         os._exit(status)
 

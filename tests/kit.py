@@ -66,3 +66,22 @@ def grade_fast(path: Path, **kwargs: Any) -> Grade:
 def by_name(g: Grade) -> dict[str, Any]:
     """Check results keyed by check function name (the part of the nodeid after ::)."""
     return {r.nodeid.split("::")[-1]: r for r in g.results}
+
+
+def assert_full_marks(g: Grade, max_score: float) -> None:
+    assert g.max_score == max_score
+    assert g.score == g.max_score, [(r.name, r.output) for r in g.results if r.status != "passed"]
+
+
+def assert_not_implemented(g: Grade, max_score: float) -> None:
+    assert g.score == 0 and g.max_score == max_score
+    assert all("not implemented" in r.output for r in g.results), [r.output for r in g.results]
+
+
+def assert_caught(g: Grade, mutant: str, check: str, phrase: str) -> None:
+    """The wrong implementation `mutant` fails `check`, whose message contains `phrase`."""
+    result = by_name(g)[check]
+    assert result.status == "failed", f"{mutant}: {check} passed"
+    assert phrase in result.output, result.output
+    assert any(w in result.output for w in ("Expected", "Problem", "not", "raised")), "the message teaches"
+    assert g.score < g.max_score

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox import Limits
-from tests.kit import by_name, grade_fast, release_path, solved, write_submission
+from tests.kit import (
+    assert_caught,
+    assert_full_marks,
+    assert_not_implemented,
+    grade_fast,
+    release_path,
+    solved,
+    write_submission,
+)
 
 CH = "01_basics"
 # These checks train models: a call takes about a second on a busy machine, so allow more than
@@ -18,14 +26,12 @@ LIMITS = Limits(call_seconds=20.0, load_seconds=20.0)
 
 def test_solution_gets_full_marks(tmp_path: Path) -> None:
     g = grade_fast(solved(tmp_path, CH), limits=LIMITS)
-    assert g.max_score == 16
-    assert g.score == g.max_score, [(r.name, r.output) for r in g.results if r.status != "passed"]
+    assert_full_marks(g, 16)
 
 
 def test_release_scores_zero_and_says_not_implemented() -> None:
     g = grade_fast(release_path(CH), limits=LIMITS)
-    assert g.score == 0 and g.max_score == 16
-    assert all("not implemented" in r.output for r in g.results), [r.output for r in g.results]
+    assert_not_implemented(g, 16)
 
 
 BACKWARD = '''
@@ -106,8 +112,4 @@ def test_wrong_implementation_loses_points_where_expected(tmp_path: Path, name: 
     cell, code, check, phrase = MUTANTS[name]
     # The other answer cell stays as released: its checks fail fast, which keeps this test quick.
     g = grade_fast(write_submission(tmp_path, CH, {cell: code}), limits=LIMITS)
-    result = by_name(g)[check]
-    assert result.status == "failed", f"{name}: {check} passed"
-    assert phrase in result.output, result.output
-    assert "Expected" in result.output or "not" in result.output
-    assert g.score < g.max_score
+    assert_caught(g, name, check, phrase)

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit import by_name, grade_fast, release_path, solution_code, solved
+from tests.kit import (
+    assert_caught,
+    grade_fast,
+    release_path,
+    solution_code,
+    solved,
+)
 
 CH = "08_mixed_precision"
 MAX_CPU = 20  # 14 for amp_train_step (without the 2-point CUDA speed check) + 6 for train_checkerboard
@@ -141,9 +147,5 @@ def test_wrong_implementation_loses_points_where_expected(tmp_path: Path, name: 
     cell, code, check, phrase = MUTANTS[name]
     code = code if code is not None else checkerboard_without_amp_train_step()
     g = grade_fast(solved(tmp_path, CH, **{cell: code}), only=check)
-    result = by_name(g)[check]
-    assert result.status == "failed", f"{name}: {check} passed"
-    assert phrase in result.output, result.output
-    assert "Expected" in result.output
-    assert g.score < g.max_score
+    assert_caught(g, name, check, phrase)
 

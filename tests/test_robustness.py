@@ -143,3 +143,35 @@ def test_cuda_without_a_gpu_skips_and_says_so(tmp_path: Path) -> None:
     g = grade_fast(solved(tmp_path, CH), device="cuda")
     assert {r.status for r in g.results} == {"skipped"}
     assert g.max_score == 0 and any("no CUDA GPU" in note for note in g.notes)
+
+
+def test_a_broken_grading_environment_is_the_graders_error_not_a_zero(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    import pytest
+
+    from autograder import notebook
+    from autograder.judge import GraderError
+
+    broken = dataclasses.replace(notebook.CHAPTERS[CH], preamble="import module_missing_on_this_machine\n")
+    monkeypatch.setitem(notebook.CHAPTERS, CH, broken)
+    with pytest.raises(GraderError, match="module_missing_on_this_machine"):
+        grade_fast(solved(tmp_path, CH))
+
+
+def test_a_venv_inside_the_temp_dir_stays_visible_to_the_child(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    import pytest
+
+    from autograder import isolation
+
+    if os.geteuid() != 0:
+        pytest.skip("the private temp dir needs root")
+    lease = isolation.UidLease()
+    try:
+        monkeypatch.setattr(sys, "prefix", str(tmp_path / "clone" / ".venv"))
+        plan = isolation.make_plan(10, 1 << 20, None, None, lease, [])
+        assert (tmp_path / "clone" / ".venv").resolve() in plan.private_tmp
+    finally:
+        lease.release()
