@@ -55,22 +55,18 @@ def text(grade: Grade) -> str:
 
 
 def table(rows: list[tuple[str, Grade]]) -> str:
-    """One line per graded notebook, with the points of each task."""
-    tasks: list[str] = []
-    for _, g in rows:
-        for r in g.results:
-            if r.task not in tasks:
-                tasks.append(r.task)
-    head = ["submission", "assignment", *tasks, "score", "seconds"]
+    """One line per graded notebook: total, time, and the points of each task."""
+    head = ["student", "assignment", "score", "seconds", "points per task"]
     body = []
     for label, g in rows:
-        per_task = []
-        for t in tasks:
-            rs = [r for r in g.results if r.task == t]
-            per_task.append(f"{sum(r.score for r in rs):g}/{sum(r.points for r in rs):g}" if rs else "-")
-        body.append([label, g.assignment or "?", *per_task, f"{g.score:g}/{g.max_score:g}",
-                     f"{g.execution_time:.1f}"])
-    widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head))]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    rule = "  ".join("-" * w for w in widths)
+        tasks: dict[str, list[float]] = {}
+        for r in g.results:
+            got, top = tasks.setdefault(r.task, [0.0, 0.0])
+            tasks[r.task] = [got + r.score, top + (r.points if r.status != "skipped" else 0.0)]
+        per_task = ", ".join(f"{t} {got:g}/{top:g}" for t, (got, top) in tasks.items())
+        body.append([label, g.assignment or "?", f"{g.score:g}/{g.max_score:g}", f"{g.execution_time:.1f}",
+                     per_task or (g.notes[0][:70] if g.notes else "")])
+    widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head) - 1)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
+    rule = "  ".join("-" * w for w in widths) + "  " + "-" * len(head[-1])
     return "\n".join([fmt.format(*head), rule, *(fmt.format(*row) for row in body)])
