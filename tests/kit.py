@@ -85,3 +85,11 @@ def assert_caught(g: Grade, mutant: str, check: str, phrase: str) -> None:
     assert phrase in result.output, result.output
     assert any(w in result.output for w in ("Expected", "Problem", "not", "raised")), "the message teaches"
     assert g.score < g.max_score
+
+
+def task_scores(g: Grade) -> dict[str, float]:
+    """Points earned per task (answer cell)."""
+    out: dict[str, float] = {}
+    for r in g.results:
+        out[r.task] = out.get(r.task, 0.0) + r.score
+    return out

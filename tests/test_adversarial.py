@@ -22,17 +22,10 @@ from autograder.expect import CheckFailure
 from autograder.notebook import load_submission
 from autograder.remote import Student
 from autograder.timing import compare_speed, randn, reference_process
-from tests.kit import FAST, ROOT, by_name, grade_fast, solved
+from tests.kit import FAST, ROOT, by_name, grade_fast, solved, task_scores
 
 CH = "07_numerical_stability"
 WRONG = "\ndef softmax(logits, dim=-1):\n    return torch.zeros_like(logits)\n"
-
-
-def _task_scores(g) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    out: dict[str, float] = {}
-    for r in g.results:
-        out[r.task] = out.get(r.task, 0.0) + r.score
-    return out
 
 
 ATTACKS = {
@@ -99,7 +92,7 @@ def test_attack_earns_nothing_and_grading_completes(tmp_path: Path, attack: str)
     g = grade_fast(path)
     assert time.monotonic() - started < 90
     assert len(g.results) == 13 and g.max_score == 20
-    assert _task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}, [r.output for r in g.results]
+    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}, [r.output for r in g.results]
 
 
 def test_reading_secrets_from_disk_env_or_parent_is_blocked(tmp_path: Path) -> None:
@@ -148,7 +141,7 @@ def test_conftest_and_pth_files_beside_the_notebook_are_ignored(tmp_path: Path) 
         "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n")
     (tmp_path / "evil.pth").write_text("import os; os.environ['PWNED'] = '1'\n")
     g = grade_fast(solved(tmp_path, CH, softmax=WRONG))
-    assert _task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}
+    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}
 
 
 # -- timing attacks: against the timing machinery directly ----------------------

@@ -14,17 +14,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from autograder.judge import secret_seed
-from tests.kit import ROOT, by_name, grade_fast, solution_code, solved, write_submission
+from tests.kit import ROOT, by_name, grade_fast, solution_code, solved, task_scores, write_submission
 from tests.test_ch07_numerical_stability import LOG_OF_SOFTMAX
 
 CH = "07_numerical_stability"
-
-
-def _scores_by_task(g) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    out: dict[str, float] = {}
-    for r in g.results:
-        out[r.task] = out.get(r.task, 0.0) + r.score
-    return out
 
 
 def test_stderr_and_warnings_do_not_cost_points(tmp_path: Path) -> None:
@@ -49,7 +42,7 @@ def test_os_exit_at_import_gives_a_complete_zero_result(tmp_path: Path) -> None:
 def test_segfault_zeroes_only_the_function_that_crashed(tmp_path: Path) -> None:
     crash = "import ctypes\ndef softmax(logits, dim=-1):\n    ctypes.string_at(0)\n"
     g = grade_fast(solved(tmp_path, CH, softmax=crash))
-    scores = _scores_by_task(g)
+    scores = task_scores(g)
     assert scores["softmax"] == 0 and scores["softmax_cross_entropy"] == 10
     assert "SIGSEGV" in by_name(g)["check_softmax_guide_example"].output
 
@@ -59,7 +52,7 @@ def test_infinite_loop_in_a_call_is_bounded(tmp_path: Path) -> None:
     started = time.monotonic()
     g = grade_fast(solved(tmp_path, CH, softmax=loop))
     assert time.monotonic() - started < 45  # one 5 s timeout, then fail fast
-    assert _scores_by_task(g) == {"softmax": 0, "softmax_cross_entropy": 10}
+    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}
     assert "did not finish within 5 s" in by_name(g)["check_softmax_guide_example"].output
 
 
@@ -74,7 +67,7 @@ def test_infinite_loop_at_import_is_bounded(tmp_path: Path) -> None:
 def test_huge_allocation_fails_the_check_not_the_grader(tmp_path: Path) -> None:
     hog = "def softmax(logits, dim=-1):\n    return torch.empty(50 * 2**30, dtype=torch.uint8)\n"
     g = grade_fast(solved(tmp_path, CH, softmax=hog))
-    assert _scores_by_task(g) == {"softmax": 0, "softmax_cross_entropy": 10}
+    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}
 
 
 def test_corrupt_notebook_gets_a_clear_message(tmp_path: Path) -> None:
@@ -91,7 +84,7 @@ def test_deleted_answer_cell_is_named(tmp_path: Path) -> None:
     nb["cells"] = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") != "softmax"]
     path.write_text(json.dumps(nb))
     g = grade_fast(path)
-    assert _scores_by_task(g) == {"softmax": 0, "softmax_cross_entropy": 10}
+    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}
     assert "answer cell 'softmax' is missing" in by_name(g)["check_softmax_random_batches"].output
 
 
