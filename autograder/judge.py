@@ -40,6 +40,14 @@ class Grade:
     def max_score(self) -> float:
         return sum(r.points for r in self.results if r.status != "skipped")
 
+    def by_task(self) -> dict[str, tuple[float, float]]:
+        """(points earned, points possible) per task, in check order; skipped checks count for neither."""
+        tasks: dict[str, tuple[float, float]] = {}
+        for r in self.results:
+            got, top = tasks.get(r.task, (0.0, 0.0))
+            tasks[r.task] = (got + r.score, top + (r.points if r.status != "skipped" else 0.0))
+        return tasks
+
 
 SECRET_FILE = Path(__file__).resolve().parent.parent / ".autograder-secret"
 

@@ -59,11 +59,7 @@ def table(rows: list[tuple[str, Grade]]) -> str:
     head = ["student", "assignment", "score", "seconds", "points per task"]
     body = []
     for label, g in rows:
-        tasks: dict[str, list[float]] = {}
-        for r in g.results:
-            got, top = tasks.setdefault(r.task, [0.0, 0.0])
-            tasks[r.task] = [got + r.score, top + (r.points if r.status != "skipped" else 0.0)]
-        per_task = ", ".join(f"{t} {got:g}/{top:g}" for t, (got, top) in tasks.items())
+        per_task = ", ".join(f"{t} {got:g}/{top:g}" for t, (got, top) in g.by_task().items())
         body.append([label, g.assignment or "?", f"{g.score:g}/{g.max_score:g}", f"{g.execution_time:.1f}",
                      per_task or (g.notes[0][:70] if g.notes else "")])
     widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head) - 1)]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import Limits
 from tests.kit import (
+    TRAINING,
     assert_caught,
     grade_fast,
     write_submission,
@@ -17,7 +17,6 @@ from tests.kit import (
 CH = "02_modules"
 # These checks train models: a call takes about a second on a busy machine, so allow more than
 # the 5 s per call of tests.kit.FAST (real grading allows 20 s).
-LIMITS = Limits(call_seconds=20.0, load_seconds=20.0)
 
 
 def affine(init: str = "nn.Parameter(torch.rand(1))", forward: str = "self.a * x + self.b") -> str:
@@ -98,5 +97,5 @@ MUTANTS = {
 def test_wrong_implementation_loses_points_where_expected(tmp_path: Path, name: str) -> None:
     cell, code, check, phrase = MUTANTS[name]
     # The other answer cells stay as released: their checks fail fast, which keeps this test quick.
-    g = grade_fast(write_submission(tmp_path, CH, {cell: code}), limits=LIMITS)
+    g = grade_fast(write_submission(tmp_path, CH, {cell: code}), limits=TRAINING)
     assert_caught(g, name, check, phrase)

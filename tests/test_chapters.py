@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.limits import Limits
-from tests.kit import assert_full_marks, assert_not_implemented, grade_fast, release_path, solved
+from tests.kit import TRAINING, assert_full_marks, assert_not_implemented, grade_fast, release_path, solved
 
 MAX_SCORE = {
     "01_basics": 16,
@@ -21,8 +20,6 @@ MAX_SCORE = {
     "06_data_loaders": 24,
     "07_numerical_stability": 20,
 }
-# 01 and 02 train models inside a call: FAST's 5 s is too tight on a loaded 2-core machine.
-TRAINING = Limits(call_seconds=20.0, load_seconds=20.0)
 
 
 def _grade(path: Path, chapter: str):  # type: ignore[no-untyped-def]

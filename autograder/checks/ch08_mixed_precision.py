@@ -232,6 +232,10 @@ def check_amp_step_returns_loss_and_updates(student: Student, rng: torch.Generat
              "the healthy step (finite gradients) did not update the model", STEP_HINT)
 
 
+def _dtype_and_autocast(record: dict[str, Any]) -> str:
+    return f"{record['dtype']} (autocast {'on' if record['autocast'] else 'off'})"
+
+
 @pytest.mark.task("amp_train_step")
 @pytest.mark.points(2)
 def check_amp_forward_under_autocast(student: Student, rng: torch.Generator, device: str) -> None:
@@ -244,12 +248,12 @@ def check_amp_forward_under_autocast(student: Student, rng: torch.Generator, dev
     if not layers:
         fail(case.describe(device), {}, want_layers, "the model was never called",
              "the forward pass did not run the model given as `model`", AUTOCAST_HINT)
-    got_layers = [f"{r['dtype']}{' (autocast on)' if r['autocast'] else ' (autocast off)'}" for r in layers]
+    got_layers = [_dtype_and_autocast(r) for r in layers]
     if any(r["dtype"] != low or not r["autocast"] for r in layers):
         fail(case.describe(device), {}, want_layers, got_layers,
              f"the matrix multiplications did not run in {low} under torch.autocast({device!r})", AUTOCAST_HINT)
     calls = record["loss_calls"]
-    got_loss = [f"{r['dtype']}{' (autocast on)' if r['autocast'] else ' (autocast off)'}" for r in calls]
+    got_loss = [_dtype_and_autocast(r) for r in calls]
     if len(calls) != 1 or calls[0]["dtype"] != "float32" or not calls[0]["autocast"]:
         fail(case.describe(device), {}, "one loss_fn call, under autocast, giving a float32 loss", got_loss,
              "the loss must be computed once, inside the same autocast block as the forward pass "
