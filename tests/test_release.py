@@ -50,3 +50,13 @@ def test_release_has_no_solutions_and_a_stub_per_answer(chapter: str) -> None:
                if c["metadata"].get("nbgrader", {}).get("solution")}
     assert set(answers) == set(CHAPTERS[chapter].answers)
     assert all("raise NotImplementedError" in src for src in answers.values())
+
+
+def test_the_example_class_is_committed() -> None:
+    """The demo grades examples/submitted/: it must be in git, not only on this disk."""
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files", "examples/submitted"], cwd=ROOT, capture_output=True, text=True)
+    names = tracked.stdout.split()
+    assert len(names) >= len(BUILT), names
+    assert {Path(n).parent.name for n in names} >= set(BUILT)
