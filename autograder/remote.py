@@ -137,11 +137,14 @@ class Student:
 
     # -- calls ---------------------------------------------------------------
     def _request(self, name: str, header: dict[str, Any], buffers: list[bytes], during: str,
-                 timeout: float | None) -> Any:
+                 timeout: float | None, shape: dict[str, Callable[[Any], bool]] | None = None) -> Any:
+        """Send one request; the decoded reply, which must be a record with `shape`'s fields if given."""
         if name in self.broken:
             raise StudentError(self.broken[name])
         sandbox = self._ensure()
-        known = self.load_report.get("names", {})
+        known = self.load_report.get("names")
+        if not isinstance(known, dict):
+            known = {}
         if "object" not in header and not name.startswith("kit.") and name not in known:
             raise StudentError(self._why_missing(name))
         left = self.deadline - time.monotonic()
@@ -162,16 +165,23 @@ class Student:
         except wire.WireError as e:
             sandbox.kill()
             raise StudentError(f"`{during}` corrupted the grader's channel ({e}).") from None
-        if not reply.get("ok"):
-            err = reply.get("error") or {}
+        if reply.get("ok") is not True:
+            err = reply.get("error")
+            if not isinstance(err, dict) or not all(isinstance(err.get(k, ""), str) for k in ERROR_FIELDS):
+                raise StudentError(f"`{during}` failed, and its process sent back a malformed error report.")
             if err.get("type") == "NotImplementedError":
                 raise StudentError(f"not implemented: `{name}` still raises NotImplementedError. "
                                    "Replace the stub in its answer cell with your code.")
             raise StudentError(f"`{during}` raised an error:\n{_format_error(err)}")
         try:
-            return wire.decode(reply, out)
+            result = wire.decode(reply, out)
         except wire.WireError as e:
             raise StudentError(f"`{during}` returned something that is not plain data: {e}.") from None
+        problem = _malformed(result, shape) if shape is not None else None
+        if problem:
+            raise StudentError(f"`{during}`: its process sent back a malformed reply ({problem}). Code that "
+                               "changes the grader's modules in your process cannot pass a check.")
+        return result
 
     def call(self, name: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
         """Call a student function or class; returns decoded plain values."""
@@ -181,8 +191,8 @@ class Student:
         """Call under a TorchDispatchMode; also returns the aten operators it issued, in order."""
         header, buffers = wire.encode([list(args), kwargs, None])
         header.update(op="call", name=name, wrt=[], trace=True)
-        result = self._request(name, header, buffers, describe_call(name, args, kwargs), None)
-        return result["value"], list(result["ops"])
+        result = self._request(name, header, buffers, describe_call(name, args, kwargs), None, TRACED_REPLY)
+        return result["value"], result["ops"]
 
     def vjp(self, name: str, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
             wrt: tuple[int, ...] = (), grad_output: torch.Tensor | None = None,
@@ -190,7 +200,7 @@ class Student:
         """Call, then backpropagate `grad_output` to the positional args in `wrt`."""
         header, buffers = wire.encode([list(args), kwargs, grad_output])
         header.update(op="call", name=name, wrt=list(wrt))
-        result = self._request(name, header, buffers, describe_call(name, tuple(args), kwargs), timeout)
+        result = self._request(name, header, buffers, describe_call(name, tuple(args), kwargs), timeout, CALL_REPLY)
         return result["value"], result["grads"] or []
 
     def method(self, obj: wire.RemoteObject, attrs: list[str], *args: Any, wrt: tuple[int, ...] = (),
@@ -204,13 +214,14 @@ class Student:
         header, buffers = wire.encode([list(args), kwargs, grad_output])
         header.update(op="call", name=obj.type_name, object=obj.handle, attrs=attrs, wrt=list(wrt), trace=trace)
         during = describe_call(f"{obj.type_name}.{'.'.join(attrs)}" if attrs else obj.type_name, tuple(args), kwargs)
-        return self._request(obj.type_name, header, buffers, during, timeout)
+        return self._request(obj.type_name, header, buffers, during, timeout, TRACED_REPLY if trace else CALL_REPLY)
 
     def inspect(self, obj: wire.RemoteObject) -> dict[str, Any]:
         """A remote Module's parameters (name -> tensor), state_dict keys and submodule types."""
         header, buffers = wire.encode(None)
         header.update(op="inspect", object=obj.handle)
-        return self._request(obj.type_name, header, buffers, f"inspecting your {obj.type_name}", None)
+        return self._request(obj.type_name, header, buffers, f"inspecting your {obj.type_name}", None,
+                             INSPECT_REPLY)
 
     def set_parameters(self, obj: wire.RemoteObject, values: dict[str, torch.Tensor]) -> None:
         """Copy tensors into a remote Module's named parameters (under no_grad)."""
@@ -229,7 +240,7 @@ class Student:
         "events_ms": CUDA-event time of the calls as the child reports it, or None on CPU}."""
         header, buffers = wire.encode(None)
         header.update(op="run", name=name)
-        return self._request(name, header, buffers, f"timed calls of {name}", timeout)
+        return self._request(name, header, buffers, f"timed calls of {name}", timeout, RUN_REPLY)
 
     def differentiable(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], wrt: int
                        ) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -265,6 +276,48 @@ class Student:
 def _format_error(err: dict[str, Any]) -> str:
     text = f"{err.get('type', 'Error')}: {err.get('message', '')}"
     return text + (f"\n{err['where']}" if err.get("where") else "")
+
+
+def _list_of(kind: type | tuple[type, ...]) -> Callable[[Any], bool]:
+    return lambda x: isinstance(x, list) and all(isinstance(v, kind) for v in x)
+
+
+def _dict_of(kind: type) -> Callable[[Any], bool]:
+    return lambda x: isinstance(x, dict) and all(isinstance(v, kind) for v in x.values())
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _is_digest(d: Any) -> bool:
+    """A child.digest record; the sums must be numbers wherever timing compares them."""
+    return isinstance(d, dict) and ("shape" not in d or (_is_number(d.get("sum")) and _is_number(d.get("abs"))))
+
+
+# The fields each kind of reply must have, checked before any check reads them.
+CALL_REPLY: dict[str, Callable[[Any], bool]] = {
+    "value": lambda v: True,
+    "grads": lambda g: g is None or _list_of((torch.Tensor, type(None)))(g),
+    "ops": lambda o: o is None or _list_of(str)(o),
+}
+TRACED_REPLY = {**CALL_REPLY, "ops": _list_of(str)}
+ERROR_FIELDS = ("type", "message", "where")  # strings, where present
+INSPECT_REPLY = {"parameters": _dict_of(torch.Tensor), "state_dict": _list_of(str), "modules": _dict_of(str)}
+RUN_REPLY = {"digests": lambda d: isinstance(d, list) and all(map(_is_digest, d)),
+             "events_ms": lambda e: e is None or _is_number(e)}
+
+
+def _malformed(result: Any, shape: dict[str, Callable[[Any], bool]]) -> str | None:
+    """What is wrong with a reply that should be a record with `shape`'s fields, or None."""
+    if not isinstance(result, dict):
+        return f"a {type(result).__name__} instead of a record"
+    for key, ok in shape.items():
+        if key not in result:
+            return f"no {key!r}"
+        if not ok(result[key]):
+            return f"{key!r} of the wrong type"
+    return None
 
 
 def origin(t: torch.Tensor) -> tuple[str, bool]:
