@@ -1,45 +1,72 @@
-"""Operating-system isolation for the child that runs student code.
+"""Operating-system isolation for the process that runs student code.
 
-Where the grader runs as root on Linux (CI containers, grading servers) the
-child gets, before it executes anything:
+Why not bubblewrap or nsjail: both start the sandboxed program with execve, so
+every submission would import torch again (1.7 s and more, most of a
+grading), and the zygote (autograder.zygote) exists to pay that once. The
+same kernel mechanisms they use are applied here instead, in the forked
+process, before it reads any student code:
 
-- its own network namespace: no network at all;
-- its own mount namespace in which the kit's checks, solutions, sources,
-  tests and other submissions are covered by empty read-only tmpfs mounts;
-- rlimits on CPU time, address space (CPU device only), file size, core
-  dumps and processes;
-- no_new_privs, then a dedicated unprivileged uid of its own (leased with a
-  lock file, so concurrent gradings never share one): it cannot read the
-  judge's memory or environment, write outside its scratch directory, or
-  undo the mounts. On cleanup every process of that uid is killed, so even
-  escaped descendants (a fork bomb that called setsid) die.
+- namespaces: mount, PID, network, IPC and UTS (with root; without root
+  inside an unprivileged user namespace where the kernel allows one);
+- a new root filesystem built as an allow-list on an empty tmpfs: the Python
+  runtime and its packages read-only (the kit's own installed copy covered),
+  the scratch folder writable, the check's data folder read-only, private
+  /tmp, /var/tmp and /dev/shm, a few device nodes, its own /proc;
+- Landlock (kernel 5.13+, unprivileged): the same allow-list again, no TCP,
+  and (ABI 6+) no signals or abstract sockets to processes outside;
+- rlimits on CPU time, address space, file size, core dumps and processes;
+- no_new_privs, and with root a dedicated unprivileged uid per sandbox,
+  leased with lock files that only root can reach.
 
-Without root (a laptop) these mechanisms are unavailable: the rlimits and the
-process session still apply, and `Plan.off` lists what is missing so that the
-result and the logs say so.
+The student's process is PID 1 of its namespace: when it is killed, the
+kernel kills every process it started, stopped, setsid'd or double-forked,
+and nothing inside can signal the processes outside. `Plan` lists what is
+active and what is off; if anything listed cannot be applied, the process
+exits with SETUP_FAILED before any student code runs (fail closed).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
+import dataclasses
 import fcntl
+import functools
+import glob
 import os
+import platform
 import resource
 import signal
+import site
+import struct
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_BIND, MS_REC, MS_PRIVATE = 1, 4096, 16384, 1 << 18
+from autograder import landlock
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+MNT_DETACH = 2
 PR_SET_NO_NEW_PRIVS = 38
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine(), -1)
 UID_RANGE = range(61000, 61256)
 NPROC = 512  # processes and threads of the sandbox uid (DataLoader workers need some)
+SETUP_FAILED = 125  # exit status of a process whose sandbox could not be set up
 KIT_ROOT = Path(__file__).resolve().parent.parent
+STATE_DIR = Path("/run/effective-pytorch-kit")  # lease locks and new-root mount points: root only
+
+# What the student's process may read besides the interpreter: the system's libraries and a few files.
+SYSTEM = ["/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/sys"]
+ETC = ["ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf"]
+DEVICES = ["null", "zero", "full", "random", "urandom"]
+
+
+class SandboxUnavailable(Exception):
+    """A protection the plan needs cannot be had on this machine right now; nothing was run."""
 
 
 @dataclass
@@ -49,26 +76,216 @@ class Plan:
     cpu_seconds: int
     file_bytes: int
     memory_bytes: int | None  # None: no address-space limit (CUDA)
+    mode: str = "plain"  # "root": namespaces + own uid; "userns": namespaces unprivileged; "uid"; "plain"
     uid: int | None = None
-    network: bool = False
-    hide: list[Path] = field(default_factory=list)
-    expose: Path | None = None  # a non-traversable ancestor of the interpreter (e.g. /root)
-    private_tmp: list[Path] = field(default_factory=list)  # what stays visible under a fresh temp dir
-    tmp_root: Path = field(default_factory=lambda: Path(tempfile.gettempdir()).resolve())  # covered by that tmpfs
+    box: str | None = None  # the new root's mount point (namespaces only)
+    read_only: list[str] = field(default_factory=list)
+    writable: list[str] = field(default_factory=list)
+    data: list[str] = field(default_factory=list)  # read-only, for the checks' input files
+    covered: list[str] = field(default_factory=list)  # inside read_only, but hidden (the kit's own files)
+    devices: list[str] = field(default_factory=list)
+    landlock: bool = False
     active: list[str] = field(default_factory=list)
     off: list[str] = field(default_factory=list)
 
+    @property
+    def namespaces(self) -> bool:
+        return self.box is not None
+
     def to_dict(self) -> dict[str, Any]:
-        return {"cpu_seconds": self.cpu_seconds, "file_bytes": self.file_bytes, "memory_bytes": self.memory_bytes,
-                "uid": self.uid, "network": self.network, "hide": [str(p) for p in self.hide],
-                "expose": str(self.expose) if self.expose else None, "private_tmp": [str(p) for p in self.private_tmp],
-                "tmp_root": str(self.tmp_root)}
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Plan:
-        return cls(d["cpu_seconds"], d["file_bytes"], d["memory_bytes"], d["uid"], d["network"],
-                   [Path(p) for p in d["hide"]], Path(d["expose"]) if d["expose"] else None,
-                   [Path(p) for p in d["private_tmp"]], Path(d["tmp_root"]))
+        return cls(**d)
+
+
+# -- the judge's side: what this machine allows, and the plan for one child ------------------------
+
+
+def _import_paths() -> list[Path]:
+    """Folders on sys.path (packages added by .pth files too), never the kit's own folder or the cwd."""
+    prefix = Path(sys.prefix).resolve()
+    out = []
+    for entry in sys.path:
+        p = Path(entry).resolve() if entry else None
+        if p is None or not p.is_dir() or p == Path.cwd().resolve() or KIT_ROOT.is_relative_to(p):
+            continue
+        if not p.is_relative_to(KIT_ROOT) or p.is_relative_to(prefix):
+            out.append(p)
+    return out
+
+
+def _runtime_paths(extra: list[Path]) -> list[str]:
+    """The interpreter, its packages and the system libraries, minimal: nested paths are dropped."""
+    exe = Path(sys.executable)
+    candidates = [Path(p) for p in SYSTEM] + [Path("/etc") / name for name in ETC] + [
+        Path(sys.base_prefix).resolve(), Path(sys.prefix), Path(sys.prefix).resolve(), exe.parent,
+        exe.resolve().parent, *_import_paths(), *extra]
+    paths = sorted({str(p) for p in candidates if os.path.lexists(p)})
+    return [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths
+                                        if not os.path.islink(q))]
+
+
+def _kit_files(read_only: list[str]) -> list[str]:
+    """The kit's package and secret wherever they sit inside a visible folder (an installed copy)."""
+    sites = [*site.getsitepackages(), site.getusersitepackages()]
+    candidates = [KIT_ROOT / "autograder", KIT_ROOT / ".autograder-secret"] + [Path(s) / "autograder" for s in sites]
+    visible = [Path(p).resolve() for p in read_only]
+    found = {str(c.resolve()) for c in candidates if c.exists() and any(c.resolve().is_relative_to(v) for v in visible)}
+    return sorted(found)
+
+
+def _devices() -> list[str]:
+    return [f"/dev/{d}" for d in DEVICES if os.path.exists(f"/dev/{d}")] + sorted(glob.glob("/dev/nvidia*"))
+
+
+def _state_dir() -> Path:
+    STATE_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = STATE_DIR.stat()
+    if st.st_uid != 0 or st.st_mode & 0o077:
+        raise SandboxUnavailable(f"{STATE_DIR} must belong to root with mode 0700")
+    return STATE_DIR
+
+
+class UidLease:
+    """An unprivileged uid held for one child's lifetime, via a lock file only root can reach."""
+
+    def __init__(self) -> None:
+        self.uid: int | None = None
+        self._lock: IO[bytes] | None = None
+        folder = _state_dir()
+        for uid in UID_RANGE:
+            lock = open(folder / f"uid-{uid}.lock", "wb")  # noqa: SIM115 (held until release)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.close()
+                continue
+            self.uid, self._lock = uid, lock
+            return
+        raise SandboxUnavailable(f"every sandbox uid ({UID_RANGE.start}-{UID_RANGE.stop - 1}) is in use")
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+
+def kill_uid(uid: int, rounds: int = 50) -> None:
+    """Without a PID namespace: SIGKILL every process of `uid`, from the judge (root), until none is left.
+
+    No helper runs as that uid, so nothing of the submission can stop or signal the cleaner.
+    """
+    for _ in range(rounds):
+        found = False
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                if entry.stat().st_uid == uid:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    found = True
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+        if not found:
+            return
+
+
+def new_box() -> str:
+    """An empty directory to mount the child's new root on (root only: none outside can see or pre-create it)."""
+    return tempfile.mkdtemp(prefix="box-", dir=_state_dir() if os.geteuid() == 0 else None)
+
+
+def _probe(plan: Plan) -> bool:
+    """Apply `plan` in a throwaway forked process: does this machine allow all of it?"""
+    scratch = tempfile.mkdtemp(prefix="kit-probe-")
+    plan.writable = [scratch]
+    plan.box = new_box() if plan.box is not None else None
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the forked probe
+            code = SETUP_FAILED
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+                enter(plan, scratch, None)
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status) == 0
+    finally:
+        os.rmdir(scratch)
+        if plan.box:
+            os.rmdir(plan.box)
+
+
+@functools.cache
+def machine() -> tuple[str, bool]:
+    """(the strongest mode this machine allows, whether Landlock works), probed once per process."""
+    base = Plan(60, 1 << 20, None, read_only=_runtime_paths([]), devices=_devices())
+    root = sys.platform == "linux" and os.geteuid() == 0
+    modes = ["root", "uid"] if root else ["userns", "plain"]
+    for mode in modes:
+        for with_landlock in (True, False):
+            if with_landlock and landlock.abi() < 1:
+                continue
+            trial = dataclasses.replace(base, mode=mode, landlock=with_landlock,
+                                        uid=UID_RANGE.stop - 1 if root else None,
+                                        box="" if mode in ("root", "userns") else None)
+            if sys.platform != "linux" or _probe(trial):
+                return mode, with_landlock
+    return modes[-1], False
+
+
+def make_plan(cpu_seconds: int, file_bytes: int, memory_bytes: int | None, scratch: Path, data: list[Path],
+              runtime: list[Path], lease: UidLease | None) -> Plan:
+    """The plan for one child. With root, no free uid means no plan (SandboxUnavailable)."""
+    mode, use_landlock = machine()
+    if mode in ("root", "uid") and (lease is None or lease.uid is None):
+        raise SandboxUnavailable("no sandbox uid was leased")
+    read_only = _runtime_paths(runtime)
+    plan = Plan(cpu_seconds, file_bytes, memory_bytes, mode=mode, read_only=read_only,
+                writable=[str(scratch.resolve())], data=[str(p.resolve()) for p in data],
+                covered=_kit_files(read_only), devices=_devices(), landlock=use_landlock)
+    plan.active += ["own process session", "scrubbed environment", "scratch working directory",
+                    "rlimits: cpu time, file size, core dumps", "wall-clock deadline per call", "no_new_privs"]
+    (plan.active if memory_bytes else plan.off).append("rlimit: address space (memory)")
+    if mode in ("root", "userns"):
+        plan.box = new_box()
+        plan.active += ["PID namespace (own /proc; every process dies with the grading)",
+                        "network namespace (no network)", "IPC namespace",
+                        "mount namespace: a new root with only the runtime, scratch and data folders",
+                        "private /tmp, /var/tmp and /dev/shm"]
+    else:
+        plan.off += ["PID, network, IPC and mount namespaces (" +
+                     ("the kernel refused them" if mode == "uid" else "no root and no user namespaces") + ")",
+                     "private /tmp and /dev/shm"]
+    if mode in ("root", "uid"):
+        plan.uid = lease.uid  # type: ignore[union-attr]
+        plan.active += [f"unprivileged uid {plan.uid}", f"rlimit: {NPROC} processes"]
+    else:
+        plan.off += ["a dedicated uid (needs root)", "process-count limit (needs a dedicated uid)"]
+    if use_landlock:
+        plan.active.append(f"Landlock filesystem allow-list (ABI {landlock.abi()}), no TCP")
+    else:
+        plan.off.append("Landlock (not available in this kernel)")
+    if not plan.namespaces:
+        # Landlock cannot hide a path inside an allowed folder: only file permissions keep the kit's copy unread.
+        readable = [p for p in plan.covered if os.stat(p).st_mode & 0o004]
+        if readable:
+            plan.off.append(f"hiding the kit's installed copy (readable by all: {', '.join(readable)})")
+    return plan
+
+
+def give_to(path: Path, plan: Plan) -> None:
+    """Hand the scratch directory to the sandbox uid (only it and root can read it)."""
+    if plan.uid is not None:
+        for p in [path, *path.rglob("*")]:
+            os.chown(p, plan.uid, plan.uid)
+
+
+# -- the child's side: applied in the forked process, before any student code ---------------------
 
 
 def _libc() -> ctypes.CDLL:
@@ -80,133 +297,138 @@ def _check(ret: int, what: str) -> None:
         raise OSError(ctypes.get_errno(), f"{what} failed")
 
 
-def _hidden(notebook_dir: Path | None) -> list[Path]:
-    """The kit's own files and the submission's folder, but never a folder the child needs
-    (the interpreter's environment, or the temp dir holding its scratch and data)."""
-    needed = [Path(sys.prefix).resolve(), Path(tempfile.gettempdir()).resolve()]
-    candidates = [*sorted(KIT_ROOT.iterdir())] + ([notebook_dir] if notebook_dir is not None else [])
-    return [p.resolve() for p in candidates if not any(n.is_relative_to(p.resolve()) for n in needed)]
+def _mount(libc: ctypes.CDLL, src: str | None, dst: str, fstype: str | None, flags: int, data: str | None) -> None:
+    def enc(s: str | None) -> bytes | None:
+        return s.encode() if s is not None else None
+
+    _check(libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {dst}")
 
 
-def _closed_ancestor() -> Path | None:
-    """The highest ancestor of the interpreter that others may not traverse (/root with pyenv)."""
-    closed = [p for p in Path(sys.base_prefix).resolve().parents if p != Path("/") and not os.stat(p).st_mode & 0o001]
-    return closed[-1] if closed else None
-
-
-class UidLease:
-    """An unprivileged uid held for one child's lifetime via an exclusive lock file."""
-
-    def __init__(self) -> None:
-        self.uid: int | None = None
-        self._lock: IO[bytes] | None = None
-        for uid in UID_RANGE:
-            lock = open(f"/tmp/.kit-uid-{uid}.lock", "wb")  # noqa: SIM115 (held until release)
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                lock.close()
-                continue
-            self.uid, self._lock = uid, lock
-            return
-
-    def kill_all(self) -> None:
-        """Kill every process running as this uid: a forked helper takes the uid and signals -1."""
-        if self.uid is None:
-            return
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the forked helper
-            try:
-                os.setgid(self.uid)
-                os.setuid(self.uid)
-                os.kill(-1, signal.SIGKILL)
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
-
-    def release(self) -> None:
-        self.kill_all()
-        if self._lock is not None:
-            self._lock.close()
-            self._lock = None
-
-
-def make_plan(cpu_seconds: int, file_bytes: int, memory_bytes: int | None, notebook_dir: Path | None,
-              lease: UidLease | None, keep_in_tmp: list[Path]) -> Plan:
-    plan = Plan(cpu_seconds, file_bytes, memory_bytes)
-    plan.active += ["own process session", "scrubbed environment", "scratch working directory",
-                    "rlimits: cpu time, file size, core dumps", "wall-clock deadline per call"]
-    (plan.active if memory_bytes else plan.off).append("rlimit: address space (memory)")
-    root = sys.platform == "linux" and os.geteuid() == 0
-    if root and lease is not None and lease.uid is not None:
-        plan.uid = lease.uid
-        plan.network = True
-        plan.hide = _hidden(notebook_dir)
-        plan.expose = _closed_ancestor()
-        # The interpreter's environment stays visible even when it lives in the temp dir (a clone in /tmp).
-        env = [Path(p).resolve() for p in {sys.prefix, sys.base_prefix}]
-        plan.private_tmp = keep_in_tmp + [p for p in env if p.is_relative_to(plan.tmp_root)]
-        plan.active += ["network namespace (no network)", "mount namespace hiding checks, solutions and sources",
-                        "private /tmp",
-                        f"unprivileged uid {lease.uid} with no_new_privs", f"rlimit: {NPROC} processes"]
+def _bind(libc: ctypes.CDLL, src: str, box: str, read_only: bool) -> None:
+    dst = box + src
+    if os.path.islink(src) and os.path.dirname(src) == "/":  # /bin -> usr/bin on a merged /usr
+        os.symlink(os.readlink(src), dst)
+        return
+    if os.path.isdir(src):
+        os.makedirs(dst, exist_ok=True)
     else:
-        plan.off += ["network namespace (needs root)", "mount namespace (needs root)",
-                     "unprivileged uid (needs root)", "process-count limit (needs a dedicated uid)"]
-    return plan
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        with open(dst, "a"):
+            pass
+    _mount(libc, src, dst, None, MS_BIND | MS_REC, None)
+    if read_only:
+        _mount(libc, None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | _locked_flags(src), None)
 
 
-def _cover(libc: ctypes.CDLL, folder: Path, keep: list[Path], options: bytes) -> None:
-    """Cover `folder` with a fresh tmpfs in which only the `keep` paths (inside it) are bound back.
+def _locked_flags(path: str) -> int:
+    """The source mount's flags that a user namespace may not clear on a bind (else EPERM)."""
+    f = os.statvfs(path).f_flag
+    flags = f & (os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC | os.ST_NOATIME | os.ST_NODIRATIME)
+    return flags | (1 << 21 if f & os.ST_RELATIME else 0)  # MS_RELATIME
 
-    The original is bind-mounted aside first (at a path under /dev/shm, which
-    stays shared), the tmpfs goes on top, the kept paths are bound back at
-    their own names, and the aside mount is detached.
+
+def _tmpfs(libc: ctypes.CDLL, dst: str, options: str, flags: int = MS_NOSUID | MS_NODEV) -> None:
+    os.makedirs(dst, exist_ok=True)
+    _mount(libc, "tmpfs", dst, "tmpfs", flags, options)
+
+
+def _build_root(libc: ctypes.CDLL, plan: Plan) -> None:
+    """Mount the allow-list on an empty tmpfs and make it the root."""
+    box = plan.box
+    assert box
+    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE, None)
+    _tmpfs(libc, box, "mode=0755,size=16m")
+    for private in ("/tmp", "/var/tmp", "/dev/shm"):
+        _tmpfs(libc, box + private, "mode=1777,size=512m")
+    for path in plan.read_only:
+        _bind(libc, path, box, read_only=True)
+    for path in plan.covered:
+        if os.path.isdir(path):
+            _tmpfs(libc, box + path, "mode=0755,size=4k", MS_RDONLY | MS_NOSUID | MS_NODEV)
+        else:
+            _mount(libc, "/dev/null", box + path, None, MS_BIND, None)
+    for path in plan.data:
+        _bind(libc, path, box, read_only=True)
+    for path in plan.writable:
+        _bind(libc, path, box, read_only=False)
+    for dev in plan.devices:
+        _bind(libc, dev, box, read_only=False)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"{box}/dev/{name}")
+    os.makedirs(box + "/proc", exist_ok=True)
+    _mount(libc, "proc", box + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    os.chdir(box)
+    _check(libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+    _check(libc.umount2(b".", MNT_DETACH), "detach the old root")
+    os.chdir("/")
+    _mount(libc, None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+
+
+def _map_user() -> None:
+    """Inside a new user namespace: keep our own uid and gid (no setgroups)."""
+    uid, gid = os.getuid(), os.getgid()
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
+def _drop_capabilities(libc: ctypes.CDLL) -> None:
+    header = ctypes.create_string_buffer(struct.pack("<Ii", 0x20080522, 0), 8)
+    data = ctypes.create_string_buffer(bytes(24), 24)
+    _check(libc.capset(header, data), "capset")
+
+
+def _monitor(box_pid: int) -> None:
+    """Outside the new PID namespace: wait for its first process and exit as it did."""
+    _, status = os.waitpid(box_pid, 0)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    os._exit(os.waitstatus_to_exitcode(status))
+
+
+def enter(plan: Plan, cwd: str, report_fd: int | None) -> None:
+    """Isolate this process as `plan` says; returns in the process that will run student code.
+
+    With namespaces the caller forks: it reports the new process's pid on
+    `report_fd`, waits for it and exits as it did; it never returns.
+    Raises OSError if anything fails.
     """
-    aside = Path("/dev/shm") / f".kit-aside-{os.getpid()}"
-    aside.mkdir(exist_ok=True)
-    _check(libc.mount(str(folder).encode(), str(aside).encode(), None, MS_BIND | MS_REC, None), "bind aside")
-    _check(libc.mount(b"tmpfs", str(folder).encode(), b"tmpfs", 0, options), f"tmpfs over {folder}")
-    for path in keep:
-        rel = path.relative_to(folder)
-        (folder / rel).mkdir(parents=True, exist_ok=True)
-        _check(libc.mount(str(aside / rel).encode(), str(folder / rel).encode(), None, MS_BIND | MS_REC, None),
-               f"bind {path} back")
-    _check(libc.umount2(str(aside).encode(), 2), "detach aside")  # MNT_DETACH
-    aside.rmdir()
-
-
-def preexec(plan: Plan) -> None:
-    """Runs in the freshly forked child, before it reads any student code."""
     libc = _libc()
-    if plan.uid is not None:
-        _check(libc.unshare(CLONE_NEWNS | (CLONE_NEWNET if plan.network else 0)), "unshare")
-        _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
-        if plan.expose is not None:
-            base = Path(sys.base_prefix).resolve()
-            _cover(libc, plan.expose, [plan.expose / base.relative_to(plan.expose).parts[0]], b"mode=0755,size=64k")
-        if plan.private_tmp:
-            _cover(libc, plan.tmp_root, plan.private_tmp, b"mode=1777,size=512m")
-        for path in plan.hide:
-            if path.is_dir():
-                _check(libc.mount(b"tmpfs", str(path).encode(), b"tmpfs", MS_RDONLY, b"size=4k"), f"hide {path}")
-            elif path.exists():
-                _check(libc.mount(b"/dev/null", str(path).encode(), None, MS_BIND, None), f"hide {path}")
+    if plan.namespaces:
+        flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+        _check(libc.unshare(flags | (CLONE_NEWUSER if plan.mode == "userns" else 0)), "unshare")
+        if plan.mode == "userns":
+            _map_user()
+        pid = os.fork()
+        if pid:
+            if report_fd is not None:
+                os.write(report_fd, str(pid).encode())
+                os.close(report_fd)
+            _monitor(pid)
+        _build_root(libc, plan)
+        os.chdir(cwd)
+    else:
+        os.chdir(cwd)
+        if report_fd is not None:
+            os.write(report_fd, str(os.getpid()).encode())
+            os.close(report_fd)
     resource.setrlimit(resource.RLIMIT_CPU, (plan.cpu_seconds, plan.cpu_seconds))
     resource.setrlimit(resource.RLIMIT_FSIZE, (plan.file_bytes, plan.file_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if plan.memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (plan.memory_bytes, plan.memory_bytes))
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if plan.landlock:
+        private = ["/tmp", "/var/tmp", "/dev/shm"] if plan.namespaces else ["/dev/shm"]  # DataLoader workers
+        landlock.restrict(plan.read_only + plan.data + ["/proc"], plan.writable + plan.devices + private)
     if plan.uid is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (NPROC, NPROC))
-        _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         os.setgroups([])
         os.setgid(plan.uid)
         os.setuid(plan.uid)
-
-
-def give_to(path: Path, plan: Plan) -> None:
-    """Hand the scratch directory to the sandbox uid (only it and root can read it)."""
-    if plan.uid is not None:
-        for p in [path, *path.rglob("*")]:
-            with contextlib.suppress(OSError):
-                os.chown(p, plan.uid, plan.uid)
+    elif plan.mode == "userns":
+        _drop_capabilities(libc)

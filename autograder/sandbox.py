@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from autograder import isolation, wire
+from autograder.isolation import SandboxUnavailable
 from autograder.limits import Limits
-from autograder.zygote import SETUP_FAILED
 
 # All the child process gets of the kit.
-_RUNTIME = ("__init__.py", "wire.py", "child.py", "isolation.py", "zygote.py")
+_RUNTIME = ("__init__.py", "wire.py", "child.py", "isolation.py", "landlock.py", "zygote.py")
 
 
 class ChildDied(Exception):
@@ -48,8 +48,6 @@ class ChildTimeout(Exception):
 def describe_exit(code: int | None) -> str:
     if code is None:
         return "the process stopped answering"
-    if code == SETUP_FAILED:
-        return "the grader could not set up its sandbox (a problem of the grading machine, not of your code)"
     if code < 0:
         try:
             name = signal.Signals(-code).name
@@ -98,9 +96,11 @@ class Zygote:
             self.sock.send(data)
         return json.loads(self.sock.recv(1 << 16))
 
-    def spawn(self, plan: isolation.Plan, cwd: Path, env: dict[str, str], stdin: int, stdout: int) -> int:
-        return int(self._ask({"op": "spawn", "plan": plan.to_dict(), "cwd": str(cwd), "env": env},
-                             [stdin, stdout])["pid"])
+    def spawn(self, plan: isolation.Plan, cwd: Path, env: dict[str, str], stdin: int, stdout: int
+              ) -> tuple[int, int | None]:
+        """(the child's pid, the pid running student code, or None if its sandbox failed)."""
+        reply = self._ask({"op": "spawn", "plan": plan.to_dict(), "cwd": str(cwd), "env": env}, [stdin, stdout])
+        return int(reply["pid"]), reply["box"]
 
     def wait(self, pid: int, timeout: float) -> int | None:
         return self._ask({"op": "wait", "pid": pid, "timeout": timeout})["code"]
@@ -141,6 +141,7 @@ class Sandbox:
         self.plan: isolation.Plan | None = None
         self.lease: isolation.UidLease | None = None
         self.pid: int | None = None
+        self.box_pid: int | None = None  # the process running student code
         self.alive = False
         self._to_child: BinaryIO | None = None
         self._from_child: int | None = None
@@ -158,22 +159,38 @@ class Sandbox:
         return env
 
     def start(self) -> dict[str, Any]:
-        """Start the child and run the answer cells; returns the child's load report."""
-        self.lease = isolation.UidLease() if os.geteuid() == 0 else None
-        memory = self.limits.memory_bytes if self.device == "cpu" else None
-        keep = [self.scratch.resolve()] + ([self.data_dir.resolve()] if self.data_dir else [])
-        self.plan = isolation.make_plan(self.limits.cpu_seconds, self.limits.file_bytes, memory, self.notebook_dir,
-                                        self.lease, keep)
-        isolation.give_to(self.scratch, self.plan)
+        """Start the child and run the answer cells; returns the child's load report.
+
+        Raises SandboxUnavailable, having run no student code, if any protection of the plan
+        cannot be applied (fail closed).
+        """
+        try:
+            self.lease = isolation.UidLease() if os.geteuid() == 0 else None
+            memory = self.limits.memory_bytes if self.device == "cpu" else None
+            data = [self.data_dir] if self.data_dir else []
+            self.plan = isolation.make_plan(self.limits.cpu_seconds, self.limits.file_bytes, memory, self.scratch,
+                                            data, [zygote().runtime], self.lease)
+            isolation.give_to(self.scratch, self.plan)
+        except OSError as e:
+            raise SandboxUnavailable(f"preparing the sandbox failed: {e}") from None
         child_in, to_child = os.pipe()
         self._from_child, child_out = os.pipe()
         self._to_child = os.fdopen(to_child, "wb")
         try:
-            self.pid = zygote().spawn(self.plan, self.scratch, self._env(), child_in, child_out)
+            self.pid, self.box_pid = zygote().spawn(self.plan, self.scratch, self._env(), child_in, child_out)
         finally:
             os.close(child_in)
             os.close(child_out)
         self.alive = True
+        try:
+            if self.box_pid is None:
+                raise SandboxUnavailable("the sandboxed process could not be started")
+            ready, _ = wire.read_frame(lambda n: self._read(n, time.monotonic() + 30, 30, "setting up the sandbox"))
+            if ready != {"ready": True}:
+                raise SandboxUnavailable("the sandboxed process did not report ready")
+        except (ChildDied, ChildTimeout, wire.WireError) as e:
+            self.kill()
+            raise SandboxUnavailable(f"setting up the sandbox failed ({e})") from None
         hello = {"preamble": self.preamble, "harness": self.harness, "cells": self.cells, "device": self.device}
         header, _ = self._exchange(hello, [], self.limits.load_seconds, "loading your notebook")
         return header["load"]
@@ -222,12 +239,18 @@ class Sandbox:
         return code
 
     def kill(self) -> None:
+        """End every process of this submission. With a PID namespace, killing its first process
+        makes the kernel kill the rest; without, the uid's processes are hunted down by the judge."""
         if self.pid is not None and self.alive:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGKILL)
+            for pid in {self.box_pid, self.pid} - {None}:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)  # type: ignore[arg-type]
+            if self.plan is not None and not self.plan.namespaces:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGKILL)
+                if self.plan.uid is not None:
+                    isolation.kill_uid(self.plan.uid)
             zygote().wait(self.pid, 5.0)
-        if self.lease is not None:
-            self.lease.kill_all()
         self.alive = False
         self._buffer = b""
         if self._to_child is not None:
@@ -239,6 +262,9 @@ class Sandbox:
 
     def close(self) -> None:
         self.kill()
+        if self.plan is not None and self.plan.box:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.plan.box)
         if self.lease is not None:
             self.lease.release()
         shutil.rmtree(self.scratch, ignore_errors=True)

@@ -13,32 +13,45 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import sys
 import time
 
-SETUP_FAILED = 125  # exit status of a child whose sandbox could not be set up
 
+def _spawn(req: dict, fds: list[int], sock: socket.socket) -> tuple[int, int | None]:
+    """Fork a child that isolates itself, says it is ready, then serves; returns (pid, box pid).
 
-def _spawn(req: dict, fds: list[int], sock: socket.socket) -> int:
-    from autograder import child, isolation
+    The box pid is the process running student code (PID 1 of its namespace,
+    or the child itself without namespaces): killing it ends everything the
+    submission started. None if the sandbox could not be set up.
+    """
+    from autograder import child, isolation, wire
 
+    report_r, report_w = os.pipe()
     pid = os.fork()
     if pid:
-        return pid
-    status = SETUP_FAILED
+        os.close(report_w)
+        ready, _, _ = select.select([report_r], [], [], 30.0)
+        text = os.read(report_r, 32) if ready else b""
+        os.close(report_r)
+        return pid, int(text) if text.isdigit() else None
+    status = isolation.SETUP_FAILED
     try:  # pragma: no cover - runs in the forked child
         sock.close()
+        os.close(report_r)
         os.setsid()
         os.dup2(fds[0], 0)
         os.dup2(fds[1], 1)
         os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
         for fd in fds:
             os.close(fd)
-        os.chdir(req["cwd"])
         os.environ.clear()
         os.environ.update(req["env"])
-        isolation.preexec(isolation.Plan.from_dict(req["plan"]))
+        isolation.enter(isolation.Plan.from_dict(req["plan"]), req["cwd"], report_w)
+        # Before any student code: from here on, an exit is the submission's doing, not the sandbox's.
+        with os.fdopen(os.dup(1), "wb") as channel:
+            wire.write_frame(channel, {"ready": True}, [])
         status = 1  # an error escaping the child's own handling
         child.main()
         status = 0
@@ -65,7 +78,7 @@ def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     import torch  # the point of the zygote: imported once
 
-    from autograder import child, isolation  # noqa: F401  (loaded before any fork)
+    from autograder import child, isolation, landlock, wire  # noqa: F401  (loaded before any fork)
 
     # The first TorchDispatchMode use imports torch._dynamo (1.5-3.5 s here): pay it once, not per child.
     with child.OpTrace():
@@ -80,10 +93,10 @@ def main() -> None:
             return
         req = json.loads(msg)
         if req["op"] == "spawn":
-            pid = _spawn(req, fds, sock)
+            pid, box = _spawn(req, fds, sock)
             for fd in fds:
                 os.close(fd)
-            sock.send(json.dumps({"pid": pid}).encode())
+            sock.send(json.dumps({"pid": pid, "box": box}).encode())
         elif req["op"] == "wait":
             sock.send(json.dumps({"code": _wait(int(req["pid"]), float(req["timeout"]))}).encode())
 
