@@ -22,8 +22,7 @@ import torch
 from autograder import wire
 from autograder.limits import Limits
 from autograder.notebook import Submission
-from autograder.sandbox import ChildDied, ChildTimeout, Sandbox
-from autograder.zygote import SETUP_FAILED
+from autograder.sandbox import ChildDied, ChildTimeout, Sandbox, SandboxUnavailable
 
 MAX_RESTARTS = 8  # child restarts per grading, each ~2 s (import torch)
 MAX_CRASHES = 2  # crashes of one function before its later checks fail fast
@@ -88,9 +87,10 @@ class Student:
         except ChildTimeout as e:
             self.fatal = (f"Running your answer cells took longer than {e.seconds:g} s, so nothing could "
                           "be graded. Look for an infinite loop or heavy work at the top level of a cell.")
+        except SandboxUnavailable as e:  # fail closed: no student code ran
+            self.environment_error = f"the grading machine could not sandbox this submission: {e}"
+            self.fatal = self.environment_error
         except ChildDied as e:
-            if e.returncode == SETUP_FAILED:
-                self.environment_error = str(e)
             self.fatal = (f"Running your answer cells ended the grading process: {e}. Remove calls such "
                           "as exit(), sys.exit() or os._exit() from your cells.")
         except wire.WireError as e:
