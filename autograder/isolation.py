@@ -104,12 +104,12 @@ class Plan:
 
 
 def _import_paths() -> list[Path]:
-    """Folders on sys.path (packages added by .pth files too), never the kit's own folder or the cwd."""
+    """Package folders on sys.path (some added by .pth files), never the kit's own folder or the cwd."""
     prefix = Path(sys.prefix).resolve()
     out = []
     for entry in sys.path:
         p = Path(entry).resolve() if entry else None
-        if p is None or not p.is_dir() or p == Path.cwd().resolve() or KIT_ROOT.is_relative_to(p):
+        if p is None or p.name not in ("site-packages", "dist-packages") or not p.is_dir():
             continue
         if not p.is_relative_to(KIT_ROOT) or p.is_relative_to(prefix):
             out.append(p)
@@ -315,7 +315,7 @@ def _bind(libc: ctypes.CDLL, src: str, box: str, read_only: bool) -> None:
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         with open(dst, "a"):
             pass
-    _mount(libc, src, dst, None, MS_BIND | MS_REC, None)
+    _mount(libc, src, dst, None, MS_BIND | (0 if src == "/sys" else MS_REC), None)  # not /sys's cgroup mounts
     if read_only:
         _mount(libc, None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | _locked_flags(src), None)
 

@@ -62,11 +62,12 @@ def _processes_named(name: str) -> list[int]:
 
 # -- 1. fail closed ---------------------------------------------------------------------------------
 
-def test_no_free_uid_means_no_student_code_runs(tmp_path: Path) -> None:
+def test_no_free_uid_means_no_student_code_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(isolation, "UID_RANGE", range(61250, 61256))  # leave the rest to other gradings
     marker = tmp_path / "ran"
     code = f"open({str(marker)!r}, 'w').write('x')\ndef softmax(logits, dim=-1):\n    return logits.softmax(dim)\n"
     held = []
-    with pytest.raises(isolation.SandboxUnavailable):  # others may be grading: take whatever is left
+    with pytest.raises(isolation.SandboxUnavailable):  # take whatever others do not hold
         while True:
             held.append(isolation.UidLease())
     try:
