@@ -68,6 +68,12 @@ def _demo(args: argparse.Namespace) -> int:
     return main()
 
 
+def _selftest(args: argparse.Namespace) -> int:
+    from autograder.selftest import main  # imports torch
+
+    return main(args.device, args.out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -110,6 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="generate release/ with nbgrader and the executed solutions/")
     b.add_argument("chapters", nargs="*", help="default: all")
     b.set_defaults(run=_build)
+
+    t = sub.add_parser("selftest", help="grade every reference solution, release and named wrong implementation "
+                       "on this machine and report what works; exits 1 if an expectation fails, 4 if CUDA is absent")
+    t.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    t.add_argument("--out", type=Path, default=Path("selftest.json"), help="write the table as JSON here "
+                   "(default: %(default)s)")
+    t.set_defaults(run=_selftest)
 
     d = sub.add_parser("demo", help="build, then grade the bundled example submissions")
     d.set_defaults(run=_demo)

@@ -3,98 +3,41 @@
     .venv/bin/python benchmarks/amp_speed.py [--steps 20] [--rounds 5]
 
 On CUDA: the recipe's network (3 Linear layers 4096 wide, ReLU between them),
-batch 4096, SGD, MSE; float32 steps against float16 autocast with a GradScaler.
-It prints the float32/AMP time ratio (the recipe measured 7.7 s / 3.3 s = 2.3x)
-and the peak-memory ratio. Without CUDA it says it skipped that, and measures a
+batch 4096, SGD, MSE; float32 steps against chapter 08's reference amp_train_step
+in float16. It prints the float32/AMP time ratio (the recipe measured 7.7 s / 3.3 s
+= 2.3x) and the memory each kind of step needs above what was allocated before it
+(peak during the steps). Without CUDA it says it skipped that, and measures a
 small bfloat16 version on the CPU instead (bfloat16 gains only on CPUs with
 AVX-512 BF16 or AMX instructions).
 
 The two kinds of step alternate within each round, swapping order every round,
-and the result is the median over rounds; warm-up steps are not timed.
+and the result is the median over rounds; warm-up steps are not timed. The
+measurement is autograder.selftest.measure_amp, which `python -m autograder
+selftest --device cuda` also reports.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
+import sys
+from pathlib import Path
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-class Setup:
-    """The recipe's MLP, its optimizer and scaler, and one batch, built from a fixed seed."""
-
-    def __init__(self, width: int, batch: int, device: str) -> None:
-        torch.manual_seed(0)
-        layers = [nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width)]
-        self.model = nn.Sequential(*layers).to(device)
-        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=1e-3)
-        self.scaler = torch.amp.GradScaler(device)
-        self.inputs = torch.randn(batch, width, device=device)
-        self.targets = torch.randn(batch, width, device=device)
-
-
-def float32_step(s: Setup) -> float:
-    loss = F.mse_loss(s.model(s.inputs), s.targets)
-    loss.backward()
-    s.optimizer.step()
-    s.optimizer.zero_grad(set_to_none=True)
-    return loss.item()
-
-
-def amp_step(s: Setup, device: str, dtype: torch.dtype) -> float:
-    """The chapter's reference amp_train_step."""
-    with torch.autocast(device_type=device, dtype=dtype):
-        loss = F.mse_loss(s.model(s.inputs), s.targets)
-    s.scaler.scale(loss).backward()
-    s.scaler.step(s.optimizer)
-    s.scaler.update()
-    s.optimizer.zero_grad(set_to_none=True)
-    return loss.item()
-
-
-def sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def measure(width: int, batch: int, device: str, dtype: torch.dtype, steps: int, rounds: int
-            ) -> tuple[float, float, int, int]:
-    """Median seconds per step (float32, AMP) and peak bytes (float32, AMP; 0 on CPU)."""
-    fp32, amp = Setup(width, batch, device), Setup(width, batch, device)
-    runs: list[tuple[str, Callable[[], float]]] = [("float32", lambda: float32_step(fp32)),
-                                                   ("amp", lambda: amp_step(amp, device, dtype))]
-    times: dict[str, list[float]] = {"float32": [], "amp": []}
-    peaks = {"float32": 0, "amp": 0}
-    for r in range(rounds + 1):  # round 0 warms up
-        for name, step in runs if r % 2 == 0 else runs[::-1]:
-            sync(device)
-            if device == "cuda":
-                torch.cuda.reset_peak_memory_stats()
-            started = time.perf_counter()
-            for _ in range(steps):
-                step()
-            sync(device)
-            if r > 0:
-                times[name].append((time.perf_counter() - started) / steps)
-            if device == "cuda":
-                peaks[name] = max(peaks[name], torch.cuda.max_memory_allocated())
-    return statistics.median(times["float32"]), statistics.median(times["amp"]), peaks["float32"], peaks["amp"]
+from autograder.selftest import measure_amp
 
 
 def report(label: str, width: int, batch: int, device: str, dtype: torch.dtype, steps: int, rounds: int) -> None:
-    t32, tamp, m32, mamp = measure(width, batch, device, dtype, steps, rounds)
+    f = measure_amp(width, batch, device, dtype, steps, rounds)
     name = str(dtype).removeprefix("torch.")
     print(f"{label}: MLP 3 x {width} wide, batch {batch}, {steps} steps x {rounds} rounds")
-    print(f"  float32 {t32 * 1e3:.2f} ms/step, AMP ({name}) {tamp * 1e3:.2f} ms/step: "
-          f"float32/AMP time ratio {t32 / tamp:.2f}x")
+    print(f"  float32 {f.float32 * 1e3:.2f} ms/step, AMP ({name}) {f.amp * 1e3:.2f} ms/step: "
+          f"float32/AMP time ratio {f.speedup:.2f}x")
     if device == "cuda":
-        print(f"  peak memory: float32 {m32 / 2**30:.2f} GiB, AMP {mamp / 2**30:.2f} GiB, "
-              f"AMP/float32 ratio {mamp / m32:.2f}")
+        print(f"  step memory (peak above resident): float32 {f.float32_bytes / 2**30:.2f} GiB, "
+              f"AMP {f.amp_bytes / 2**30:.2f} GiB, AMP/float32 ratio {f.amp_bytes / f.float32_bytes:.2f}")
 
 
 def main() -> None:

@@ -5,7 +5,8 @@ vectorized batch_gather (the solution in the source notebook).
     .venv/bin/python benchmarks/batch_gather_speed.py --compile       # also torch.compile the loop (B = 64: ~45 s)
 
 1. In-process timings on one thread, as the grader's child runs: torch.utils.benchmark
-   (CUDA events too where there is a GPU).
+   (CUDA events too where there is a GPU, and the solution's achieved memory bandwidth against the
+   GPU's, as `python -m autograder selftest --device cuda` reports it).
 2. The ratio the grader itself measures (autograder.timing.compare_speed, as
    check_batch_gather_speed calls it), three times.
 
@@ -31,8 +32,9 @@ from autograder.checks.ch05_batch_gather import LOOP_SRC, SPEED_SHAPE, SPEEDUP, 
 from autograder.limits import Limits  # noqa: E402
 from autograder.notebook import load_submission  # noqa: E402
 from autograder.remote import Student  # noqa: E402
+from autograder.selftest import cuda_ms, gather_bandwidth, peak_bandwidth  # noqa: E402
+from autograder.selftest_cases import solution_cells, source_path  # noqa: E402
 from autograder.timing import compare_speed, randint, randn, reference_process  # noqa: E402
-from tests.kit import solution_code, source_path  # noqa: E402
 
 CH = "05_batch_gather"
 Gather = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -59,36 +61,30 @@ def cpu_ms(fn: Gather, batch: int) -> float:
     return timer.blocked_autorange(min_run_time=0.5).median * 1e3
 
 
-def cuda_ms(fn: Gather, batch: int, calls: int = 50) -> float:
-    """Median of per-call times from CUDA events, after a warm-up and a synchronize."""
+def gpu_ms(fn: Gather, batch: int) -> float:
     tensor, indices = inputs(batch, "cuda")
-    fn(tensor, indices)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(calls):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(tensor, indices)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[calls // 2]
+    return cuda_ms(lambda: fn(tensor, indices))
 
 
 def in_process(try_compile: bool) -> None:
     torch.set_num_threads(1)
     loop = load(LOOP_SRC, "batch_gather_loop")
     fns: dict[str, Gather] = {"loop": loop, "jit.script loop": torch.jit.script(loop),
-                              "vectorized": load(solution_code(CH)["batch_gather"], "batch_gather")}
+                              "vectorized": load(solution_cells(CH)["batch_gather"], "batch_gather")}
     _, n, d, k = SPEED_SHAPE
     print(f"In-process, one thread: tensor [B, {n}, {d}], indices [B, {k}], median ms per call")
     devices = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
     for device in devices:
-        timer = cpu_ms if device == "cpu" else cuda_ms
+        timer = cpu_ms if device == "cpu" else gpu_ms
         for batch in (64, 1024):
             times = {name: timer(fn, batch) for name, fn in fns.items()}
             line = ", ".join(f"{name} {ms:.3f}" for name, ms in times.items())
             print(f"  {device} B = {batch:4}: {line}; loop / vectorized = {times['loop'] / times['vectorized']:.1f}x")
+    if torch.cuda.is_available():
+        achieved, ms = gather_bandwidth(fns["vectorized"])
+        peak = peak_bandwidth(torch.cuda.get_device_properties(0))
+        print(f"  cuda bandwidth: {ms:.3f} ms per call, {achieved / 1e9:.0f} GB/s of "
+              + (f"{peak / 1e9:.0f} GB/s peak ({achieved / peak:.0%})" if peak else "an unknown peak"))
     if not try_compile:
         print("  torch.compile loop: skipped (--compile; it unrolls the loop: ~45 s to compile at B = 64 here)")
         return

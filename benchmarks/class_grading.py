@@ -11,7 +11,6 @@ honest submissions.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import subprocess
@@ -25,17 +24,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from autograder.batch import grade_all
 from autograder.build import generate_release
 from autograder.chapters import CHAPTERS
+from autograder.selftest_cases import mutants
 from tests.kit import ROOT, solution_code, write_submission
 
 KINDS = ["correct", "wrong", "empty", "broken"]
 
 
 def _wrong_cells(chapter: str) -> dict[str, str]:
-    """The first named wrong implementation of the chapter's kit tests."""
-    module = importlib.import_module(f"tests.test_ch{chapter}")
-    spec = next(iter(module.MUTANTS.values()))
-    cell, code = spec[0], spec[1]
-    return {**solution_code(chapter), cell: code}
+    """The chapter's first named wrong implementation (autograder/selftest_cases.py)."""
+    return {**solution_code(chapter), **mutants(chapter)[0].cells}
 
 
 def make_class(course: Path, count: int) -> dict[str, tuple[str, str]]:

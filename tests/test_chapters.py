@@ -1,43 +1,50 @@
-"""Every chapter: the reference solution earns full marks, the untouched release
-earns 0 with "not implemented" everywhere, and the points agree with the
-notebook's nbgrader check cells (chapter 08, with its CUDA-only check, has its own)."""
+"""Every chapter, through the self-test's own gradings (autograder/selftest.py): the reference
+solution earns full marks (on CPU without its CUDA-only checks), the untouched release earns 0 with
+"not implemented" everywhere, and the points agree with the notebook's nbgrader check cells.
+
+`grader` grades each notebook once per test session, so tests/test_selftest.py, which runs the whole
+CPU self-test, reuses these gradings and those of the chapter tests' wrong implementations."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
-from tests.kit import TRAINING, assert_full_marks, assert_not_implemented, grade_fast, release_path, solved
+from autograder import selftest
+from autograder.judge import Grade, grade
+from tests.kit import FAST, TRAINING, release_path
 
-MAX_SCORE = {
-    "01_basics": 16,
-    "02_modules": 17,
-    "03_broadcasting": 16,
-    "04_overloaded_ops": 20,
-    "05_batch_gather": 20,
-    "06_data_loaders": 24,
-    "07_numerical_stability": 20,
-}
+_GRADES: dict[tuple[str, str, str | None], Grade] = {}
 
 
-def _grade(path: Path, chapter: str):  # type: ignore[no-untyped-def]
-    return grade_fast(path, limits=TRAINING) if chapter in ("01_basics", "02_modules") else grade_fast(path)
+def grader(notebook: Path, device: str, only: str | None) -> Grade:
+    """The tests' grading (fixed seed, short limits; 01 and 02 train models), once per notebook, device and -k."""
+    key = (hashlib.sha256(notebook.read_bytes()).hexdigest(), device, only)
+    if key not in _GRADES:
+        limits = TRAINING if notebook.stem in ("01_basics", "02_modules") else FAST
+        _GRADES[key] = grade(notebook, device=device, seed=selftest.SEED, limits=limits, only=only)
+    return _GRADES[key]
 
 
-@pytest.mark.parametrize("chapter", MAX_SCORE)
-def test_solution_gets_full_marks(tmp_path: Path, chapter: str) -> None:
-    assert_full_marks(_grade(solved(tmp_path, chapter), chapter), MAX_SCORE[chapter])
+@pytest.mark.parametrize("chapter", selftest.POINTS)
+def test_solution_gets_full_marks(chapter: str) -> None:
+    solution, *speed = selftest.solution_rows(chapter, "cpu", grader)
+    assert solution.ok, solution.detail
+    assert all(row.ok is not False for row in speed), [row.detail for row in speed]
 
 
-@pytest.mark.parametrize("chapter", MAX_SCORE)
+@pytest.mark.parametrize("chapter", selftest.POINTS)
 def test_release_scores_zero_and_says_not_implemented(chapter: str) -> None:
-    assert_not_implemented(_grade(release_path(chapter), chapter), MAX_SCORE[chapter])
+    row = selftest.release_row(chapter, "cpu", grader)
+    assert row.ok, row.detail
 
 
-@pytest.mark.parametrize("chapter", MAX_SCORE)
+@pytest.mark.parametrize("chapter", selftest.POINTS)
 def test_notebook_check_cells_carry_the_same_points(chapter: str) -> None:
     nb = json.loads(release_path(chapter).read_text())
     cells = [c["metadata"]["nbgrader"] for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
-    assert sum(c["points"] for c in cells) == MAX_SCORE[chapter]
+    assert sum(c["points"] for c in cells) == selftest.POINTS[chapter]
+

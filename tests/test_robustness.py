@@ -14,8 +14,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from autograder.judge import secret_seed
+from autograder.selftest_cases import LOG_OF_SOFTMAX
 from tests.kit import ROOT, by_name, grade_fast, solution_code, solved, task_scores, write_submission
-from tests.test_ch07_numerical_stability import LOG_OF_SOFTMAX
 
 CH = "07_numerical_stability"
 
