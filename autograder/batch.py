@@ -7,6 +7,11 @@ stopped and nothing is graded twice. Workers are separate judge processes
 (torch imported once each, every submission still in its own sandboxed
 child), each pinned to its own core, so a timing check never shares a core
 with another grading.
+
+Nothing loses a row: an exception while grading one submission, or a worker
+process that dies (out of memory, killed), becomes a "grader-error" result
+that is counted apart from scores, retried on the next run, and makes
+grade_all return 3.
 """
 
 from __future__ import annotations
@@ -19,11 +24,17 @@ import multiprocessing
 import os
 import sys
 import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from autograder.chapters import CHAPTERS
+from autograder.report import clean
+
+GRADER_ERROR = "grader-error"  # the row status of a submission the grader failed on
 
 
 @dataclass(frozen=True)
@@ -43,14 +54,18 @@ def submitted_dir(path: Path) -> Path:
 
 
 def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def discover(root: Path) -> list[Job]:
     """One job per <student>/<assignment> folder, even when it holds no notebook."""
     jobs = []
     for folder in sorted(p for p in submitted_dir(root).glob("*/*") if p.is_dir()):
-        notebooks = sorted(folder.glob("*.ipynb"))
+        notebooks = sorted(nb for nb in folder.glob("*.ipynb") if nb.is_file())
         preferred = [nb for nb in notebooks if nb.stem == folder.name] or notebooks
         nb = preferred[0] if preferred else None
         jobs.append(Job(folder.parent.name, folder.name, str(nb) if nb else "", _sha(nb) if nb else ""))
@@ -76,18 +91,28 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def _done(out: Path, job: Job) -> bool:
+    """Graded already, from this very notebook; a grader error is never done."""
     path = result_path(out, job)
     if not path.exists():
         return False
     try:
-        return json.loads(path.read_text())["extra_data"]["sha256"] == job.sha256
+        extra = json.loads(path.read_text())["extra_data"]
+        return extra["sha256"] == job.sha256 and not extra.get("grader_error")
     except (ValueError, KeyError, TypeError):
         return False  # a damaged result file is graded again
 
 
-# -- the worker side ------------------------------------------------------------
+def error_result(job: Job, device: str, message: str) -> dict[str, Any]:
+    """The result of a submission the grader failed on: no score, and retried on the next run."""
+    return {
+        "score": 0.0, "max_score": 0.0, "execution_time": 0.0,
+        "output": f"grader error: {message}", "visibility": "visible", "tests": [],
+        "extra_data": {"assignment": job.assignment, "notebook": Path(job.notebook).name, "device": device,
+                       "sandbox": {}, "student": job.student, "sha256": job.sha256, "grader_error": message},
+    }
 
-_CORE: Any = None
+
+# -- the worker side ------------------------------------------------------------
 
 
 def _init_worker(counter: Any) -> None:
@@ -100,58 +125,141 @@ def _init_worker(counter: Any) -> None:
 
 
 def grade_job(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
-    """Grade one submission and write its result file; returns the summary row."""
+    """Grade one submission and write its result file; returns the summary row. Never raises
+    for a grading that fails: that is a grader-error result."""
+    started = time.perf_counter()
+    try:
+        result = _grade(job, out, device, junit)
+    except Exception as e:  # a bug in the kit or a broken machine must not lose the row
+        result = error_result(job, device, f"{type(e).__name__}: {e}")
+    result["execution_time"] = round(time.perf_counter() - started, 3)
+    _write_atomic(result_path(Path(out), job), json.dumps(result, indent=2))
+    return row(result)
+
+
+def _grade(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
     from autograder.judge import Grade, GraderError, grade
     from autograder.report import gradescope
 
-    started = time.perf_counter()
     if not job.notebook:
         g = Grade(Path(f"{job.assignment}.ipynb"), job.assignment, device,
                   notes=["No .ipynb file was found in this submission folder."])
+        result = gradescope(g)
     else:
         assignment = job.assignment if job.assignment in CHAPTERS else None
         report = Path(out) / "junit" / f"{job.student}__{job.assignment}.xml" if junit else None
         if report is not None:
             report.parent.mkdir(parents=True, exist_ok=True)
         try:
-            g = grade(Path(job.notebook), assignment, device, junit=report)
-        except GraderError as e:  # a broken kit must not lose the row
-            g = Grade(Path(job.notebook), assignment, device, notes=[f"grader error: {e}"])
-    g.execution_time = time.perf_counter() - started
-    result = gradescope(g)
+            result = gradescope(grade(Path(job.notebook), assignment, device, junit=report))
+        except GraderError as e:
+            result = error_result(job, device, str(e))
     result["extra_data"].update(student=job.student, sha256=job.sha256)
-    _write_atomic(result_path(Path(out), job), json.dumps(result, indent=2))
-    return row(result)
+    return result
 
 
 ROW_FIELDS = ["student", "assignment", "score", "max_score", "seconds", "status", "notes"]
 
 
 def row(result: dict[str, Any]) -> dict[str, Any]:
+    """A summary row; every text in it is cleaned of terminal control characters."""
     extra = result["extra_data"]
+    if extra.get("grader_error"):
+        status = GRADER_ERROR
+    else:
+        status = "error" if result["output"] and result["score"] == 0 else "graded"
     return {
-        "student": extra["student"], "assignment": extra["assignment"] or "", "score": result["score"],
-        "max_score": result["max_score"], "seconds": result["execution_time"],
-        "status": "error" if result["output"] and result["score"] == 0 else "graded",
-        "notes": result["output"].replace("\n", " ")[:300],
+        "student": clean(extra["student"]), "assignment": clean(extra["assignment"] or ""),
+        "score": result["score"], "max_score": result["max_score"], "seconds": result["execution_time"],
+        "status": status, "notes": clean(result["output"].replace("\n", " ")[:300]),
     }
 
 
 # -- the coordinator ----------------------------------------------------------------
 
 
-def _progress(done: int, total: int, below: int, errors: int, started: float) -> None:
-    width = 30
-    filled = int(width * done / max(total, 1))
-    rate = done / max(time.monotonic() - started, 1e-9)
-    eta = (total - done) / rate if rate else 0.0
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} graded, {total - done} left, "
-                     f"{below} below full marks, {errors} errors, ~{eta:.0f} s left ")
-    sys.stderr.flush()
+class Progress:
+    """The progress line on stderr: done, left, below full marks, errors and grader errors apart."""
+
+    def __init__(self, total: int, done: int) -> None:
+        self.total, self.done = total, done
+        self.below = self.errors = self.grader_errors = 0
+        self.started = time.monotonic()
+
+    def add(self, r: dict[str, Any]) -> None:
+        self.done += 1
+        if r["status"] == GRADER_ERROR:
+            self.grader_errors += 1
+        else:
+            self.below += r["score"] < r["max_score"]
+            self.errors += r["status"] == "error"
+        width = 30
+        filled = int(width * self.done / max(self.total, 1))
+        rate = self.done / max(time.monotonic() - self.started, 1e-9)
+        eta = (self.total - self.done) / rate if rate else 0.0
+        sys.stderr.write("\r" + clean(
+            f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} graded, "
+            f"{self.total - self.done} left, {self.below} below full marks, {self.errors} errors, "
+            f"{self.grader_errors} grader errors, ~{eta:.0f} s left "))
+        sys.stderr.flush()
+
+
+Work = Callable[[Job, str, str, bool], dict[str, Any]]
+
+
+def _run(todo: list[Job], workers: int, submit: Callable[[cf.Executor, Job], cf.Future[dict[str, Any]]],
+         new_pool: Callable[[], cf.Executor], graded: Callable[[dict[str, Any]], None],
+         failed: Callable[[Job, str], None]) -> None:
+    """Run every job of `todo` on process pools, `workers` at a time, surviving workers that die.
+
+    When a worker dies, concurrent.futures fails every job in flight and the pool is
+    unusable. Only the jobs in flight (at most `workers`: no more are submitted) can be
+    to blame; each is retried alone in a fresh pool before any other job, so a job that
+    breaks a pool a second time, alone, is the one that kills its worker: `failed`.
+    """
+    pending = deque(todo)
+    suspects: deque[Job] = deque()
+    strikes: dict[Job, int] = {}
+    while pending or suspects:
+        with new_pool() as pool:
+            running: dict[cf.Future[dict[str, Any]], Job] = {}
+            broken = False
+            while (pending or suspects or running) and not broken:
+                if suspects:
+                    if not running:
+                        job = suspects.popleft()
+                        running[submit(pool, job)] = job
+                else:
+                    while pending and len(running) < workers:
+                        job = pending.popleft()
+                        running[submit(pool, job)] = job
+                finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+                if any(isinstance(f.exception(), BrokenProcessPool) for f in finished):
+                    broken = True
+                    finished, _ = cf.wait(running)  # a broken pool fails all its futures at once
+                for future in finished:
+                    job = running.pop(future)
+                    error = future.exception()
+                    if isinstance(error, BrokenProcessPool):
+                        strikes[job] = strikes.get(job, 0) + 1
+                        if strikes[job] >= 2:
+                            failed(job, "the worker process grading this submission died twice (killed, usually "
+                                        "for using too much memory); it is graded again on the next run")
+                        else:
+                            suspects.append(job)
+                    elif error is not None:
+                        failed(job, f"{type(error).__name__}: {error}")
+                    else:
+                        graded(future.result())
 
 
 def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_spec: str | None = None,
-              junit: bool = False) -> int:
+              junit: bool = False, work: Work = grade_job) -> int:
+    """Grade the class; 0 when every submission has a result, 3 when some are grader errors
+    (listed on stderr, retried by the next run), 130 when interrupted.
+
+    `work` grades one job in a worker (grade_job; the tests pass stand-ins).
+    """
     jobs = discover(root)
     if shard_spec:
         i, n = (int(x) for x in shard_spec.split("/"))
@@ -159,29 +267,37 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
     todo = [j for j in jobs if not _done(out, j)]
     print(f"{len(jobs)} submissions, {len(jobs) - len(todo)} already graded, {len(todo)} to grade "
           f"with {workers} worker(s)", file=sys.stderr)
-    started = time.monotonic()
-    done, below, errors = len(jobs) - len(todo), 0, 0
+    progress = Progress(len(jobs), len(jobs) - len(todo))
     ctx = multiprocessing.get_context("spawn")
-    counter = ctx.Value("i", 0)
-    with cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(counter,)) as pool:
-        futures = {pool.submit(grade_job, job, str(out), device, junit): job for job in todo}
-        try:
-            for future in cf.as_completed(futures):
-                r = future.result()
-                done += 1
-                below += r["score"] < r["max_score"]
-                errors += r["status"] == "error"
-                _progress(done, len(jobs), below, errors, started)
-        except KeyboardInterrupt:
-            pool.shutdown(cancel_futures=True)
-            print("\ninterrupted: graded results are kept; run the same command again to resume", file=sys.stderr)
-            return 130
+
+    def new_pool() -> cf.Executor:
+        counter = ctx.Value("i", 0)
+        return cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(counter,))
+
+    def failed(job: Job, message: str) -> None:
+        result = error_result(job, device, message)
+        _write_atomic(result_path(out, job), json.dumps(result, indent=2))
+        progress.add(row(result))
+
+    try:
+        _run(todo, workers, lambda pool, job: pool.submit(work, job, str(out), device, junit), new_pool,
+             progress.add, failed)
+    except KeyboardInterrupt:
+        print("\ninterrupted: graded results are kept; run the same command again to resume", file=sys.stderr)
+        return 130
     print(file=sys.stderr)
     results = [json.loads(result_path(out, j).read_text()) for j in jobs]
     off = sorted({p for r in results for p in r["extra_data"].get("sandbox", {}).get("off", [])})
     if off:
         print(f"warning: sandbox protections off on this machine: {'; '.join(off)}", file=sys.stderr)
-    write_summaries(out, results)
+    rows = write_summaries(out, results)
+    lost = [r for r in rows if r["status"] == GRADER_ERROR]
+    if lost:
+        print(f"{len(lost)} grader errors (no score; graded again when you rerun the same command):",
+              file=sys.stderr)
+        for r in lost:
+            print(f"  {r['student']}/{r['assignment']}: {r['notes']}", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -15,13 +15,13 @@ from autograder.limits import Limits
 
 def _grade(args: argparse.Namespace) -> int:
     from autograder.judge import GraderError, grade  # torch is imported here, not for merge
-    from autograder.report import gradescope, text
+    from autograder.report import clean, gradescope, text
 
     limits = Limits(call_seconds=args.timeout)
     try:
         g = grade(Path(args.notebook), args.assignment, args.device, args.seed, limits, args.junit, only=args.only)
     except GraderError as e:
-        print(f"grader error: {e}", file=sys.stderr)
+        print(clean(f"grader error: {e}"), file=sys.stderr)
         return 2
     result = gradescope(g)
     if args.out:
@@ -33,7 +33,7 @@ def _grade(args: argparse.Namespace) -> int:
 
 def _grade_all(args: argparse.Namespace) -> int:
     code = grade_all(args.root, args.out, args.workers, args.device, args.shard, args.junit)
-    if code != 0:
+    if code not in (0, 3):  # 3: some grader errors, listed on stderr; the other results stand
         return code
     print(f"results: {args.out}/results/<student>/<assignment>.json; summaries: {args.out}/summary.csv, "
           f"{args.out}/summary.json")
@@ -45,7 +45,7 @@ def _grade_all(args: argparse.Namespace) -> int:
             print(f"gradebook: {record(args.root, results)} submissions recorded in {args.root / 'gradebook.db'}")
         if args.feedback:
             print(f"feedback: {write_feedback(args.root, results)} pages in {args.root / 'feedback'}")
-    return 0
+    return code
 
 
 def _bundle(args: argparse.Namespace) -> int:
@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--only", help="run only the checks matching this pytest -k expression (e.g. speed)")
     g.set_defaults(run=_grade)
 
-    a = sub.add_parser("grade-all", help="grade every submission of a course (or of a submitted/ folder)")
+    a = sub.add_parser("grade-all", help="grade every submission of a course (or of a submitted/ folder); exits 3 "
+                       "if a submission could not be graded (a grader error, graded again on the next run)")
     a.add_argument("root", type=Path, help="course directory with submitted/, or the submitted/ folder")
     a.add_argument("--out", type=Path, default=Path("graded"), help="results folder (default: %(default)s)")
     a.add_argument("--workers", type=int, default=max(1, len(os.sched_getaffinity(0))),

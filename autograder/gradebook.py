@@ -5,6 +5,8 @@ auto_score of each visible check cell `check_<task>`, whose points equal the
 task's total in the hidden checks. So formgrader, manual adjustments,
 `nbgrader export` and late penalties (from submitted/.../timestamp.txt) work
 as with `nbgrader autograde`. Needs the dev extras; grading does not.
+Grader errors (no score yet, graded again on the next run) are left out of both.
+All text from a result is HTML-escaped in the feedback pages.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def record(course: Path, results: list[dict[str, Any]]) -> int:
         for result in results:
             extra = result["extra_data"]
             student, assignment = extra["student"], extra["assignment"]
-            if not assignment:
+            if not assignment or extra.get("grader_error"):
                 continue
             try:
                 gb.find_assignment(assignment)
@@ -55,7 +57,7 @@ def feedback_html(result: dict[str, Any]) -> str:
     extra = result["extra_data"]
     rows = []
     for test in result["tests"]:
-        status = test.get("status", "skipped")
+        status = html.escape(test.get("status", "skipped"))
         rows.append(
             f'<tr class="{status}"><td>{html.escape(test["name"])}</td>'
             f'<td>{test["score"]:g} / {test["max_score"]:g}</td><td>{status}</td>'
@@ -76,10 +78,15 @@ a failing check shows the input it failed on.</p>{notes}
 
 
 def write_feedback(course: Path, results: list[dict[str, Any]]) -> int:
-    """feedback/<student>/<assignment>/<assignment>.html, where `nbgrader release_feedback` looks."""
+    """feedback/<student>/<assignment>/<assignment>.html, where `nbgrader release_feedback` looks;
+    returns how many pages were written."""
+    written = 0
     for result in results:
         extra = result["extra_data"]
+        if extra.get("grader_error"):
+            continue
         folder = course / "feedback" / extra["student"] / (extra["assignment"] or "unknown")
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{extra['assignment'] or 'unknown'}.html").write_text(feedback_html(result))
-    return len(results)
+        written += 1
+    return written

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
-from autograder.judge import Grade
+if TYPE_CHECKING:  # the batch coordinator uses `clean` without importing torch
+    from autograder.judge import Grade
+
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean(text: str) -> str:
+    """Text from student code made safe for a terminal, a CSV or a log: terminal control
+    characters (escape sequences, carriage returns...) become visible escapes such as \\x1b."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def gradescope(grade: Grade) -> dict[str, Any]:
@@ -15,7 +26,7 @@ def gradescope(grade: Grade) -> dict[str, Any]:
             "name": f"[{r.task}] {r.name}",
             "score": r.score,
             "max_score": r.points if r.status != "skipped" else 0.0,
-            "output": r.output,
+            "output": clean(r.output),
             "tags": [r.task],
             # Hidden checks' results are shown once the instructor publishes grades.
             "visibility": "visible" if r.visible else "after_published",
@@ -27,7 +38,7 @@ def gradescope(grade: Grade) -> dict[str, Any]:
         "score": grade.score,
         "max_score": grade.max_score,
         "execution_time": round(grade.execution_time, 3),
-        "output": "\n".join(grade.notes),
+        "output": clean("\n".join(grade.notes)),
         "visibility": "visible",
         "tests": tests,
         "extra_data": {
@@ -35,6 +46,7 @@ def gradescope(grade: Grade) -> dict[str, Any]:
             "notebook": grade.notebook.name,
             "device": grade.device,
             "sandbox": grade.protections,
+            "integrity": grade.integrity,  # constructs reaching into grader internals (autograder/scan.py)
         },
     }
 
@@ -51,7 +63,7 @@ def text(grade: Grade) -> str:
     off = grade.protections.get("off")
     if off:
         lines.append(f"  sandbox protections off here: {', '.join(off)}")
-    return "\n".join(lines)
+    return clean("\n".join(lines))
 
 
 def table(rows: list[tuple[str, Grade]]) -> str:
@@ -65,4 +77,4 @@ def table(rows: list[tuple[str, Grade]]) -> str:
     widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head) - 1)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
     rule = "  ".join("-" * w for w in widths) + "  " + "-" * len(head[-1])
-    return "\n".join([fmt.format(*head), rule, *(fmt.format(*row) for row in body)])
+    return clean("\n".join([fmt.format(*head), rule, *(fmt.format(*row) for row in body)]))
