@@ -194,7 +194,7 @@ def speed_row(chapter: str, r: CheckResult) -> Row:
         return Row("speed", chapter, _check(r), None, "skipped", r.output)
     values = {"ratio": _number(_RATIO, r.output), "needs": _number(_NEEDS, f"{r.name}\n{r.output}"),
               "cuda_events_ratio": _number(_EVENTS, r.output), "amp_memory_ratio": _number(_MEMORY, r.output)}
-    parts = [f"{values['ratio']:.2f}x" if values["ratio"] is not None else "ratio not reported"]
+    parts = [f"{values['ratio']:g}x" if values["ratio"] is not None else "ratio not reported"]
     if values["needs"] is not None:
         parts.append(f"needs {values['needs']:g}x")
     if values["cuda_events_ratio"] is not None:
