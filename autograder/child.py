@@ -54,7 +54,6 @@ class Child:
         # for work that must happen beside the student's objects (hooks, DataLoaders).
         self.harness: dict[str, Any] = {"__name__": "__harness__", "student": self.namespace}
         self.objects: list[Any] = []
-        self.prepared: list[list[Any]] = []
 
     def load(self, preamble: str, cells: list[dict[str, str]], harness: str) -> dict[str, Any]:
         errors: dict[str, Any] = {}
@@ -151,36 +150,33 @@ class Child:
                 params[name].copy_(value)
         return wire.encode(None)
 
-
-    def prepare(self, req: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
-        """Make `count` fresh input sets for a timed run (outside the judge's timer)."""
-        gen = torch.Generator().manual_seed(int(req["seed"]))
-        self.prepared = [[make_input(spec, gen).to(self.device) for spec in req["specs"]]
-                         for _ in range(int(req["count"]))]
-        if self.device == "cuda":
-            torch.cuda.synchronize()
-        return wire.encode(None)
-
     def run(self, req: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
-        """Call the target once per prepared input set; the judge times this request.
+        """Make `count` input sets from `seed`, then call the target once per set; the judge times this request.
 
-        Digests are computed here, inside the timed request, so that work the
-        code defers until after it returns still counts. On CUDA the child also
-        reports CUDA-event time, for information only: the verdict uses the
-        judge's clock, which student code cannot touch.
+        The inputs do not exist in this process before the request starts, so no work on them can
+        happen outside the judge's timer. Making them costs the same in every process; with no `name`
+        the request only makes them, and the judge subtracts that time (measured in its clean reference
+        process). Digests are computed here, inside the timed request, so that work the code defers
+        until after it returns still counts. On CUDA the child also reports CUDA-event time, for
+        information only: the verdict uses the judge's clock, which student code cannot touch.
         """
+        gen = torch.Generator().manual_seed(int(req["seed"]))
+        inputs = [[make_input(spec, gen).to(self.device) for spec in req["specs"]] for _ in range(int(req["count"]))]
+        if req.get("name") is None:
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+            return wire.encode({"digests": [], "events_ms": None})
         target = self._target(req)
         if self.device == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            outputs = [target(*args) for args in self.prepared]
+            outputs = [target(*args) for args in inputs]
             end.record()
             torch.cuda.synchronize()
             events_ms = start.elapsed_time(end)
         else:
-            outputs = [target(*args) for args in self.prepared]
+            outputs = [target(*args) for args in inputs]
             events_ms = None
-        self.prepared = []
         return wire.encode({"digests": [digest(out) for out in outputs], "events_ms": events_ms})
 
 
@@ -190,7 +186,7 @@ def make_input(spec: dict[str, Any], gen: torch.Generator) -> torch.Tensor:
     shape = [int(n) for n in spec["shape"]]
     if spec["kind"] == "randint":
         return torch.randint(int(spec["low"]), int(spec["high"]), shape, generator=gen, dtype=dtype)
-    return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
+    return torch.randn(shape, generator=gen, dtype=dtype)
 
 
 def digest(out: Any) -> Any:
@@ -227,8 +223,6 @@ def serve(channel_in: Any, channel_out: Any) -> None:
                 header, out = child.inspect(req)
             elif op == "set_parameters":
                 header, out = child.set_parameters(req, buffers)
-            elif op == "prepare":
-                header, out = child.prepare(req)
             elif op == "run":
                 header, out = child.run(req)
             else:

@@ -20,6 +20,8 @@ from autograder.limits import Limits
 from autograder.notebook import NotebookError, load_submission
 from autograder.plugin import CheckResult, KitPlugin
 from autograder.remote import Student
+from autograder.scan import note as integrity_note
+from autograder.scan import scan_submission
 
 
 @dataclass
@@ -31,6 +33,7 @@ class Grade:
     notes: list[str] = field(default_factory=list)  # shown above the checks
     protections: dict[str, list[str]] = field(default_factory=dict)
     execution_time: float = 0.0
+    integrity: list[str] = field(default_factory=list)  # constructs that reach into grader internals
 
     @property
     def score(self) -> float:
@@ -134,6 +137,10 @@ def grade(
         student.close()
     grade = Grade(notebook, sub.chapter.id, device, plugin.results, _load_notes(student),
                   student.protections)
+    flags = scan_submission(sub)
+    if flags:  # the judge's own read of the cells: forgeable checks were failed (plugin), the instructor reviews
+        grade.integrity = [str(f) for f in flags]
+        grade.notes.append(integrity_note(flags))
     if device == "cuda" and not student.cuda_available and not student.fatal:
         grade.notes.append("CUDA was asked for but no CUDA GPU is available: the checks were skipped.")
     grade.execution_time = time.perf_counter() - started

@@ -17,6 +17,7 @@ import torch
 
 from autograder.expect import CheckFailure
 from autograder.remote import Student, StudentError
+from autograder.scan import check_message, scan_submission
 
 
 @dataclass
@@ -85,6 +86,11 @@ class KitPlugin:
             else:
                 # A passing check may leave a note (e.g. its measured speed-up) with record_property("note", ...).
                 status, output = "passed", "\n".join(str(v) for k, v in report.user_properties if k == "note")
+            flags = scan_submission(self._student.submission) if item.get_closest_marker("forgeable") else []
+            if flags and status != "skipped":
+                # Its evidence came from inside a process that the code reaches into: not scored, reviewed.
+                status, output = "failed", check_message(flags) + (f"\n\n{output}" if status == "failed" else "")
+                report.outcome, report.longrepr = "failed", output
             self.results.append(self._result(item, status, output))
 
     def _result(self, item: pytest.Item, status: str, output: str) -> CheckResult:

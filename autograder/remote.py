@@ -229,18 +229,18 @@ class Student:
         header.update(op="set_parameters", object=obj.handle)
         self._request(obj.type_name, header, buffers, f"setting the parameters of your {obj.type_name}", None)
 
-    def prepare(self, specs: list[dict[str, Any]], seed: int, count: int) -> None:
-        """Have the child make `count` fresh input sets from `seed` for the next `run_prepared`."""
-        header, buffers = wire.encode(None)
-        header.update(op="prepare", specs=specs, seed=seed, count=count)
-        self._request("kit.prepare", header, buffers, "preparing inputs for a timed run", None)
+    def timed_run(self, name: str | None, specs: list[dict[str, Any]], seed: int, count: int,
+                  timeout: float | None = None) -> dict[str, Any]:
+        """One request that makes `count` input sets from `seed` in the child and calls `name` on each.
 
-    def run_prepared(self, name: str, timeout: float | None = None) -> dict[str, Any]:
-        """Call `name` on each prepared input set: {"digests": one per call (see child.digest),
-        "events_ms": CUDA-event time of the calls as the child reports it, or None on CPU}."""
+        The judge times the whole request. Returns {"digests": one per call (see child.digest),
+        "events_ms": CUDA-event time of the calls as the child reports it, or None on CPU}. With
+        `name` None the child only makes the inputs (no digests), to time that part alone.
+        """
         header, buffers = wire.encode(None)
-        header.update(op="run", name=name)
-        return self._request(name, header, buffers, f"timed calls of {name}", timeout, RUN_REPLY)
+        header.update(op="run", name=name, specs=specs, seed=seed, count=count)
+        during = f"timed calls of {name}" if name else "making the inputs of a timed run"
+        return self._request(name or "kit.make_inputs", header, buffers, during, timeout, RUN_REPLY)
 
     def differentiable(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], wrt: int
                        ) -> Callable[[torch.Tensor], torch.Tensor]:

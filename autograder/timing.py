@@ -2,15 +2,19 @@
 
 Why not torch.utils.benchmark here: the code under test runs in another
 process and the judge must time it on its own clock, so each timed unit is
-one request to the child (`run_prepared`), measured with time.perf_counter in
-the judge. The method follows the same care as torch.utils.benchmark:
+one request to the child (`Student.timed_run`), measured with
+time.perf_counter in the judge. The method follows the same care as
+torch.utils.benchmark:
 
 - the reference runs in its own clean child, so student code cannot slow it;
 - warm-up rounds are discarded;
-- student and reference alternate within each round, and swap order every round;
-- every round uses fresh inputs (a new seed), made before the timer starts,
-  so caching or memoizing outputs cannot help; outputs are verified against
-  the judge's oracle from digests computed inside the timed request;
+- student and reference alternate within each round, in an order that rotates every round;
+- every round uses fresh inputs (a new seed) that the child makes inside the
+  timed request: they do not exist before the judge's timer starts, so no work
+  on them can be done outside it. Making them costs the same everywhere; the
+  judge times that alone in the clean reference child and subtracts it;
+- outputs are verified against the judge's oracle from digests computed
+  inside the timed request, so caching or deferring work cannot help;
 - the verdict uses the median per-call time over rounds;
 - on CUDA the child synchronizes before it answers, so queued kernels count.
 """
@@ -45,9 +49,10 @@ def randint(low: int, high: int, *shape: int, dtype: str = "int64") -> dict[str,
 
 @dataclass
 class Speed:
-    student: float  # median seconds per call, on the judge's clock
+    student: float  # median seconds per call, on the judge's clock, input making subtracted
     reference: float
     rounds: int
+    making: float = 0.0  # median seconds per input set to make the inputs (subtracted from both)
     student_events: float | None = None  # median per call from CUDA events (child-reported, informative)
     reference_events: float | None = None
 
@@ -86,15 +91,18 @@ def _close(got: dict[str, Any], want: dict[str, Any], rtol: float) -> bool:
             and bool(torch.allclose(got["sample"], want["sample"], rtol=rtol, atol=rtol * scale / 16)))
 
 
-def _timed(who: Student, name: str, specs: list[dict[str, Any]], seed: int, count: int,
+def _timed(who: Student, name: str | None, specs: list[dict[str, Any]], seed: int, count: int,
            expected: list[dict[str, Any]], rtol: float) -> tuple[float, float | None]:
-    """(seconds per call on the judge's clock, seconds per call from CUDA events or None)."""
-    who.prepare(specs, seed, count)
+    """(seconds per input set on the judge's clock, seconds per call from CUDA events or None).
+
+    With `name` None the request only makes the inputs (nothing to verify).
+    """
     started = time.perf_counter()
-    reply = who.run_prepared(name)
+    reply = who.timed_run(name, specs, seed, count)
     elapsed = time.perf_counter() - started
     digests = reply["digests"]
-    if len(digests) != count or not all(_close(g, w, rtol) for g, w in zip(digests, expected, strict=True)):
+    if name is not None and (len(digests) != count
+                             or not all(_close(g, w, rtol) for g, w in zip(digests, expected, strict=True))):
         raise CheckFailure(
             f"Problem:  `{name}` gave wrong results during the timed run (fresh random inputs each round).\n"
             "Hint:     Compute every result from its inputs; caching or reusing earlier outputs "
@@ -103,30 +111,44 @@ def _timed(who: Student, name: str, specs: list[dict[str, Any]], seed: int, coun
     return elapsed / count, (float(events) / 1e3 / count if isinstance(events, (int, float)) else None)
 
 
+MIN_SECONDS = 1e-7  # floor of a per-call time after subtracting input making (noise can push it below 0)
+
+
 def compare_speed(
     student: Student, name: str, reference: Student, reference_name: str,
     specs: list[dict[str, Any]], oracle: Callable[..., torch.Tensor], rng: torch.Generator,
     *, count: int = 5, rounds: int = 7, warmup: int = 2, rtol: float = 1e-4,
 ) -> Speed:
-    """Median per-call times of student and reference over interleaved rounds."""
-    mine: list[tuple[float, float | None]] = []
-    theirs: list[tuple[float, float | None]] = []
+    """Median per-call times of student and reference over interleaved rounds.
+
+    Each round times three requests on the same fresh seed, in a rotating order: the student's
+    calls, the reference's calls, and input making alone in the reference's clean process.
+    The last is subtracted from the first two, round by round.
+    """
+    runs: dict[str, list[tuple[float, float | None]]] = {"student": [], "reference": [], "making": []}
     for r in range(warmup + rounds):
         seed = int(torch.randint(0, 2**62, (), generator=rng))
         gen = torch.Generator().manual_seed(seed)
         inputs = [[make_input(spec, gen) for spec in specs] for _ in range(count)]
         expected = [digest(oracle(*args)) for args in inputs]
-        order = [(student, name, mine), (reference, reference_name, theirs)]
-        for who, fn, times in order if r % 2 == 0 else order[::-1]:
-            t = _timed(who, fn, specs, seed, count, expected, rtol)
-            if r >= warmup:
-                times.append(t)
-    def events(times: list[tuple[float, float | None]]) -> float | None:
-        values = [e for _, e in times if e is not None]
+        order = [("student", student, name), ("reference", reference, reference_name), ("making", reference, None)]
+        shift = r % len(order)
+        times = {key: _timed(who, fn, specs, seed, count, expected, rtol)
+                 for key, who, fn in order[shift:] + order[:shift]}
+        if r >= warmup:
+            for key, t in times.items():
+                runs[key].append(t)
+
+    def net(key: str) -> float:
+        return statistics.median(max(t - m, MIN_SECONDS) for (t, _), (m, _) in zip(runs[key], runs["making"],
+                                                                                    strict=True))
+
+    def events(key: str) -> float | None:
+        values = [e for _, e in runs[key] if e is not None]
         return statistics.median(values) if values else None
 
-    return Speed(statistics.median(t for t, _ in mine), statistics.median(t for t, _ in theirs), rounds,
-                 events(mine), events(theirs))
+    return Speed(net("student"), net("reference"), rounds, statistics.median(m for m, _ in runs["making"]),
+                 events("student"), events("reference"))
 
 
 def expect_speedup(speed: Speed, at_least: float, student_name: str, reference_name: str, hint: str,

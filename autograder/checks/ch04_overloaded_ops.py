@@ -176,6 +176,7 @@ def check_row_sum_edge_shapes(student: Student, rng: torch.Generator, device: st
 
 @pytest.mark.task("row_sum")
 @pytest.mark.points(2)
+@pytest.mark.forgeable
 def check_row_sum_vectorized(student: Student, rng: torch.Generator) -> None:
     """no Python loop: the operations issued do not grow from 4 x 3 to 64 x 24 inputs"""
     small, large = torch.randn(4, 3, generator=rng), torch.randn(64, 24, generator=rng)
@@ -243,6 +244,7 @@ def check_pairwise_gradient(student: Student, rng: torch.Generator, device: str)
 
 @pytest.mark.task("pairwise_sq_distances")
 @pytest.mark.points(2)
+@pytest.mark.forgeable
 def check_pairwise_vectorized(student: Student, rng: torch.Generator) -> None:
     """no Python loop and no torch.cdist: the operations issued do not grow with N, M or D"""
     small = (torch.randn(4, 3, generator=rng), torch.randn(5, 3, generator=rng))
@@ -261,7 +263,7 @@ def check_pairwise_vectorized(student: Student, rng: torch.Generator) -> None:
     _expect_no_growth("pairwise_sq_distances", ops_small, ops, ("x [4, 3], y [5, 3]", "x [64, 24], y [80, 24]"))
 
 
-# -- speed: against the guide's slicing loops, as a ratio in the same run --------
+# -- speed (row_sum only, as the contract asks) and large clouds --------------------
 
 ROW_SUM_LOOP = """
 def row_sum_loop(x):
@@ -270,29 +272,34 @@ def row_sum_loop(x):
         z += x[i]
     return z
 """
-PAIRWISE_LOOP = """
-def pairwise_loop(x, y):
-    return torch.stack([((y - x[i]) ** 2).sum(1) for i in range(x.shape[0])])
-"""
+# Measured through compare_speed (benchmarks/timing_stability.py, 1 thread, inputs made inside the timed
+# request and that time subtracted): x.sum(dim=0), torch.einsum, ones @ x and x.T.sum(-1) are 35-70x faster
+# than the loop on a loaded 2-core machine; the slicing loop and sum(x) over rows 0.9-1.3x. 10x sits
+# 3x below the slowest vectorized figure and 8x above the loops.
+ROW_SUM_SPEEDUP = 10.0
 
 
 @pytest.mark.task("row_sum")
 @pytest.mark.points(2)
 def check_row_sum_speed(student: Student, rng: torch.Generator, record_property: RecordProperty) -> None:
     """at least 10x faster than the guide's slicing loop on a [2000, 16] matrix"""
-    # Measured here (1 thread, interleaved medians): x.sum(0) is 36-65x faster, an unbind loop 1.4x.
     with reference_process(student, ROW_SUM_LOOP) as ref:
         speed = compare_speed(student, "row_sum", ref, "row_sum_loop", [randn(2000, 16)], row_sum_oracle, rng,
                               count=10, rounds=7, warmup=2)
-    expect_speedup(speed, 10.0, "row_sum", "the slicing loop", LOOP_HINT, record_property)
+    expect_speedup(speed, ROW_SUM_SPEEDUP, "row_sum", "the slicing loop", LOOP_HINT, record_property)
 
 
+# pairwise_sq_distances has no speed check: the contract asks for broadcasting and no loop (checked by
+# check_pairwise_vectorized), not for a speed, and at any size a loop over 128 rows was not reliably 2x
+# slower than every correct form (the broadcast difference measured 0.8-2.3x). Its points grade large,
+# off-centre clouds instead, where the expansion's cancellation matters.
 @pytest.mark.task("pairwise_sq_distances")
 @pytest.mark.points(2)
-def check_pairwise_speed(student: Student, rng: torch.Generator, record_property: RecordProperty) -> None:
-    """at least 2x faster than a loop over the rows of x, for 128 x 128 points in 16-D"""
-    # Measured here: the expansion form 4.3x, the difference form 7.1x; a row loop is 1x by definition.
-    with reference_process(student, PAIRWISE_LOOP) as ref:
-        speed = compare_speed(student, "pairwise_sq_distances", ref, "pairwise_loop",
-                              [randn(128, 16), randn(128, 16)], pairwise_oracle, rng, count=5, rounds=7, warmup=2)
-    expect_speedup(speed, 2.0, "pairwise_sq_distances", "a loop over the rows of x", LOOP_HINT, record_property)
+def check_pairwise_large_clouds(student: Student, rng: torch.Generator, device: str) -> None:
+    """100-200 points in 16-64 dimensions, centred and far from the origin, match torch.cdist(x, y) ** 2"""
+    for offset in (0.0, 10.0):
+        n, m = _sizes(rng, 2, 100, 201)
+        d = _sizes(rng, 1, 16, 65)[0]
+        x = torch.randn(n, d, generator=rng) + offset
+        y = torch.randn(m, d, generator=rng) + offset
+        _expect_pairwise(student, x, y, SQUARED_HINT, device)

@@ -62,16 +62,16 @@ def batch_gather_loop(tensor, indices):
     return torch.stack(output)
 '''
 
-# Speed: [B, N, D] = [1024, 16, 4] tensors with [B, K] = [1024, 8] indices. Measured through compare_speed
-# (benchmarks/batch_gather_speed.py) on the 2-core CPU build machine while other gradings ran, child on one
-# thread, fresh inputs each call: loop 10-37 ms per call, solution 0.6-2 ms; over 12 runs 10-34x, median
-# about 16x. A scripted loop: 0.9-1.9x. Each timed call also pays ~0.25 ms of digest and IPC, and larger
-# outputs spend more of the time copying ([1024, 64, 16]: 3-5x under the same load), hence the small
-# trailing axis. 5x is about a third of the median and half the worst run: a loaded machine does not fail a
-# correct answer, the loop (1x) and the scripted loop stay far below it, and torch.compile on the loop
-# unrolls it (27-45 s to compile at B = 64), so B = 1024 exceeds the time limit of a call.
+# Speed: [B, N, D] = [1024, 16, 4] tensors with [B, K] = [1024, 8] indices, 10 calls per timed request.
+# Measured through compare_speed (benchmarks/timing_stability.py: inputs made inside the timed request and
+# that time subtracted, child on one thread) on the loaded 2-core CPU build machine: the loop 4-8 ms per
+# call; the vectorized forms 0.12-0.7 ms, 6-36x (flat offsets, advanced indexing, torch.gather,
+# take_along_dim, flat index_select, one-hot bmm, torch.vmap; the last three are the slowest, 6-16x); the
+# guide's loop, a zip loop and a scripted loop 0.8-1.8x. 3x sits 2x below the slowest vectorized figure and
+# 1.7x above the fastest loop. Larger B does not widen the gap (B = 4096: 6-13x, outputs then cost copies),
+# and torch.compile on the loop unrolls it (27-45 s to compile at B = 64), beyond the time limit of a call.
 SPEED_SHAPE = (1024, 16, 4, 8)
-SPEEDUP = 5.0
+SPEEDUP = 3.0
 
 TENSOR_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.int64, torch.int32)
 INDEX_DTYPES = (torch.int64, torch.int32)
@@ -173,6 +173,7 @@ def check_batch_gather_index_tensors(student: Student, rng: torch.Generator, dev
 
 @pytest.mark.task("batch_gather")
 @pytest.mark.points(2)
+@pytest.mark.forgeable
 def check_batch_gather_device(student: Student, rng: torch.Generator, device: str) -> None:
     """CPU inputs give a CPU result with no CUDA call, and CUDA inputs a CUDA result"""
     tensor, indices = _random_case(rng, 3, 2)
@@ -220,6 +221,7 @@ def check_batch_gather_gradient(student: Student, rng: torch.Generator, device: 
 
 @pytest.mark.task("batch_gather")
 @pytest.mark.points(3)
+@pytest.mark.forgeable
 def check_batch_gather_vectorized(student: Student, rng: torch.Generator, device: str) -> None:
     """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""
     counts: dict[int, Counter[str]] = {}
@@ -242,14 +244,14 @@ def check_batch_gather_vectorized(student: Student, rng: torch.Generator, device
 @pytest.mark.points(4)
 def check_batch_gather_speed(student: Student, rng: torch.Generator, device: str,
                              record_property: RecordProperty) -> None:
-    """at least 5x faster than the guide's loop for B = 1024 (median of interleaved runs, fresh inputs)"""
+    """at least 3x faster than the guide's loop for B = 1024 (median of interleaved runs, fresh inputs)"""
     tensor, indices = _random_case(rng, 3, 2)
     _expect(run_gather(student, tensor, indices), gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT,
             device)
     b, n, d, k = SPEED_SHAPE
     with reference_process(student, LOOP_SRC) as loop:
         speed = compare_speed(student, "batch_gather", loop, "batch_gather_loop", [randn(b, n, d), randint(0, n, b, k)],
-                              gather_oracle, rng, count=5, rounds=9, warmup=2)
+                              gather_oracle, rng, count=10, rounds=9, warmup=2)
     expect_speedup(speed, SPEEDUP, f"batch_gather on [{b}, {n}, {d}] with [{b}, {k}] indices",
                    "the guide's loop", SPEED_HINT, record_property)
 

@@ -30,6 +30,7 @@ from torch import Tensor
 
 from autograder.expect import CheckFailure, fail, show
 from autograder.remote import Student, StudentError
+from autograder.scan import references
 from autograder.timing import RecordProperty, reference_process
 from autograder.wire import RemoteObject
 
@@ -238,6 +239,7 @@ def _dtype_and_autocast(record: dict[str, Any]) -> str:
 
 @pytest.mark.task("amp_train_step")
 @pytest.mark.points(2)
+@pytest.mark.forgeable
 def check_amp_forward_under_autocast(student: Student, rng: torch.Generator, device: str) -> None:
     """the forward pass runs under autocast: Linear outputs in low precision, the loss in float32"""
     case = make_case(rng)
@@ -262,6 +264,7 @@ def check_amp_forward_under_autocast(student: Student, rng: torch.Generator, dev
 
 @pytest.mark.task("amp_train_step")
 @pytest.mark.points(2)
+@pytest.mark.forgeable
 def check_amp_backward_scaled_outside_autocast(student: Student, rng: torch.Generator, device: str) -> None:
     """backward runs once, outside autocast, on the loss scaled by the GradScaler"""
     case = make_case(rng)
@@ -348,8 +351,14 @@ def check_amp_clears_gradients(student: Student, rng: torch.Generator, device: s
 
 @pytest.mark.task("amp_train_step")
 @pytest.mark.points(1)
+@pytest.mark.forgeable
 def check_amp_uses_current_api(student: Student, rng: torch.Generator, device: str) -> None:
     """uses torch.autocast and torch.amp, not the deprecated torch.cuda.amp"""
+    used = references(student.submission, "torch.cuda.amp", cell="amp_train_step")
+    if used:  # the judge's own read of the cell: no warning filter can hide it
+        fail("amp_train_step", {}, "torch.autocast and torch.amp.GradScaler",
+             f"torch.cuda.amp in cell 'amp_train_step', line {used[0][1]}",
+             "the step uses the deprecated torch.cuda.amp API (read from your code)", API_HINT)
     case = make_case(rng)
     record = run_step(student, case, device)
     deprecated = _deprecations(record["warnings"])
@@ -483,6 +492,7 @@ def check_checkerboard_learns_with_amp(student: Student, device: str, board_runs
 
 @pytest.mark.task("train_checkerboard")
 @pytest.mark.points(2)
+@pytest.mark.forgeable
 def check_checkerboard_trains_with_amp_train_step(student: Student, device: str,
                                                    board_runs: dict[bool, dict[str, Any]]) -> None:
     """with use_amp=True, every step goes through amp_train_step with the device's low-precision dtype"""
@@ -506,6 +516,7 @@ def check_checkerboard_trains_with_amp_train_step(student: Student, device: str,
 
 @pytest.mark.task("train_checkerboard")
 @pytest.mark.points(1)
+@pytest.mark.forgeable
 def check_checkerboard_float32_without_amp(student: Student, device: str,
                                            board_runs: dict[bool, dict[str, Any]]) -> None:
     """with use_amp=False, it trains in float32 without autocast and still gets under 0.05"""

@@ -10,11 +10,13 @@ GradScaler, loss function) and watches the step from outside:
   poison the gradients with inf or nan;
 - warnings raised during the call are recorded (torch.cuda.amp's deprecations).
 
-It returns plain records (dtype names, flags, floats, tensors); the judge decides.
+It returns plain records (dtype names, flags, floats, tensors); the judge decides. The records live in
+closures, never on the objects handed to student code.
 """
 
 import inspect
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -44,35 +46,36 @@ def _warning_texts(caught: list[warnings.WarningMessage]) -> list[str]:
     return [f"{w.category.__name__}: {w.message}" for w in caught]
 
 
-class _Probe(torch.autograd.Function):
-    """Identity on the loss; its backward sees d(whatever was backpropagated)/d(loss)."""
+def observed_loss(device_type: str, poison: float | None
+                  ) -> tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], list[dict[str, Any]],
+                             list[dict[str, Any]]]:
+    """F.mse_loss that records how it was called and backpropagated through: (loss_fn, calls, backward).
 
-    @staticmethod
-    def forward(ctx: Any, loss: torch.Tensor, record: "ObservedLoss") -> torch.Tensor:
-        ctx.record = record
-        return loss.view_as(loss)
+    The records live in this closure, not on objects the student's code receives (loss_fn, the loss's
+    grad_fn): reaching them takes frames, closures or private attributes, which autograder/scan.py flags.
+    """
+    calls: list[dict[str, Any]] = []
+    backward: list[dict[str, Any]] = []
 
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
-        record = ctx.record
-        record.backward.append({"grad": float(grad.detach().float().sum()),
-                                "autocast": torch.is_autocast_enabled(record.device_type)})
-        return grad * record.poison if record.poison is not None else grad, None
+    class Probe(torch.autograd.Function):
+        """Identity on the loss; its backward sees d(whatever was backpropagated)/d(loss)."""
 
+        @staticmethod
+        def forward(ctx: Any, loss: torch.Tensor) -> torch.Tensor:
+            return loss.view_as(loss)
 
-class ObservedLoss:
-    """F.mse_loss that records how it was called and backpropagated through."""
+        @staticmethod
+        def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+            backward.append({"grad": float(grad.detach().float().sum()),
+                             "autocast": torch.is_autocast_enabled(device_type)})
+            return grad * poison if poison is not None else grad
 
-    def __init__(self, device_type: str, poison: float | None) -> None:
-        self.device_type = device_type
-        self.poison = poison
-        self.calls: list[dict[str, Any]] = []
-        self.backward: list[dict[str, Any]] = []
-
-    def __call__(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def loss_fn(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         loss = F.mse_loss(outputs, targets)
-        self.calls.append({"dtype": _name(loss.dtype), "autocast": torch.is_autocast_enabled(self.device_type)})
-        return _Probe.apply(loss, self)
+        calls.append({"dtype": _name(loss.dtype), "autocast": torch.is_autocast_enabled(device_type)})
+        return Probe.apply(loss)
+
+    return loss_fn, calls, backward
 
 
 def _mlp(sizes: list[int]) -> nn.Sequential:
@@ -107,7 +110,7 @@ def observe_step(params: dict[str, torch.Tensor], sizes: list[int], inputs: torc
             m.register_forward_hook(hook)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     scaler = _scaler(device_type, scaler_config)
-    loss_fn = ObservedLoss(device_type, poison)
+    loss_fn, loss_calls, loss_backward = observed_loss(device_type, poison)
     scale_before = scaler.get_scale()
     kwargs = {} if max_grad_norm is None else {"max_grad_norm": max_grad_norm}
     with warnings.catch_warnings(record=True) as caught:
@@ -122,8 +125,8 @@ def observe_step(params: dict[str, torch.Tensor], sizes: list[int], inputs: torc
         "scale_before": scale_before,
         "scale_after": scaler.get_scale(),
         "forward": forward,
-        "loss_calls": loss_fn.calls,
-        "backward": loss_fn.backward,
+        "loss_calls": loss_calls,
+        "backward": loss_backward,
         "warnings": _warning_texts(caught),
     }
 

@@ -1,0 +1,491 @@
+"""The judge's own static read of a submission's answer cells: reach into grader internals.
+
+Student code shares its interpreter with the child runtime and the chapter's
+harness. It could patch them, rewrite their records through frames, or switch
+off the dispatch modes that count its operations, and nothing measured inside
+that process would show it. Reaching in takes constructs that ordinary code
+for this course never needs: frames, the module table, the garbage collector,
+ctypes, introspection attributes (__closure__, __globals__, ...), private
+torch internals, patching libraries, attribute names the judge cannot read
+(getattr with a computed name, exec, __import__). This module parses the
+answer cells with `ast` (nothing is run) and flags each such construct with
+its cell and line. String constants naming them are flagged too, so that
+getattr(sys, "_getframe") or "_get" + "frame" do not slip through.
+
+A flagged submission gets no points for the checks marked `forgeable`, whose
+evidence comes from inside the student's process (op traces, hooks, harness
+records); the flags go in the results for the instructor to review.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Modules that only serve to reach other code's objects, frames or memory.
+MODULES = {
+    "gc": "the garbage collector, which hands out every object in the process, the grader's too",
+    "ctypes": "raw memory access", "_ctypes": "raw memory access",
+    "inspect": "frame and source introspection",
+    "importlib": "importing modules by computed names",
+    "builtins": "the builtins shared with the grader's code", "__builtin__": "the builtins shared with the grader",
+    "__main__": "the grader's main module",
+    "autograder": "the grader itself", "__harness__": "the grader's harness", "kit": "the grader's harness",
+    "marshal": "code objects from bytes", "pickle": "unpickling calls functions named in the data",
+    "_pickle": "unpickling calls functions named in the data", "copyreg": "unpickling hooks",
+    "dill": "unpickling calls functions named in the data", "cloudpickle": "unpickling calls functions by name",
+    "pdb": "a debugger: frames of other code", "bdb": "a debugger: frames of other code",
+    "trace": "tracing other code's frames",
+}
+# Module names distinctive enough to flag inside strings too.
+STRING_MODULES = {"ctypes", "_ctypes", "importlib", "builtins", "__builtin__", "__main__", "marshal", "copyreg",
+                  "_pickle"}
+# Attributes that expose frames, closures, namespaces and class internals.
+INTROSPECTION = {
+    "f_locals", "f_globals", "f_back", "f_code", "f_builtins", "f_trace", "tb_frame", "tb_next", "gi_frame",
+    "gi_code", "cr_frame", "cr_code", "ag_frame", "cell_contents", "__closure__", "__globals__", "__code__",
+    "__builtins__", "__dict__", "__subclasses__", "__bases__", "__base__", "__mro__", "__self__", "__func__",
+    "__wrapped__", "__defaults__", "__kwdefaults__", "__traceback__", "__getattribute__", "__setattr__",
+    "__delattr__", "__import__", "__loader__", "__spec__", "__reduce__", "__reduce_ex__",
+}
+# Names that walk the call stack (whose frames hold the grader's objects) or find objects by reference.
+FRAMES = {"_getframe", "_current_frames", "_current_exceptions", "settrace", "setprofile", "gettrace", "getprofile",
+          "walk_stack", "walk_tb", "get_referrers", "get_referents", "get_objects"}
+# Names that switch off torch's dispatch modes, on which the grader's operation counting relies.
+DISPATCH = {"_disable_current_modes", "_python_dispatch", "_get_current_dispatch_mode", "_pop_mode", "_push_mode",
+            "_pop_mode_temporarily", "_pop_torch_dispatch_stack", "_len_torch_dispatch_stack",
+            "_DisableTorchDispatch", "_ExcludeDispatchKeyGuard", "_DisableTorchFunction",
+            "_DisableTorchFunctionSubclass", "__torch_dispatch__", "__torch_function__"}
+GRADER = {"autograder", "__harness__"}
+INTERNALS = FRAMES | DISPATCH | GRADER
+# sys attributes that reach modules, frames or the import system.
+SYS = {"modules", "meta_path", "path_hooks", "path_importer_cache", "addaudithook", "exc_info", "exception",
+       "last_traceback", "last_exc", "last_value", "__dict__"}
+# Underscore names that are public API.
+PRIVATE_OK = {"_replace", "_asdict", "_fields", "_make", "_field_defaults", "_exit"}
+# Call names that run or reach code by strings, or hand out namespaces.
+CALLS = {
+    "exec": "runs code from a string", "eval": "runs code from a string", "compile": "compiles code from a string",
+    "__import__": "imports a module by name", "globals": "a namespace as a dict", "locals": "a namespace as a dict",
+    "vars": "an object's namespace as a dict", "breakpoint": "a debugger",
+}
+DYNAMIC = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
+LIBRARY_SETTINGS = ("torch.backends.",)  # library attributes that ordinary code sets (cudnn.benchmark, tf32)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_GRADER_NAME = re.compile(r"\b(autograder|__harness__|kit)\.[A-Za-z_]|^\s*(autograder|__harness__)\s*$")
+
+
+@dataclass(frozen=True)
+class Flag:
+    cell: str
+    line: int
+    construct: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"cell '{self.cell}', line {self.line}: {self.construct} ({self.why})"
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not _dunder(name) and name not in PRIVATE_OK
+
+
+def _chain(node: ast.AST) -> tuple[ast.AST, list[str]]:
+    """(root, [attr, ...]) of an attribute chain a.b.c: (Name a, [b, c])."""
+    attrs: list[str] = []
+    while isinstance(node, ast.Attribute):
+        attrs.insert(0, node.attr)
+        node = node.value
+    return node, attrs
+
+
+def folded(node: ast.AST) -> str | None:
+    """The value of a string built from constants only ("a" + "b", f"{'a'}b", "".join(["a", "b"])), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+        value = node.value
+        return value.decode("latin-1") if isinstance(value, bytes) else value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = folded(node.left), folded(node.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = [folded(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
+        return "".join(parts) if all(p is not None for p in parts) else None  # type: ignore[arg-type]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join"
+            and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple))):
+        sep, parts = folded(node.func.value), [folded(e) for e in node.args[0].elts]
+        return sep.join(parts) if sep is not None and all(p is not None for p in parts) else None  # type: ignore[arg-type]
+    return None
+
+
+def _string_why(text: str) -> str | None:
+    """Why a string constant is flagged: it names an internal (as a whole identifier), else None."""
+    if _GRADER_NAME.search(text):
+        return "a string naming the grader's modules or harness"
+    for token in _IDENT.findall(text):
+        if token in FRAMES | DISPATCH | INTROSPECTION | STRING_MODULES:
+            return f"a string naming {token}, as getattr, __import__ or a namespace lookup would use it"
+    return None
+
+
+class _Scanner(ast.NodeVisitor):
+    def __init__(self, cell: str, aliases: set[str], sys_aliases: set[str], bound: set[str],
+                 classes: set[str], docstrings: set[int], origin: dict[str, str]) -> None:
+        self.cell = cell
+        self.aliases = aliases  # names bound to modules or to objects imported from them
+        self.sys_aliases = sys_aliases
+        self.bound = bound  # every name the cells bind themselves
+        self.classes = classes
+        self.docstrings = docstrings
+        self.origin = origin  # alias -> dotted name it stands for
+        self.flags: list[Flag] = []
+
+    def flag(self, node: ast.AST, why: str, construct: str | None = None) -> None:
+        text = construct or ast.unparse(node)
+        text = text if len(text) <= 60 else text[:57] + "..."
+        self.flags.append(Flag(self.cell, getattr(node, "lineno", 0), text, why))
+
+    # -- imports -----------------------------------------------------------
+    def _module_why(self, dotted: str) -> str | None:
+        parts = dotted.split(".")
+        if parts[0] in MODULES:
+            return MODULES[parts[0]]
+        if parts[0] == "torch" and any(_private(p) for p in parts[1:]):
+            return "private torch internals, among them the switches of the grader's operation tracing"
+        if parts[:2] == ["torch", "library"]:
+            return "custom operators, which hide their inner operations from the grader's trace"
+        return None
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            why = self._module_why(alias.name)
+            if why:
+                self.flag(node, why)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        why = self._module_why(module)
+        for alias in node.names:
+            name = alias.name
+            why = why or self._module_why(f"{module}.{name}")
+            if module == "sys" and (name in SYS or name in INTERNALS or name == "*"):
+                why = why or "the interpreter's module table or frames"
+            if name in INTERNALS or name in INTROSPECTION:
+                why = why or self._attribute_why(ast.Constant(None), [], name)
+        if why:
+            self.flag(node, why)
+
+    # -- attributes ----------------------------------------------------------
+    def _own_root(self, root: ast.AST) -> bool:
+        """The student's own objects: self, cls, super(), or a class the cells define."""
+        if isinstance(root, ast.Name):
+            return root.id in {"self", "cls"} or root.id in self.classes
+        return (isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "super")
+
+    def _attribute_why(self, root: ast.AST, attrs: list[str], name: str) -> str | None:
+        """Why reading attribute `name` of root.attrs... is flagged, else None."""
+        if name in INTROSPECTION:
+            return "introspection of frames, closures or namespaces, where the grader's records live"
+        if name in FRAMES:
+            return "the call stack or objects found by reference, which reach the grader's objects"
+        if name in DISPATCH:
+            return "torch's dispatch-mode switches, on which the grader's operation counting relies"
+        if name in GRADER:
+            return "the grader itself"
+        dotted = ".".join([self.origin.get(root.id, root.id), *attrs]) if isinstance(root, ast.Name) else ""
+        if name in SYS and (dotted == "sys" or dotted.endswith(".sys")):
+            return "the interpreter's module table or exceptions' frames, which reach the grader's runtime"
+        if f"{dotted}.{name}".startswith("torch.library"):
+            return "custom operators, which hide their inner operations from the grader's trace"
+        if _private(name) and not self._own_root(root):
+            return "a private attribute of an object your code did not define (hooks, records, internals)"
+        return None
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        root, attrs = _chain(node.value)
+        why = self._attribute_why(root, attrs, node.attr)
+        if why:
+            self.flag(node, why)
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in self.bound:
+            return
+        if node.id in CALLS:
+            self.flag(node, CALLS[node.id])
+        elif node.id in DYNAMIC:  # calls are read in visit_Call; here it is passed around
+            self.flag(node, "an attribute lookup passed around as a function, whose names the judge cannot read")
+        elif node.id in {"__builtins__", "autograder", "__harness__", "kit"}:
+            self.flag(node, "the grader's namespaces")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if self._string(node):  # "".join([...constants])
+            return
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if name in DYNAMIC and not (isinstance(func, ast.Name) and func.id in self.bound):
+            self._dynamic(node, name)
+            for arg in node.args:
+                self.visit(arg)
+            for kw in node.keywords:
+                self.visit(kw)
+            if isinstance(func, ast.Attribute):
+                self.visit(func.value)
+            return
+        self.generic_visit(node)
+
+    def _dynamic(self, node: ast.Call, name: str) -> None:
+        """getattr(obj, "x") is read like obj.x; a name the judge cannot read is flagged."""
+        if name in {"attrgetter", "methodcaller"}:
+            names = [folded(a) for a in node.args[:1 if name == "methodcaller" else None]]
+            obj: ast.AST | None = None
+        else:
+            names = [folded(node.args[1])] if len(node.args) > 1 else [None]
+            obj = node.args[0] if node.args else None
+        for attr in names:
+            if attr is None:
+                if not (obj is not None and self._safe_dynamic(obj, node.args[1])):
+                    self.flag(node, "an attribute name computed at run time, which the judge cannot read")
+                return
+            root, attrs = _chain(obj) if obj is not None else (ast.Constant(None), [])
+            for part in attr.split("."):
+                why = self._attribute_why(root, attrs, part)
+                if why:
+                    self.flag(node, why)
+                    return
+            if name in {"setattr", "delattr"} and obj is not None and self._patches(obj, attr):
+                self.flag(node, self._patches(obj, attr) or "")
+                return
+
+    @staticmethod
+    def _safe_dynamic(obj: ast.AST, name: ast.AST) -> bool:
+        """getattr(self, f"layer{i}"): the student's own object, a name that cannot start with "_"."""
+        if not (isinstance(obj, ast.Name) and obj.id == "self" and isinstance(name, ast.JoinedStr) and name.values):
+            return False
+        first = name.values[0]
+        return isinstance(first, ast.Constant) and str(first.value)[:1].isalpha()
+
+    # -- assignments ------------------------------------------------------------
+    def _patches(self, obj: ast.AST, attr: str) -> str | None:
+        """Why setting obj.attr patches code that is not the student's, else None."""
+        root, attrs = _chain(obj)
+        if _dunder(attr) and attr not in {"__doc__"}:
+            return "replaces a special attribute (class, call, code) of an object"
+        if isinstance(root, ast.Name) and root.id in self.aliases:
+            dotted = ".".join([self.origin.get(root.id, root.id), *attrs, attr])
+            if not dotted.startswith(LIBRARY_SETTINGS):
+                return "patches a library that the grader's code uses too"
+        if isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "type":
+            return "patches the class of an object your code did not define"
+        return None
+
+    def _targets(self, targets: list[ast.expr]) -> None:
+        for target in targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    why = self._patches(node.value, node.attr)
+                    if why:
+                        self.flag(node, why)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self._targets(node.targets)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._targets([node.target])
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._targets([node.target])
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        self._targets(node.targets)
+        self.generic_visit(node)
+
+    # -- definitions and strings -------------------------------------------------
+    def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.name in {"__torch_dispatch__", "__torch_function__"}:
+            self.flag(node, "a dispatch hook, which can hide operations from the grader's trace",
+                      f"def {node.name}")
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._definition(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._definition(node)
+
+    def _string(self, node: ast.expr) -> bool:
+        """Flag a constant string (folded) that names an internal; True if the node was one."""
+        text = folded(node)
+        if text is None:
+            return False
+        why = None if id(node) in self.docstrings else _string_why(text)
+        if why:
+            self.flag(node, why)
+        return True
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        for attr in node.kwd_attrs:
+            why = self._attribute_why(ast.Constant(None), [], attr)
+            if why:
+                self.flag(node, why, f"case ...({attr}=...)")
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        self._string(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if not self._string(node):
+            self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        if not self._string(node):
+            self.generic_visit(node)
+
+
+def _imports(tree: ast.AST) -> dict[str, str]:
+    """Names bound by import statements -> the dotted name each stands for."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                names[a.asname or a.name] = f"{node.module or ''}.{a.name}"
+    return names
+
+
+def _bound(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """(every name the code binds other than by import, the classes it defines)."""
+    bound: set[str] = set()
+    classes: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            if isinstance(node, ast.ClassDef):
+                classes.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return bound, classes
+
+
+def _aliases(trees: list[ast.AST]) -> dict[str, str]:
+    """Import-bound names, and names assigned from them (t = torch; s = sys), -> dotted names."""
+    origin: dict[str, str] = {}
+    for tree in trees:
+        origin.update(_imports(tree))
+    for _ in range(3):  # aliases of aliases
+        for tree in trees:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    root, attrs = _chain(node.value)
+                    if isinstance(root, ast.Name) and root.id in origin:
+                        origin[node.targets[0].id] = ".".join([origin[root.id], *attrs])
+    return origin
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ...]:
+    trees: dict[str, ast.AST] = {}
+    for cell, source in sources:
+        try:
+            trees[cell] = ast.parse(source)
+        except (SyntaxError, ValueError):  # the cell fails to load anyway: it earns nothing to forge
+            continue
+    try:
+        extra = [ast.parse(preamble)]
+    except SyntaxError:
+        extra = []
+    origin = _aliases(list(trees.values()) + extra)
+    import_bound = set(origin)
+    bound: set[str] = set()
+    classes: set[str] = set()
+    for tree in trees.values():
+        b, c = _bound(tree)
+        bound |= b
+        classes |= c
+    sys_aliases = {name for name, dotted in origin.items() if dotted == "sys"}
+    flags: list[Flag] = []
+    for cell, tree in trees.items():
+        scanner = _Scanner(cell, import_bound, sys_aliases, bound - import_bound, classes, _docstrings(tree), origin)
+        scanner.visit(tree)
+        flags += scanner.flags
+    seen: dict[tuple[str, int, str], Flag] = {}
+    for f in flags:  # one flag per reason and line: a.b.c and a.b are one construct
+        seen.setdefault((f.cell, f.line, f.why), f)
+    return tuple(seen.values())
+
+
+def scan_cells(cells: list[dict[str, str]], preamble: str = "") -> list[Flag]:
+    """Every construct in the answer cells that reaches into grader internals, in cell and line order."""
+    return list(_scan(tuple((c["id"], c["source"]) for c in cells), preamble))
+
+
+def scan_submission(submission: Any) -> list[Flag]:
+    """scan_cells for a notebook.Submission (its answer cells, with its chapter's preamble)."""
+    return scan_cells(submission.cells, submission.chapter.preamble)
+
+
+def references(submission: Any, dotted: str, cell: str | None = None) -> list[tuple[str, int]]:
+    """(cell, line) of every import or attribute chain naming `dotted` or something under it
+    (torch.cuda.amp: torch.cuda.amp.autocast(...), from torch.cuda import amp, ...), in `cell` or all cells."""
+    found: list[tuple[str, int]] = []
+    for c in submission.cells:
+        if cell is not None and c["id"] != cell:
+            continue
+        try:
+            tree = ast.parse(c["source"])
+        except (SyntaxError, ValueError):
+            continue
+        origin = _aliases([tree, ast.parse(submission.chapter.preamble)])
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [f"{node.module or ''}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Attribute):
+                root, attrs = _chain(node)
+                if isinstance(root, ast.Name):
+                    names = [".".join([origin.get(root.id, root.id), *attrs])]
+            if any(n == dotted or n.startswith(dotted + ".") for n in names):
+                found.append((c["id"], node.lineno))
+    return sorted(set(found))
+
+
+def note(flags: list[Flag]) -> str:
+    """The plain statement for the student and the instructor, above the checks."""
+    return ("Integrity: your answer cells reach into the grader's internals, so the checks that observe your "
+            "code from inside its own process (operation counts, hooks, autocast and harness records) were not "
+            "scored. Your instructor will review the submission. Flagged:\n"
+            + "\n".join(f"  {f}" for f in flags))
+
+
+def check_message(flags: list[Flag]) -> str:
+    """The output of a forgeable check in a flagged submission."""
+    shown = "\n".join(f"  {f}" for f in flags[:6]) + (f"\n  ... and {len(flags) - 6} more" if len(flags) > 6 else "")
+    return ("Not scored: your code reaches into the grader's internals, so what this check observed inside "
+            f"your process cannot be trusted:\n{shown}\nProblem:  ordinary code for this exercise never needs "
+            "these constructs; your instructor will review the submission.\nHint:     Remove them (and any "
+            "code that reads or patches the grader, torch's dispatch modes or other code's frames).")

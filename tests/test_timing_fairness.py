@@ -1,0 +1,72 @@
+"""Speed checks measured only where the student's process cannot work ahead, and fair to every correct form.
+
+The figures that set the thresholds come from benchmarks/timing_stability.py (50 gradings per form under
+a CPU hog); these tests check the mechanism and a few of the slowest correct forms once each.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from autograder.notebook import load_submission
+from autograder.remote import Student
+from autograder.timing import compare_speed, randn, reference_process
+from benchmarks.timing_stability import FORMS
+from tests.kit import FAST, by_name, grade_fast, solved
+
+SOFTMAX = "def reference_softmax(logits, dim=-1):\n    return torch.softmax(logits, dim)\n"
+
+
+def test_timed_inputs_are_made_inside_the_timed_request_and_their_making_subtracted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[tuple[str, dict[str, Any]]] = []
+    request = Student._request
+
+    def logged(self: Student, name: str, header: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        sent.append(("reference" if self.submission.path.name == "<reference>" else "student", dict(header)))
+        return request(self, name, header, *args, **kwargs)
+
+    monkeypatch.setattr(Student, "_request", logged)
+    student = Student(load_submission(solved(tmp_path, "07_numerical_stability")), "cpu", FAST,
+                      time.monotonic() + 120)
+    try:
+        with reference_process(student, SOFTMAX) as ref:
+            speed = compare_speed(student, "softmax", ref, "reference_softmax", [randn(256, 64)],
+                                  lambda x: torch.softmax(x.double(), -1).float(), torch.Generator().manual_seed(0),
+                                  count=3, rounds=3, warmup=1)
+    finally:
+        student.close()
+    # The student's process gets nothing but timed requests, each carrying the seed of inputs it makes then.
+    to_student = [h for who, h in sent if who == "student"]
+    assert len(to_student) == 4 and all(h["op"] == "run" and h["name"] == "softmax" for h in to_student)
+    assert len({h["seed"] for h in to_student}) == 4 and all(h["count"] == 3 for h in to_student)
+    # Making the inputs alone is timed in the clean reference process, once per round, and subtracted.
+    making = [h for who, h in sent if who == "reference" and h["name"] is None]
+    assert len(making) == 4 and speed.making > 0
+    assert speed.student > 0 and speed.reference > 0
+
+
+def test_the_broadcast_difference_form_earns_every_pairwise_point(tmp_path: Path) -> None:
+    code = "def pairwise_sq_distances(x, y):\n    return ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)\n"
+    g = grade_fast(solved(tmp_path, "04_overloaded_ops", pairwise_sq_distances=code), only="pairwise")
+    checks = by_name(g)
+    assert not any("speed" in name for name in checks), "the contract asks no speed of pairwise_sq_distances"
+    assert g.score == g.max_score, [(r.name, r.output) for r in g.results if r.status != "passed"]
+
+
+# The slowest correct forms in the benchmark's figures, once each.
+SLOW_FORMS = [("05_batch_gather", "batch_gather", "one-hot bmm"), ("05_batch_gather", "batch_gather", "torch.vmap"),
+              ("04_overloaded_ops", "row_sum", "torch.einsum")]
+
+
+@pytest.mark.parametrize(("chapter", "cell", "form"), SLOW_FORMS)
+def test_slow_but_vectorized_forms_pass_the_speed_check(tmp_path: Path, chapter: str, cell: str, form: str) -> None:
+    vectorized, code = FORMS[chapter][cell][form]
+    assert vectorized
+    g = grade_fast(solved(tmp_path, chapter, **{cell: code}), only="speed")
+    assert g.results and all(r.status == "passed" for r in g.results), [r.output for r in g.results]
