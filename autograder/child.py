@@ -55,13 +55,17 @@ class Child:
         self.harness: dict[str, Any] = {"__name__": "__harness__", "student": self.namespace}
         self.objects: list[Any] = []
 
-    def load(self, preamble: str, cells: list[dict[str, str]], harness: str) -> dict[str, Any]:
-        errors: dict[str, Any] = {}
+    def setup(self, preamble: str, harness: str) -> dict[str, Any]:
+        """The chapter's imports and harness, before any student code: a failure here is the grader's."""
         try:
             exec(compile(preamble, "<preamble>", "exec"), self.namespace)
             exec(compile(harness, "<harness>", "exec"), self.harness)
-        except Exception as exc:  # the grading environment, not the student: reported as such
-            return {"errors": {}, "names": {}, "cuda": False, "setup_error": f"{type(exc).__name__}: {exc}"}
+        except Exception as exc:
+            return {"setup_error": f"{type(exc).__name__}: {exc}", "cuda": False}
+        return {"setup_error": None, "cuda": torch.cuda.is_available()}
+
+    def load(self, cells: list[dict[str, str]]) -> dict[str, Any]:
+        errors: dict[str, Any] = {}
         for cell in cells:
             filename = f"<cell {cell['id']}>"
             source = cell["source"]
@@ -75,7 +79,7 @@ class Child:
             for k, v in self.namespace.items()
             if not k.startswith("_") and (callable(v) or isinstance(v, type))
         }
-        return {"errors": errors, "names": names, "cuda": torch.cuda.is_available()}
+        return {"errors": errors, "names": names}
 
     def _keep(self, obj: Any) -> dict[str, Any]:
         self.objects.append(obj)
@@ -208,8 +212,8 @@ def serve(channel_in: Any, channel_out: Any) -> None:
     read = wire.read_exact(channel_in)
     hello, _ = wire.read_frame(read)
     child = Child(hello["device"])
-    report = child.load(hello["preamble"], hello["cells"], hello["harness"])
-    wire.write_frame(channel_out, {"value": None, "load": report}, [])
+    wire.write_frame(channel_out, {"setup": child.setup(hello["preamble"], hello["harness"])}, [])
+    wire.write_frame(channel_out, {"value": None, "load": child.load(hello["cells"])}, [])
     while True:
         try:
             req, buffers = wire.read_frame(read)

@@ -87,7 +87,7 @@ def _load_notes(student: Student) -> list[str]:
         notes.append(student.fatal)
     notes += [f"Answer cell '{cid}' is missing from the notebook." for cid in sub.missing]
     for cid, err in student.load_report.get("errors", {}).items():
-        notes.append(f"Answer cell '{cid}' raised {err['type']}: {err['message']}")
+        notes.append(f"Answer cell '{cid}' raised {err.get('type', 'an error')}: {err.get('message', '')}")
     return notes
 
 

@@ -57,6 +57,7 @@ class Student:
         self.deadline = deadline
         self.sandbox: Sandbox | None = None
         self.load_report: dict[str, Any] = {}
+        self.cuda = False  # as the child found before any student code ran
         self.fatal: str | None = submission.error  # every call fails with this
         self.broken: dict[str, str] = {}  # name -> why it is not called again
         self.restarts = 0
@@ -81,9 +82,11 @@ class Student:
                 raise StudentError(self.fatal)
         sub = self.submission
         self.sandbox = Sandbox(sub.chapter.preamble, sub.chapter.harness_source(), sub.cells, self.device,
-                               self.limits, sub.path.parent, self.data_dir)
+                               self.limits, self.data_dir)
         try:
-            self.load_report = self.sandbox.start()
+            started = self.sandbox.start()
+            self.cuda = started["cuda"]
+            self.load_report = _checked_load_report(started["load"])
         except ChildTimeout as e:
             self.fatal = (f"Running your answer cells took longer than {e.seconds:g} s, so nothing could "
                           "be graded. Look for an infinite loop or heavy work at the top level of a cell.")
@@ -95,10 +98,6 @@ class Student:
                           "as exit(), sys.exit() or os._exit() from your cells.")
         except wire.WireError as e:
             self.fatal = f"Your answer cells corrupted the grader's channel ({e})."
-        else:
-            if self.load_report.get("setup_error"):
-                self.environment_error = f"the chapter's imports failed: {self.load_report['setup_error']}"
-                self.fatal = self.environment_error
         finally:
             plan = self.sandbox.plan
             if plan is not None:
@@ -113,7 +112,7 @@ class Student:
 
     @property
     def cuda_available(self) -> bool:
-        return bool(self.load_report.get("cuda"))
+        return self.cuda
 
     def close(self) -> None:
         if self.sandbox is not None:
@@ -271,6 +270,19 @@ class Student:
                 return grads[0] if grads and grads[0] is not None else torch.zeros_like(x)
 
         return Remote.apply
+
+
+def _checked_load_report(report: Any) -> dict[str, Any]:
+    """The child's account of running the cells, sent after student code ran: shape-checked."""
+    def strings(d: Any) -> bool:
+        return isinstance(d, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in d.items())
+
+    errors = report.get("errors") if isinstance(report, dict) else None
+    names = report.get("names") if isinstance(report, dict) else None
+    if not (isinstance(errors, dict) and all(isinstance(k, str) and strings(v) for k, v in errors.items())
+            and strings(names)):
+        raise wire.WireError("the report on running the answer cells is malformed")
+    return {"errors": errors, "names": names}
 
 
 def _format_error(err: dict[str, Any]) -> str:

@@ -130,13 +130,12 @@ class Sandbox:
     """One child process running one submission's answer cells."""
 
     def __init__(self, preamble: str, harness: str, cells: list[dict[str, str]], device: str, limits: Limits,
-                 notebook_dir: Path | None = None, data_dir: Path | None = None) -> None:
+                 data_dir: Path | None = None) -> None:
         self.preamble = preamble
         self.harness = harness
         self.cells = cells
         self.device = device
         self.limits = limits
-        self.notebook_dir = notebook_dir
         self.data_dir = data_dir
         self.plan: isolation.Plan | None = None
         self.lease: isolation.UidLease | None = None
@@ -159,7 +158,8 @@ class Sandbox:
         return env
 
     def start(self) -> dict[str, Any]:
-        """Start the child and run the answer cells; returns the child's load report.
+        """Start the child and run the answer cells: {"load": the child's load report (unchecked),
+        "cuda": whether the child has CUDA, as it found before any student code ran}.
 
         Raises SandboxUnavailable, having run no student code, if any protection of the plan
         cannot be applied (fail closed).
@@ -192,8 +192,16 @@ class Sandbox:
             self.kill()
             raise SandboxUnavailable(f"setting up the sandbox failed ({e})") from None
         hello = {"preamble": self.preamble, "harness": self.harness, "cells": self.cells, "device": self.device}
-        header, _ = self._exchange(hello, [], self.limits.load_seconds, "loading your notebook")
-        return header["load"]
+        setup, _ = self._exchange(hello, [], self.limits.load_seconds, "importing the chapter's modules")
+        # Sent before any student code ran, so it is the one part of the start that the submission cannot forge.
+        facts = setup.get("setup")
+        if not isinstance(facts, dict) or facts.get("setup_error") is not None:
+            self.kill()
+            raise SandboxUnavailable(f"the chapter's imports failed: {facts.get('setup_error') if facts else facts}")
+        deadline = time.monotonic() + self.limits.load_seconds
+        header, _ = wire.read_frame(lambda n: self._read(n, deadline, self.limits.load_seconds,
+                                                         "loading your notebook"))
+        return {"load": header.get("load"), "cuda": facts.get("cuda") is True}
 
     def request(self, header: dict[str, Any], buffers: list[bytes], timeout: float | None, during: str
                 ) -> tuple[dict[str, Any], list[bytes]]:

@@ -150,3 +150,31 @@ def test_a_broken_grading_environment_is_the_graders_error_not_a_zero(tmp_path: 
     monkeypatch.setitem(notebook.CHAPTERS, CH, broken)
     with pytest.raises(GraderError, match="module_missing_on_this_machine"):
         grade_fast(solved(tmp_path, CH))
+
+
+FORGE_LOAD_REPORT = """
+import json
+_dumps = json.dumps
+def _forged(obj, *args, **kwargs):
+    if isinstance(obj, dict) and "load" in obj:
+        obj = {**obj, "load": LOAD}
+    return _dumps(obj, *args, **kwargs)
+json.dumps = _forged
+def softmax(logits, dim=-1):
+    return torch.softmax(logits, dim)
+"""
+
+
+def test_a_forged_load_report_is_a_corrupted_channel_not_a_crash(tmp_path: Path) -> None:
+    load = '{"errors": {"softmax": "boom"}, "names": 5}'
+    g = grade_fast(solved(tmp_path, CH, softmax=f"LOAD = {load}\n" + FORGE_LOAD_REPORT))
+    assert g.score == 0 and g.max_score == 20
+    assert any("corrupted the grader's channel" in n for n in g.notes), g.notes
+
+
+def test_a_forged_setup_error_or_cuda_flag_is_ignored(tmp_path: Path) -> None:
+    """Only what the child says before student code runs can make a grader error or skip the CUDA checks."""
+    load = ('{"errors": {}, "names": {"softmax": "function", "softmax_cross_entropy": "function"}, '
+            '"setup_error": "forged", "cuda": True}')
+    g = grade_fast(solved(tmp_path, CH, softmax=f"LOAD = {load}\n" + FORGE_LOAD_REPORT))
+    assert g.score == g.max_score == 20
