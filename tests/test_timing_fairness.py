@@ -70,3 +70,18 @@ def test_slow_but_vectorized_forms_pass_the_speed_check(tmp_path: Path, chapter:
     assert vectorized
     g = grade_fast(solved(tmp_path, chapter, **{cell: code}), only="speed")
     assert g.results and all(r.status == "passed" for r in g.results), [r.output for r in g.results]
+
+
+def test_the_amp_speed_rounds_make_their_batch_inside_the_timed_call(tmp_path: Path) -> None:
+    student = Student(load_submission(solved(tmp_path, "08_mixed_precision")), "cpu", FAST, time.monotonic() + 120)
+    try:
+        with reference_process(student, "# kit code only") as ref:
+            rigs = [(who, who.call("kit.speed_rig", 7, 32, 2, 16, "cpu")) for who in (student, ref)]
+            # The same round seed gives both processes the same batch (their losses agree, AMP vs float32);
+            # the rig alone holds no batch: a new seed gives new losses.
+            first = [who.call("kit.run_steps", rig, 1, who is student, 11)["losses"][0] for who, rig in rigs]
+            other = [who.call("kit.run_steps", rig, 1, who is student, 12)["losses"][0] for who, rig in rigs]
+    finally:
+        student.close()
+    assert abs(first[0] - first[1]) < 0.05 * first[1] and abs(other[0] - other[1]) < 0.05 * other[1]
+    assert abs(first[1] - other[1]) > 1e-3

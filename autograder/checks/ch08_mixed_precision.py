@@ -399,8 +399,9 @@ def measure_amp_speed(student: Student, rng: torch.Generator, device: str, width
                       warmup: int = SPEED_WARMUP) -> AmpSpeed:
     """The student's AMP step against the kit's float32 step (in a clean process), interleaved rounds.
 
-    Both processes build the same model and batch from one seed, so their
-    losses must agree step by step (within 5 %): the timed steps did the real work.
+    Both processes build the same model from one seed, and each round's batch from a fresh seed sent
+    with that round's timed call, so their losses must agree step by step (within 5 %): the timed steps
+    did the real work, and none could be worked out before its call.
     """
     seed = int(torch.randint(0, 2**31, (), generator=rng))
     call = f"amp_train_step on a {SPEED_LAYERS}-layer MLP {width} wide, batch {batch}, float16"
@@ -413,10 +414,11 @@ def measure_amp_speed(student: Student, rng: torch.Generator, device: str, width
         peaks: dict[bool, int] = {True: 0, False: 0}
         for r in range(warmup + rounds):
             losses: dict[bool, list[float]] = {}
+            batch_seed = int(torch.randint(0, 2**31, (), generator=rng))
             for who, amp, rig in runs if r % 2 == 0 else runs[::-1]:
                 started = time.perf_counter()
-                out = (_kit(who, "run_steps", call, rig, steps, amp, timeout=SPEED_SECONDS) if amp
-                       else who.call("kit.run_steps", rig, steps, amp, timeout=SPEED_SECONDS))
+                out = (_kit(who, "run_steps", call, rig, steps, amp, batch_seed, timeout=SPEED_SECONDS) if amp
+                       else who.call("kit.run_steps", rig, steps, amp, batch_seed, timeout=SPEED_SECONDS))
                 elapsed = time.perf_counter() - started
                 losses[amp], peaks[amp] = out["losses"], max(peaks[amp], int(out["peak_bytes"]))
                 if r >= warmup:

@@ -169,7 +169,8 @@ def run_checkerboard(steps: int, size: int, device: str, use_amp: bool) -> dict[
 
 
 class SpeedRig:
-    """The AMP recipe's MLP, optimizer, GradScaler and one batch, built identically from a seed."""
+    """The AMP recipe's MLP, optimizer and GradScaler, built identically from a seed; each timed call
+    makes its own batch (`run_steps`)."""
 
     def __init__(self, seed: int, width: int, layers: int, batch: int, device: str) -> None:
         torch.manual_seed(seed)
@@ -177,8 +178,8 @@ class SpeedRig:
         self.model = _mlp([width] * (layers + 1)).to(device)
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=1e-3)
         self.scaler = torch.amp.GradScaler(device)
-        self.inputs = torch.randn(batch, width, device=device)
-        self.targets = torch.randn(batch, width, device=device)
+        self.inputs = torch.empty(batch, width, device=device)
+        self.targets = torch.empty(batch, width, device=device)
 
 
 def speed_rig(seed: int, width: int, layers: int, batch: int, device: str) -> SpeedRig:
@@ -195,12 +196,18 @@ def _float32_step(rig: SpeedRig) -> float:
 
 def _amp_step(rig: SpeedRig) -> float:
     return _function("amp_train_step")(rig.model, rig.optimizer, rig.scaler, rig.inputs, rig.targets,
-                                        F.mse_loss, device_type=rig.device, dtype=torch.float16)
+                                        F.mse_loss, device_type=rig.device,
+                                        dtype=torch.float16 if rig.device == "cuda" else torch.bfloat16)
 
 
-def run_steps(rig: SpeedRig, steps: int, amp: bool) -> dict[str, Any]:
-    """`steps` training steps (the student's AMP step, or the kit's float32 step); the judge times the call."""
+def run_steps(rig: SpeedRig, steps: int, amp: bool, seed: int) -> dict[str, Any]:
+    """`steps` training steps (the student's AMP step, or the kit's float32 step) on a batch made from `seed`
+    in this call; the judge times the call. The batch does not exist before the call, so no step can be
+    worked out ahead of it (in an untimed warm-up round, say)."""
     cuda = rig.device == "cuda"
+    gen = torch.Generator(device=rig.device).manual_seed(seed)
+    torch.randn(rig.inputs.shape, generator=gen, device=rig.device, out=rig.inputs)
+    torch.randn(rig.targets.shape, generator=gen, device=rig.device, out=rig.targets)
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
