@@ -151,7 +151,7 @@ def _grade(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
         if report is not None:
             report.parent.mkdir(parents=True, exist_ok=True)
         try:
-            result = gradescope(grade(Path(job.notebook), assignment, device, junit=report))
+            result = gradescope(grade(Path(job.notebook), assignment, device, junit=report, student=job.student))
         except GraderError as e:
             result = error_result(job, device, str(e))
     result["extra_data"].update(student=job.student, sha256=job.sha256)

@@ -14,12 +14,15 @@ from autograder.limits import Limits
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from autograder.judge import GraderError, grade  # torch is imported here, not for merge
+    from autograder.judge import GraderError, grade, student_from_gradescope  # torch is imported here, not for merge
     from autograder.report import clean, gradescope, text
 
     limits = Limits(call_seconds=args.timeout)
     try:
-        g = grade(Path(args.notebook), args.assignment, args.device, args.seed, limits, args.junit, only=args.only)
+        student = args.student or (student_from_gradescope(args.gradescope_metadata) if args.gradescope_metadata
+                                   else None)
+        g = grade(Path(args.notebook), args.assignment, args.device, args.seed, limits, args.junit, only=args.only,
+                  student=student)
     except GraderError as e:
         print(clean(f"grader error: {e}"), file=sys.stderr)
         return 2
@@ -84,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     g.add_argument("--out", help="write Gradescope results.json here")
     g.add_argument("--junit", type=Path, help="write a JUnit XML report here (for CI)")
-    g.add_argument("--seed", type=int, help="fix the input seed (default: HMAC of the notebook with the course secret)")
+    g.add_argument("--seed", type=int, help="fix the input seed (default: HMAC with the course secret of the student "
+                   "and assignment, else of the answer cells' code)")
+    g.add_argument("--student", help="who submitted (name, id or email): their inputs stay the same whatever they edit")
+    g.add_argument("--gradescope-metadata", type=Path, metavar="PATH",
+                   help="read the student from Gradescope's submission_metadata.json (first user's sid or email)")
     g.add_argument("--timeout", type=float, default=Limits.call_seconds,
                    help="seconds allowed for one call into student code (default: %(default)s)")
     g.add_argument("--only", help="run only the checks matching this pytest -k expression (e.g. speed)")

@@ -6,9 +6,12 @@ import contextlib
 import hashlib
 import hmac
 import io
+import json
 import os
 import secrets
 import time
+import tokenize
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,14 +69,52 @@ def course_secret() -> bytes:
     return SECRET_FILE.read_bytes().strip()
 
 
-def secret_seed(notebook: Path) -> int:
-    """HMAC(course secret, notebook bytes): unknowable to students, yet the same notebook
-    always gets the same inputs, so regrading gives the same score."""
+def normalized_code(source: str) -> str:
+    """Python code without its comments, blank lines and spacing (its tokens), so that editing those changes
+    nothing; the source with comment lines and trailing spaces dropped when it does not tokenize."""
     try:
-        content = notebook.read_bytes()
-    except OSError:
-        content = b""
-    return int.from_bytes(hmac.new(course_secret(), content, hashlib.sha256).digest()[:8], "little") >> 2
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        lines = (line.rstrip() for line in source.splitlines())
+        return "\n".join(line for line in lines if line.strip() and not line.lstrip().startswith("#"))
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+    blank = {tokenize.NEWLINE, tokenize.INDENT}  # their text is spacing only
+    return "\x1f".join(f"{t.type}:{'' if t.type in blank else t.string}" for t in tokens if t.type not in skip)
+
+
+def secret_seed(notebook: Path, assignment: str | None = None, student: str | None = None) -> int:
+    """HMAC(course secret, what is graded): unknowable to students, and regrading gives the same inputs.
+
+    With the student known (grade-all's folder name, Gradescope's metadata, --student) it is the student
+    and the assignment: no edit of the notebook rerolls the inputs. Otherwise it is the assignment and the
+    answer cells' code without comments, blank lines or spacing, so editing a comment rerolls nothing;
+    the notebook's bytes when its cells cannot be read.
+    """
+    try:
+        sub = load_submission(notebook, assignment)
+    except NotebookError:
+        sub = None
+    if sub is not None and student:
+        material = f"student\0{sub.chapter.id}\0{student}".encode()
+    elif sub is not None and sub.error is None:
+        cells = sorted((c["id"], normalized_code(c["source"])) for c in sub.cells)
+        material = "\0".join(["code", sub.chapter.id, *(f"{cid}\0{code}" for cid, code in cells)]).encode()
+    else:
+        try:
+            material = b"bytes\0" + notebook.read_bytes()
+        except OSError:
+            material = b"bytes\0"
+    return int.from_bytes(hmac.new(course_secret(), material, hashlib.sha256).digest()[:8], "little") >> 2
+
+
+def student_from_gradescope(metadata: Path) -> str | None:
+    """The submitter in Gradescope's submission_metadata.json: the first user's sid, else their email."""
+    try:
+        users = json.loads(metadata.read_text()).get("users") or []
+    except (OSError, ValueError, AttributeError):
+        return None
+    first = users[0] if users and isinstance(users[0], dict) else {}
+    return str(first.get("sid") or first.get("email") or "") or None
 
 
 class GraderError(Exception):
@@ -91,6 +132,21 @@ def _load_notes(student: Student) -> list[str]:
     return notes
 
 
+@contextlib.contextmanager
+def _without_installed_plugins() -> Iterator[None]:
+    """The checks run with pytest's own plugins and the kit's only: an installed plugin (randomly,
+    xdist, hypothesis...) must not reorder, repeat or break them."""
+    before = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = before
+
+
 def grade(
     notebook: Path,
     assignment: str | None = None,
@@ -100,10 +156,12 @@ def grade(
     junit: Path | None = None,
     total_seconds: float = 900.0,
     only: str | None = None,
+    student: str | None = None,
 ) -> Grade:
     """Grade one notebook. Never raises for anything the student did.
 
-    `only` is a pytest -k expression selecting checks (e.g. "speed").
+    `only` is a pytest -k expression selecting checks (e.g. "speed"). `student` (a name, id or email)
+    fixes the input seed for this student and assignment, whatever the notebook holds (see secret_seed).
     """
     started = time.perf_counter()
     torch.set_num_threads(1)  # the judge's oracles are small; threads only add contention
@@ -113,12 +171,12 @@ def grade(
     except NotebookError as e:
         return Grade(notebook, assignment, device, notes=[str(e)],
                      execution_time=time.perf_counter() - started)
-    student = Student(sub, device, limits, deadline=time.monotonic() + total_seconds)
-    plugin = KitPlugin(student, seed if seed is not None else secret_seed(notebook), device)
+    runner = Student(sub, device, limits, deadline=time.monotonic() + total_seconds)
+    plugin = KitPlugin(runner, seed if seed is not None else secret_seed(notebook, sub.chapter.id, student), device)
     try:
-        student.start()
-        if student.environment_error:
-            raise GraderError(f"cannot grade {notebook.name} on this machine: {student.environment_error}")
+        runner.start()
+        if runner.environment_error:
+            raise GraderError(f"cannot grade {notebook.name} on this machine: {runner.environment_error}")
         args = [str(sub.chapter.checks), "-c", str(CHECKS_DIR / "pytest.ini"), "--rootdir", str(CHECKS_DIR),
                 "-p", "no:cacheprovider", "--noconftest", "-q", "--tb=short", "-W", "ignore"]
         if only:
@@ -126,7 +184,7 @@ def grade(
         if junit is not None:
             args += [f"--junitxml={junit}", "-o", f"junit_suite_name={sub.chapter.id}"]
         log = io.StringIO()
-        with contextlib.redirect_stdout(log):
+        with contextlib.redirect_stdout(log), _without_installed_plugins():
             code = pytest.main(args, plugins=[plugin])
         completed = {pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED}
         if only:
@@ -134,14 +192,14 @@ def grade(
         if code not in completed or not (plugin.results or only):
             raise GraderError(f"pytest could not run {sub.chapter.checks.name} (exit {code}):\n{log.getvalue()}")
     finally:
-        student.close()
-    grade = Grade(notebook, sub.chapter.id, device, plugin.results, _load_notes(student),
-                  student.protections)
+        runner.close()
+    grade = Grade(notebook, sub.chapter.id, device, plugin.results, _load_notes(runner),
+                  runner.protections)
     flags = scan_submission(sub)
     if flags:  # the judge's own read of the cells: forgeable checks were failed (plugin), the instructor reviews
         grade.integrity = [str(f) for f in flags]
         grade.notes.append(integrity_note(flags))
-    if device == "cuda" and not student.cuda_available and not student.fatal:
+    if device == "cuda" and not runner.cuda_available and not runner.fatal:
         grade.notes.append("CUDA was asked for but no CUDA GPU is available: the checks were skipped.")
     grade.execution_time = time.perf_counter() - started
     return grade

@@ -17,7 +17,7 @@ import pytest
 import torch
 from torch import Tensor
 
-from autograder.expect import CheckFailure, expect_tensor, show
+from autograder.expect import CheckFailure, expect_tensor, number, show
 from autograder.remote import Student, describe_call, origin
 from autograder.wire import RemoteObject
 
@@ -157,11 +157,13 @@ def _train_line(student: Student, rng: torch.Generator, model_name: str, x: Tens
 def _expect_line(result: Any, a: Tensor, b: Tensor, call: str, x: Tensor, y: Tensor, noise: float) -> None:
     if abs(a.item() - 5) <= TOLERANCE and abs(b.item() - 3) <= TOLERANCE:
         return
+    found = [f"{name} = {v.item()}" for name, v in (("a", a), ("b", b)) if not math.isfinite(v.item())]
+    problem = "the model did not fit the line" + (f" ({', '.join(found)}: not finite)" if found else "")
     raise CheckFailure(
         f"Call: {call}\n  x = {show(x)}\n  y = 5 * x + 3 + noise of std {noise}: {show(y)}\n"
         f"Expected: a within {TOLERANCE} of 5 and b within {TOLERANCE} of 3 after training\n"
         f"Got:      a = {a.item():.4f}, b = {b.item():.4f} (train returned {show(result)})\n"
-        f"Problem:  the model did not fit the line.\nHint:     {TRAIN_HINT}")
+        f"Problem:  {problem}.\nHint:     {TRAIN_HINT}")
 
 
 # -- AffineScalar --------------------------------------------------------------
@@ -288,10 +290,11 @@ def check_train_returns_final_loss(student: Student, rng: torch.Generator, devic
         raise CheckFailure(f"Call: {call}\nExpected: a Python float, about {want:.6g}\nGot:      {show(result)}\n"
                            f"Problem:  train returned {type(result).__name__}, not float.\nHint:     {LOSS_HINT}")
     if not math.isclose(result, want, rel_tol=1e-3, abs_tol=1e-6):
+        found = "" if math.isfinite(result) else f" ({result} is not a finite number)"
         raise CheckFailure(f"Call: {call}\n  x = {show(x)}\n  y = {show(y)}\n"
                            f"Expected: {want:.6g}, the MSE of the trained model (a = {a.item():.4f}, "
-                           f"b = {b.item():.4f}) on x, y\nGot:      {result:.6g}\n"
-                           f"Problem:  that is not the loss at the end of training.\nHint:     {LOSS_HINT}")
+                           f"b = {b.item():.4f}) on x, y\nGot:      {number(result, want)}\n"
+                           f"Problem:  that is not the loss at the end of training{found}.\nHint:     {LOSS_HINT}")
 
 
 @pytest.mark.task("train")

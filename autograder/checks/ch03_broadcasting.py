@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
-from autograder.expect import CheckFailure, expect_tensor
+from autograder.expect import CheckFailure, expect_tensor, output_shape_checked
 from autograder.remote import Student, summarize
 from autograder.wire import RemoteObject
 
@@ -208,13 +208,17 @@ def check_merge_gradients(student: Student, rng: torch.Generator, device: str) -
         merge = _merge_with(student, params, in1, in2, out, device, "tanh")
         a, b = _merge_inputs(rng, rank, in1, in2)
         g = torch.randn(*torch.broadcast_shapes(a.shape[:-1], b.shape[:-1]), out, generator=rng)
-        grads = run_merge(student, merge, a, b, wrt=(0, 1), grad_output=g)["grads"]
+        call = _merge_call(a, b, out, "tanh")
+        _expect(run_merge(student, merge, a, b)["value"], merge_oracle(ref, a, b, "tanh").float(), call,
+                {"a": a, "b": b}, MERGE_HINT, device)  # the value first
+        with output_shape_checked():
+            grads = run_merge(student, merge, a, b, wrt=(0, 1), grad_output=g)["grads"]
         a64, b64 = a.double().requires_grad_(True), b.double().requires_grad_(True)
         want = torch.autograd.grad(merge_oracle(ref, a64, b64, "tanh"), (a64, b64), g.double())
         for which, got, w in zip("ab", grads, want, strict=True):
             hint = GRAD_HINT + (" The gradient for b sums over the N axis b was broadcast along, so it has "
                                 "b's shape." if which == "b" else "")
-            _expect(got, w.float(), f"gradient with respect to {which} of {_merge_call(a, b, out, 'tanh')}",
+            _expect(got, w.float(), f"gradient with respect to {which} of {call}",
                     {"a": a, "b": b, "grad_output": g}, hint, device)
 
 
@@ -318,7 +322,10 @@ def check_paired_sums_gradient(student: Student, rng: torch.Generator, device: s
     n = _sizes(rng, 1, 2, 20)[0]
     a, b = torch.randn(n, 1, generator=rng), torch.randn(n, generator=rng)
     g = torch.randn(n, generator=rng)
-    _, grads = student.vjp("paired_sums", (a, b), {}, wrt=(0, 1), grad_output=g)
+    _expect(run_paired_sums(student, a, b), paired_sums_oracle(a, b), "paired_sums(a, b)", {"a": a, "b": b},
+            BROADCAST_HINT, device)  # the value first
+    with output_shape_checked():
+        _, grads = student.vjp("paired_sums", (a, b), {}, wrt=(0, 1), grad_output=g)
     for which, got, want in zip("ab", grads, (g.unsqueeze(1), g), strict=True):
         _expect(got, want, f"gradient of paired_sums(a, b) with respect to {which}",
                 {"a": a, "b": b, "grad_output": g}, GRAD_HINT, device)

@@ -9,27 +9,37 @@ device, and the harness (kit.gather_on) sends them to the other device too.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from typing import Any
 
 import pytest
 import torch
 from torch import Tensor
 
-from autograder.expect import CheckFailure, expect_tensor, show
+from autograder.expect import CheckFailure, expect_tensor, explain_error, fail, output_shape_checked
 from autograder.remote import Student, StudentError
 from autograder.timing import RecordProperty, compare_speed, expect_speedup, randint, randn, reference_process
 
 # -- the seam: typed adapters to the student's function ---------------------------
 
 
+# The notebook's example: a call every working batch_gather answers.
+EXAMPLE = (torch.tensor([[10.0, 11.0, 12.0], [20.0, 21.0, 22.0]]), torch.tensor([2, 0]))
+
+
 def run_gather(student: Student, tensor: Tensor, indices: Tensor, hint: str = "") -> Tensor:
-    """batch_gather(tensor, indices); an error it raises gets `hint` added."""
+    """batch_gather(tensor, indices); an error it raises gets `hint` added, or is said to happen on every
+    call when the notebook's example raises too."""
     try:
         return student.call("batch_gather", tensor, indices)
     except StudentError as e:
-        if hint and "raised an error" in str(e):
-            raise StudentError(f"{e}\nHint:     {hint}") from None
-        raise
+        raise explain_error(e, "batch_gather", lambda: student.call("batch_gather", *EXAMPLE), hint) from None
+
+
+def gather_error(student: Student, tensor: Tensor, indices: Tensor) -> dict[str, Any]:
+    """batch_gather's own exception, if it raises one: {"type", "index_error", "message"} or {"type": None}."""
+    return student.call("kit.gather_error", tensor, indices)
 
 
 def run_gather_on(student: Student, device: str, tensor: Tensor, indices: Tensor) -> tuple[Tensor, list[str]]:
@@ -97,10 +107,6 @@ RANGE_HINT = ("Check the indices yourself before gathering, and raise IndexError
               "device-side assert that breaks the whole process.")
 
 
-def _sizes(rng: torch.Generator, n: int, low: int, high: int) -> list[int]:
-    return [int(s) for s in torch.randint(low, high, (n,), generator=rng)]
-
-
 def _random_tensor(rng: torch.Generator, shape: list[int], dtype: torch.dtype) -> Tensor:
     if dtype.is_floating_point:
         return torch.randn(shape, generator=rng, dtype=torch.float64).to(dtype)
@@ -109,16 +115,30 @@ def _random_tensor(rng: torch.Generator, shape: list[int], dtype: torch.dtype) -
 
 def _random_case(rng: torch.Generator, rank: int, index_rank: int, dtype: torch.dtype = torch.float32,
                  index_dtype: torch.dtype = torch.int64, batch: int | None = None) -> tuple[Tensor, Tensor]:
-    """tensor [B, N, ...] of `rank` axes and indices [B, K, ...] of `index_rank` axes, all in [0, N).
+    """tensor [B, 6, 3, 2][:rank] and indices [B, 4, 3][:index_rank] (B = `batch`, else 5) of random values,
+    indices in [0, 6).
 
-    Trailing axes stay shorter than N, so offsets stepped by the wrong axis stay in range and give
-    wrong values rather than an error.
+    Fixed shapes keep every verdict independent of the seed. Trailing axes stay shorter than N, so offsets
+    stepped by the wrong axis stay in range and give wrong values rather than an error.
     """
-    b = batch or _sizes(rng, 1, 2, 7)[0]
-    n = _sizes(rng, 1, 5, 9)[0]
-    tensor = _random_tensor(rng, [b, n, *_sizes(rng, rank - 2, 2, 5)], dtype)
-    indices = torch.randint(0, n, [b, *_sizes(rng, index_rank - 1, 1, 5)], generator=rng).to(index_dtype)
-    return tensor, indices
+    b = batch or 5
+    return _case(rng, [b, 6, 3, 2][:rank], [b, 4, 3][:index_rank], dtype, index_dtype)
+
+
+def _case(rng: torch.Generator, shape: list[int], index_shape: list[int], dtype: torch.dtype = torch.float32,
+          index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor]:
+    """A random tensor of `shape` and random indices of `index_shape`, all in [0, N = shape[1])."""
+    indices = torch.randint(0, shape[1], index_shape, generator=rng).to(index_dtype)
+    return _random_tensor(rng, shape, dtype), indices
+
+
+# Fixed shapes [B, N, ...] and index shapes, so that every mistake fails the same checks under any seed:
+# B = 1 and size-1 axes, K equal to B and not, and trailing axes shorter than N (offsets stepped by the
+# wrong axis then stay in range and give wrong values rather than an error).
+ROW_CASES = (([3, 5], [3]), ([4, 6, 2], [4]), ([2, 7, 3, 2], [2]), ([1, 5], [1]), ([5, 8, 1], [5]),
+             ([6, 5, 2, 3], [6]))
+INDEX_CASES = (([3, 6], [3, 3]), ([2, 5], [2, 1, 3]), ([4, 5, 3], [4, 4]), ([1, 7, 2], [1, 2, 2]),
+               ([3, 6, 2, 4], [3, 1]), ([2, 5, 3, 1], [2, 3, 2]))
 
 
 def _expect(got: Tensor, want: Tensor, tensor: Tensor, indices: Tensor, hint: str, device: str,
@@ -128,10 +148,9 @@ def _expect(got: Tensor, want: Tensor, tensor: Tensor, indices: Tensor, hint: st
                   rtol=0.0, atol=0.0, device=device)
 
 
-def _dtype_order(rng: torch.Generator, trials: int) -> list[torch.dtype]:
-    """Every tensor dtype at least once in `trials` (>= 5), in a random order."""
-    perm = torch.randperm(len(TENSOR_DTYPES), generator=rng).tolist()
-    return [TENSOR_DTYPES[perm[i % len(perm)]] for i in range(trials)]
+def _dtype_order(trials: int) -> list[torch.dtype]:
+    """Every tensor dtype at least once in `trials` (>= 5)."""
+    return [TENSOR_DTYPES[i % len(TENSOR_DTYPES)] for i in range(trials)]
 
 
 # -- batch_gather ------------------------------------------------------------------------
@@ -152,9 +171,9 @@ def check_batch_gather_notebook_example(student: Student, device: str) -> None:
 @pytest.mark.points(2)
 def check_batch_gather_row_indices(student: Student, rng: torch.Generator, device: str) -> None:
     """one index per row ([B] indices) into random tensors of rank 2 to 4, float and integer dtypes"""
-    dtypes = _dtype_order(rng, 6)
-    for trial, rank in enumerate((2, 3, 4, 2, 3, 4)):
-        tensor, indices = _random_case(rng, rank, 1, dtypes[trial], INDEX_DTYPES[trial % 2])
+    dtypes = _dtype_order(len(ROW_CASES))
+    for trial, (shape, index_shape) in enumerate(ROW_CASES):
+        tensor, indices = _case(rng, shape, index_shape, dtypes[trial], INDEX_DTYPES[trial % 2])
         got = run_gather(student, tensor, indices, SHAPE_HINT)
         _expect(got, gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT, device)
 
@@ -163,10 +182,9 @@ def check_batch_gather_row_indices(student: Student, rng: torch.Generator, devic
 @pytest.mark.points(3)
 def check_batch_gather_index_tensors(student: Student, rng: torch.Generator, device: str) -> None:
     """[B, K] and [B, K1, K2] indices into random tensors of rank 2 to 4, float and integer dtypes"""
-    cases = [(rank, index_rank) for rank in (2, 3, 4) for index_rank in (2, 3)]
-    dtypes = _dtype_order(rng, len(cases))
-    for trial, (rank, index_rank) in enumerate(cases):
-        tensor, indices = _random_case(rng, rank, index_rank, dtypes[trial], INDEX_DTYPES[trial % 2])
+    dtypes = _dtype_order(len(INDEX_CASES))
+    for trial, (shape, index_shape) in enumerate(INDEX_CASES):
+        tensor, indices = _case(rng, shape, index_shape, dtypes[trial], INDEX_DTYPES[trial % 2])
         got = run_gather(student, tensor, indices, OFFSET_HINT)
         _expect(got, gather_oracle(tensor, indices), tensor, indices, OFFSET_HINT, device)
 
@@ -201,16 +219,18 @@ def check_batch_gather_device(student: Student, rng: torch.Generator, device: st
 @pytest.mark.points(3)
 def check_batch_gather_gradient(student: Student, rng: torch.Generator, device: str) -> None:
     """gradients flow to `tensor` and match indexing's; an index used twice gets its gradient added up"""
-    for dtype, rank, index_rank in ((torch.float32, 3, 2), (torch.float64, 2, 1), (torch.float64, 4, 3)):
-        tensor, indices = _random_case(rng, rank, index_rank, dtype)
-        if index_rank > 1:
+    for dtype, shape, index_shape in ((torch.float32, [3, 5, 2], [3, 2]), (torch.float64, [4, 6], [4]),
+                                      (torch.float64, [2, 5, 3, 2], [2, 2, 3])):
+        tensor, indices = _case(rng, shape, index_shape, dtype)
+        if indices.dim() > 1:
             indices = torch.cat([indices, indices[:, :1]], dim=1)  # every row gathers some entries twice
-        grad_output = torch.randn(gather_oracle(tensor, indices).shape, generator=rng, dtype=torch.float64)
-        grad_output = grad_output.to(dtype)
-        value, grads = student.vjp("batch_gather", (tensor, indices), {}, wrt=(0,), grad_output=grad_output)
+        want = gather_oracle(tensor, indices)
+        _expect(run_gather(student, tensor, indices, SHAPE_HINT), want, tensor, indices, SHAPE_HINT, device)
+        grad_output = torch.randn(want.shape, generator=rng, dtype=torch.float64).to(dtype)
+        with output_shape_checked():
+            _, grads = student.vjp("batch_gather", (tensor, indices), {}, wrt=(0,), grad_output=grad_output)
         inputs = {"tensor": tensor, "indices": indices, "grad_output": grad_output}
         call = "gradient of batch_gather(tensor, indices) with respect to tensor, for a random output gradient"
-        _expect(value, gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT, device)
         if not grads or grads[0] is None:
             raise CheckFailure(f"Call: {call}\nProblem:  no gradient reached `tensor`: the result does not "
                                f"depend on it through autograd.\nHint:     {GRAD_HINT}")
@@ -260,13 +280,16 @@ def check_batch_gather_speed(student: Student, rng: torch.Generator, device: str
 @pytest.mark.task("batch_gather")
 @pytest.mark.points(2)
 def check_batch_gather_out_of_range(student: Student, rng: torch.Generator, device: str) -> None:
-    """an index of N or more raises a clear error instead of crashing or returning garbage"""
-    tensor, indices = _random_case(rng, 3, 2, batch=4)
+    """an index of N raises IndexError naming it, from a batch_gather that answers in-range indices"""
+    tensor, indices = _case(rng, [4, 6, 3], [4, 2])
     n = tensor.shape[1]
+    run_gather(student, tensor, indices)  # a function that raises on every call earns nothing here
     indices[0, 0] = n  # with flat offsets this is row 1's entry 0: valid memory, wrong answer
     call = f"batch_gather(tensor, indices) with indices[0, 0] = {n} on an axis of size N = {n}"
+    inputs = {"tensor": tensor, "indices": indices}
+    expected = f"IndexError with {n} in its message, since {n} is not a valid index"
     try:
-        got = student.call("batch_gather", tensor, indices)
+        outcome = gather_error(student, tensor, indices)
     except StudentError as e:
         text = str(e)
         if "device-side assert" in text:
@@ -274,13 +297,21 @@ def check_batch_gather_out_of_range(student: Student, rng: torch.Generator, devi
                 student.sandbox.kill()  # its CUDA context is unusable: later checks get a fresh process
             raise CheckFailure(f"{text}\nProblem:  {call} hit a device-side assert: the GPU kernel read out "
                                f"of range.\nHint:     {RANGE_HINT}") from None
-        if "raised an error" in text:
-            return  # a clear exception from the student's code
         if "crashed" in text or "did not finish" in text:
             raise CheckFailure(f"{text}\nProblem:  {call} must raise an exception, not crash or hang.\n"
                                f"Hint:     {RANGE_HINT}") from None
         raise
-    raise CheckFailure(f"Call: {call}\n  tensor = {show(tensor)}\n  indices = {show(indices)}\n"
-                       f"Expected: an exception (IndexError), since {n} is not a valid index\n"
-                       f"Got:      {show(got)}\nProblem:  returned a result for an out-of-range index: "
-                       f"silent garbage.\nHint:     {RANGE_HINT}")
+    if outcome["type"] is None:
+        fail(call, inputs, expected, outcome["value"], "returned a result for an out-of-range index: silent garbage",
+             RANGE_HINT)
+    if "device-side assert" in outcome["message"]:
+        if student.sandbox is not None:
+            student.sandbox.kill()
+        fail(call, inputs, expected, f"{outcome['type']}: {outcome['message'][:300]}",
+             "the GPU kernel read out of range (a device-side assert)", RANGE_HINT)
+    if not outcome["index_error"]:
+        fail(call, inputs, expected, f"{outcome['type']}: {outcome['message'][:300]}",
+             f"raised {outcome['type']}, not IndexError (or a subclass of it)", RANGE_HINT)
+    if not re.search(rf"(?<![\d.]){n}(?![\d.])", outcome["message"]):
+        fail(call, inputs, expected, f"{outcome['type']}: {outcome['message'][:300]}",
+             f"the message does not say which index is wrong ({n})", RANGE_HINT)

@@ -1,19 +1,38 @@
 """Hidden checks for 07_numerical_stability: softmax and softmax_cross_entropy.
 
 Oracles are torch's own softmax and log_softmax computed in float64 in the
-judge. Random inputs come from `rng`, seeded by the grading's secret seed.
+judge. Every check runs fixed hard cases (shapes with equal and size-1 axes,
+every dim, huge logits) so that each classic mistake fails the same checks
+under any seed; random values come from `rng`, seeded by the grading's secret
+seed. softmax_cross_entropy runs through the harness
+(autograder/harness/ch07_numerical_stability.py) with the kit's softmax in
+place of the student's, so a softmax bug costs points in softmax only.
 """
 
 from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import torch
 from torch import Tensor
 
-from autograder.expect import CheckFailure, expect_tensor
-from autograder.remote import Student
+from autograder.expect import CheckFailure, expect_tensor, fail, output_shape_checked
+from autograder.remote import Student, StudentError
 
 # -- the seam: typed adapters to the student's functions ----------------------
+
+
+@contextlib.contextmanager
+def _named() -> Iterator[None]:
+    """Errors of the harness's kit.xent, named as the student's softmax_cross_entropy."""
+    try:
+        yield
+    except StudentError as e:
+        raise StudentError(re.sub(r"kit\.xent\b", "softmax_cross_entropy", str(e))) from None
 
 
 def run_softmax(student: Student, logits: Tensor, dim: int | None = None) -> Tensor:
@@ -21,9 +40,17 @@ def run_softmax(student: Student, logits: Tensor, dim: int | None = None) -> Ten
 
 
 def run_xent(student: Student, labels: Tensor, logits: Tensor, dim: int | None = None) -> Tensor:
-    if dim is None:
-        return student.call("softmax_cross_entropy", labels, logits)
-    return student.call("softmax_cross_entropy", labels, logits, dim=dim)
+    with _named():
+        if dim is None:
+            return student.call("kit.xent", labels, logits)
+        return student.call("kit.xent", labels, logits, dim=dim)
+
+
+def xent_vjp(student: Student, labels: Tensor, logits: Tensor, kwargs: dict[str, Any],
+             grad_output: Tensor | None = None) -> list[Tensor | None]:
+    """The gradient of softmax_cross_entropy with respect to logits, for an output already checked."""
+    with _named(), output_shape_checked():
+        return student.vjp("kit.xent", (labels, logits), kwargs, wrt=(1,), grad_output=grad_output)[1]
 
 
 # -- oracles -------------------------------------------------------------------
@@ -44,14 +71,22 @@ OVERFLOW_HINT = ("exp() of a logit above about 88.7 overflows float32 to inf, an
                  "The guide's torch.reduce_max does not exist.")
 ROWWISE_HINT = ("Take the maximum along `dim` with keepdim=True, one per row. A single global "
                 "max (logits.max()) makes exp underflow to 0 for rows far below the others: 0 / 0 = nan.")
-DIM_HINT = "Use the `dim` argument everywhere: in the max, the exp normalisation and the sum."
+DIM_HINT = ("Use the `dim` argument everywhere, with keepdim=True: in the max, the exp normalisation and the "
+            "sum. Without keepdim the reduced tensor lines up with the wrong axis when sizes are equal.")
 LOG_HINT = ("log(softmax(x)) is log(0) = -inf when a probability underflows. Compute log-softmax "
             "directly: (x - max) - logsumexp(x - max, dim), then -sum(labels * that, dim).")
 GRAD_HINT = ("Build the result from differentiable torch operations on the inputs; avoid .detach(), "
              ".data, .numpy() and Python loops over .item() values.")
+DTYPE_HINT = "Compute in the input's dtype and return that dtype: no .float() or .double() copies."
+
+# Shapes with unequal, equal and size-1 axes: a reduction without keepdim, or along the wrong axis,
+# fails on some of them whatever the seed.
+BATCH_SHAPES = ([4, 7], [7, 4], [5, 5], [1, 6], [6, 1], [3, 2])
+DIM_SHAPES = ([6], [3, 5], [4, 4], [2, 3, 4], [3, 3, 3], [2, 3, 1, 4])
+SCALE = 3.0  # random logits ~ N(0, 9): their rows span less than 40, far from any overflow
 
 
-def _random_logits(rng: Tensor | torch.Generator, shape: list[int], scale: float = 3.0,
+def _random_logits(rng: torch.Generator, shape: list[int], scale: float = SCALE,
                    dtype: torch.dtype = torch.float32) -> Tensor:
     return (torch.randn(shape, generator=rng, dtype=torch.float64) * scale).to(dtype)
 
@@ -60,8 +95,9 @@ def _random_labels(rng: torch.Generator, shape: list[int], dim: int = -1) -> Ten
     return torch.softmax(torch.randn(shape, generator=rng, dtype=torch.float64) * 2, dim).float()
 
 
-def _shape(rng: torch.Generator, rank: int) -> list[int]:
-    return [int(n) for n in torch.randint(2, 7, (rank,), generator=rng)]
+def _dims(rank: int) -> list[int]:
+    """Every axis, and the first one counted from the end as well."""
+    return [*range(rank), -rank] if rank > 1 else [0, -1]
 
 
 def _expect(got: Tensor, want: Tensor, call: str, inputs: dict[str, Tensor], hint: str, device: str) -> None:
@@ -69,16 +105,34 @@ def _expect(got: Tensor, want: Tensor, call: str, inputs: dict[str, Tensor], hin
     expect_tensor(got, want, call=call, inputs=inputs, hint=hint, rtol=rtol, atol=atol, device=device)
 
 
+def _expect_softmax(got: Tensor, x: Tensor, dim: int, call: str, hint: str, device: str) -> None:
+    """softmax along `dim`; when the result is softmax along another axis, says that `dim` was ignored."""
+    want = softmax_oracle(x, dim)
+    rtol, atol = TOL[want.dtype]
+    if isinstance(got, Tensor) and got.shape == want.shape and got.dtype == want.dtype and x.dim() > 1:
+        g = got.detach().double()
+        if not bool(torch.isclose(g, want.double(), rtol=rtol, atol=atol).all()):
+            for other in range(x.dim()):
+                if other != dim % x.dim() and bool(torch.isclose(g, softmax_oracle(x, other).double(),
+                                                                  rtol=rtol, atol=atol).all()):
+                    fail(call, {"logits": x}, want, got,
+                         f"the result is softmax along dim={other}, not along dim={dim}: the `dim` argument "
+                         "was not used", DIM_HINT)
+    _expect(got, want, call, {"logits": x}, hint, device)
+
+
 def _gradcheck(student: Student, name: str, args: tuple, kwargs: dict, wrt: int, hint: str) -> None:
     """torch.autograd.gradcheck in float64: central differences against the backward pass."""
     fn = student.differentiable(name, args, kwargs, wrt)
     x = args[wrt].detach().double().requires_grad_(True)
+    shown = "softmax_cross_entropy" if name == "kit.xent" else name
     try:
         # Expected error of central differences here: about eps**2 = 1e-12, well under atol.
-        torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-7, rtol=1e-5)
+        with _named():
+            torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-7, rtol=1e-5)
     except RuntimeError as e:
         raise CheckFailure(
-            f"Call: {name} with {list(x.shape)} float64 input (gradcheck, central differences, eps=1e-6)\n"
+            f"Call: {shown} with {list(x.shape)} float64 input (gradcheck, central differences, eps=1e-6)\n"
             f"Problem:  your backward pass disagrees with the numerical gradient.\n"
             f"{str(e).strip()[:1200]}\nHint:     {hint}"
         ) from None
@@ -100,35 +154,33 @@ def check_softmax_guide_example(student: Student, device: str) -> None:
 @pytest.mark.task("softmax")
 @pytest.mark.points(2)
 def check_softmax_random_batches(student: Student, rng: torch.Generator, device: str) -> None:
-    """softmax matches torch.softmax on random [B, C] batches (default dim and dim=1)"""
-    for trial in range(6):
-        x = _random_logits(rng, _shape(rng, 2))
+    """softmax matches torch.softmax on [B, C] batches, square and with size-1 axes (default dim and dim=1)"""
+    for trial, shape in enumerate(BATCH_SHAPES):
+        x = _random_logits(rng, shape)
         dim = None if trial % 2 == 0 else 1
         call = "softmax(logits)" if dim is None else "softmax(logits, dim=1)"
-        _expect(run_softmax(student, x, dim), softmax_oracle(x), call, {"logits": x}, "", device)
+        _expect_softmax(run_softmax(student, x, dim), x, -1, call, DIM_HINT, device)
 
 
 @pytest.mark.task("softmax")
 @pytest.mark.points(2)
 def check_softmax_other_dims(student: Student, rng: torch.Generator, device: str) -> None:
-    """softmax normalises along the `dim` it is given, for tensors of rank 1 to 4"""
-    for rank in (1, 2, 3, 4):
-        x = _random_logits(rng, _shape(rng, rank))
-        for dim in sorted({0, rank - 1, -rank}):
-            _expect(run_softmax(student, x, dim), softmax_oracle(x, dim), f"softmax(logits, dim={dim})",
-                    {"logits": x}, DIM_HINT, device)
+    """softmax normalises along the `dim` it is given, every axis of tensors of rank 1 to 4"""
+    for shape in DIM_SHAPES:
+        x = _random_logits(rng, shape)
+        for dim in _dims(len(shape)):
+            _expect_softmax(run_softmax(student, x, dim), x, dim, f"softmax(logits, dim={dim})", DIM_HINT, device)
 
 
 @pytest.mark.task("softmax")
 @pytest.mark.points(2)
 def check_softmax_rows_far_apart(student: Student, rng: torch.Generator, device: str) -> None:
-    """rows on very different scales each get their own maximum (no 0/0)"""
-    for _ in range(3):
-        b, c = _shape(rng, 2)
+    """rows (or columns) on very different scales each get their own maximum (no 0/0)"""
+    for (b, c), dim in (([4, 5], 1), ([3, 6], 1), ([5, 3], 0)):
         offsets = -1000.0 * torch.arange(b, dtype=torch.float64).unsqueeze(1)
         x = (_random_logits(rng, [b, c]).double() + offsets).float()
-        _expect(run_softmax(student, x, 1), softmax_oracle(x, 1), "softmax(logits, dim=1)",
-                {"logits": x}, ROWWISE_HINT, device)
+        x = x if dim == 1 else x.T.contiguous()
+        _expect_softmax(run_softmax(student, x, dim), x, dim, f"softmax(logits, dim={dim})", ROWWISE_HINT, device)
 
 
 @pytest.mark.task("softmax")
@@ -146,9 +198,8 @@ def check_softmax_huge_and_infinite_logits(student: Student, device: str) -> Non
 def check_softmax_keeps_dtype(student: Student, rng: torch.Generator, device: str) -> None:
     """the result has the input's dtype and accuracy: float64 and bfloat16"""
     for dtype in (torch.float64, torch.bfloat16):
-        x = _random_logits(rng, _shape(rng, 2), scale=30.0, dtype=dtype)
-        _expect(run_softmax(student, x, -1), softmax_oracle(x), "softmax(logits, dim=-1)",
-                {"logits": x}, "Compute in the input's dtype and return that dtype.", device)
+        x = _random_logits(rng, [4, 6], dtype=dtype)
+        _expect_softmax(run_softmax(student, x, -1), x, -1, "softmax(logits, dim=-1)", DTYPE_HINT, device)
 
 
 @pytest.mark.task("softmax")
@@ -157,15 +208,22 @@ def check_softmax_gradient(student: Student, rng: torch.Generator, device: str) 
     """the gradient passes gradcheck in float64 and matches torch.softmax's"""
     x = _random_logits(rng, [3, 4], dtype=torch.float64)
     g = torch.randn([3, 4], generator=rng, dtype=torch.float64)
-    _, grads = student.vjp("softmax", (x,), {"dim": 0}, wrt=(0,), grad_output=g)
+    call = "softmax(logits, dim=0)"
+    _expect_softmax(run_softmax(student, x, 0), x, 0, call, DIM_HINT, device)  # the value first
+    with output_shape_checked():
+        _, grads = student.vjp("softmax", (x,), {"dim": 0}, wrt=(0,), grad_output=g)
     xr = x.clone().requires_grad_(True)
     (want,) = torch.autograd.grad(torch.softmax(xr, 0), xr, g)
-    _expect(grads[0], want, "gradient of softmax(logits, dim=0) with a random output gradient",
+    _expect(grads[0], want, f"gradient of {call} with a random output gradient",
             {"logits": x, "grad_output": g}, GRAD_HINT, device)
     _gradcheck(student, "softmax", (x,), {"dim": 1}, 0, GRAD_HINT)
 
 
 # -- softmax_cross_entropy -----------------------------------------------------
+
+
+def _xent_call(dim: int | None) -> str:
+    return "softmax_cross_entropy(labels, logits" + (")" if dim is None else f", dim={dim})")
 
 
 @pytest.mark.task("softmax_cross_entropy")
@@ -175,34 +233,31 @@ def check_xent_guide_example(student: Student, device: str) -> None:
     """labels [0.5, 0.5], logits [1000., 0.] give 500 and the gradient [0.5, -0.5]"""
     labels, logits = torch.tensor([0.5, 0.5]), torch.tensor([1000.0, 0.0])
     inputs = {"labels": labels, "logits": logits}
-    value, grads = student.vjp("softmax_cross_entropy", (labels, logits), {}, wrt=(1,))
-    _expect(value, torch.tensor(500.0), "softmax_cross_entropy(labels, logits)", inputs, LOG_HINT, device)
+    _expect(run_xent(student, labels, logits), torch.tensor(500.0), _xent_call(None), inputs, LOG_HINT, device)
+    grads = xent_vjp(student, labels, logits, {})
     _expect(grads[0], torch.tensor([0.5, -0.5]), "gradient with respect to logits", inputs, LOG_HINT, device)
 
 
 @pytest.mark.task("softmax_cross_entropy")
 @pytest.mark.points(2)
 def check_xent_random_batches(student: Student, rng: torch.Generator, device: str) -> None:
-    """matches -sum(labels * log_softmax(logits)) on random [B, C] batches"""
-    for trial in range(6):
-        shape = _shape(rng, 2)
+    """matches -sum(labels * log_softmax(logits)) on [B, C] batches, square and with size-1 axes"""
+    for trial, shape in enumerate(BATCH_SHAPES):
         labels, logits = _random_labels(rng, shape), _random_logits(rng, shape)
         dim = None if trial % 2 == 0 else 1
-        call = "softmax_cross_entropy(labels, logits" + (")" if dim is None else ", dim=1)")
-        _expect(run_xent(student, labels, logits, dim), xent_oracle(labels, logits), call,
+        _expect(run_xent(student, labels, logits, dim), xent_oracle(labels, logits), _xent_call(dim),
                 {"labels": labels, "logits": logits}, "The result has `dim` reduced: shape [B].", device)
 
 
 @pytest.mark.task("softmax_cross_entropy")
 @pytest.mark.points(1)
 def check_xent_other_dims(student: Student, rng: torch.Generator, device: str) -> None:
-    """reduces exactly the `dim` it is given, for rank-3 inputs"""
-    shape = _shape(rng, 3)
-    for dim in (0, 1, -1):
-        labels, logits = _random_labels(rng, shape, dim), _random_logits(rng, shape)
-        _expect(run_xent(student, labels, logits, dim), xent_oracle(labels, logits, dim),
-                f"softmax_cross_entropy(labels, logits, dim={dim})", {"labels": labels, "logits": logits},
-                DIM_HINT, device)
+    """reduces exactly the `dim` it is given, every axis of rank-3 inputs"""
+    for shape in ([2, 3, 4], [3, 3, 3]):
+        for dim in _dims(3):
+            labels, logits = _random_labels(rng, shape, dim), _random_logits(rng, shape)
+            _expect(run_xent(student, labels, logits, dim), xent_oracle(labels, logits, dim), _xent_call(dim),
+                    {"labels": labels, "logits": logits}, DIM_HINT, device)
 
 
 @pytest.mark.task("softmax_cross_entropy")
@@ -211,9 +266,8 @@ def check_xent_extreme_logits(student: Student, device: str) -> None:
     """stays finite and exact for logits of 1e4 and 1e30 and rows far apart"""
     logits = torch.tensor([[1e4, 0.0, -1e4], [1e30, 0.0, -1e30], [0.0, 1.0, 2.0], [-5000.0, -5001.0, -7000.0]])
     labels = torch.tensor([[0.2, 0.3, 0.5], [0.5, 0.25, 0.25], [1.0, 0.0, 0.0], [0.1, 0.1, 0.8]])
-    _expect(run_xent(student, labels, logits, 1), xent_oracle(labels, logits, 1),
-            "softmax_cross_entropy(labels, logits, dim=1)", {"labels": labels, "logits": logits},
-            LOG_HINT, device)
+    _expect(run_xent(student, labels, logits, 1), xent_oracle(labels, logits, 1), _xent_call(1),
+            {"labels": labels, "logits": logits}, LOG_HINT, device)
 
 
 @pytest.mark.task("softmax_cross_entropy")
@@ -222,15 +276,18 @@ def check_xent_gradient(student: Student, rng: torch.Generator, device: str) -> 
     """the gradient passes gradcheck in float64 and stays finite for huge logits"""
     labels = _random_labels(rng, [3, 4]).double()
     logits = _random_logits(rng, [3, 4], dtype=torch.float64)
-    _gradcheck(student, "softmax_cross_entropy", (labels, logits), {"dim": 1}, 1, GRAD_HINT)
+    _expect(run_xent(student, labels, logits, 1), xent_oracle(labels, logits, 1), _xent_call(1),
+            {"labels": labels, "logits": logits}, DIM_HINT, device)  # the value first
+    _gradcheck(student, "kit.xent", (labels, logits), {"dim": 1}, 1, GRAD_HINT)
     big = torch.tensor([[1e4, 0.0, -1e4], [1e30, 0.0, 1.0]])
     soft = torch.tensor([[0.2, 0.3, 0.5], [0.5, 0.25, 0.25]])
     g = torch.tensor([1.0, 2.0])
-    _, grads = student.vjp("softmax_cross_entropy", (soft, big), {"dim": 1}, wrt=(1,), grad_output=g)
+    inputs = {"labels": soft, "logits": big, "grad_output": g}
+    _expect(run_xent(student, soft, big, 1), xent_oracle(soft, big, 1), _xent_call(1), inputs, LOG_HINT, device)
+    grads = xent_vjp(student, soft, big, {"dim": 1}, g)
     bigr = big.double().requires_grad_(True)
     (want,) = torch.autograd.grad(xent_oracle(soft, bigr, 1), bigr, g.double())
-    _expect(grads[0], want.float(), "gradient of softmax_cross_entropy(labels, logits, dim=1)",
-            {"labels": soft, "logits": big, "grad_output": g}, LOG_HINT, device)
+    _expect(grads[0], want.float(), f"gradient of {_xent_call(1)}", inputs, LOG_HINT, device)
 
 
 @pytest.mark.task("softmax_cross_entropy")
@@ -238,9 +295,7 @@ def check_xent_gradient(student: Student, rng: torch.Generator, device: str) -> 
 def check_xent_keeps_dtype(student: Student, rng: torch.Generator, device: str) -> None:
     """the result has the logits' dtype and accuracy: float64 and bfloat16"""
     for dtype in (torch.float64, torch.bfloat16):
-        shape = _shape(rng, 2)
-        labels = _random_labels(rng, shape).to(dtype)
-        logits = _random_logits(rng, shape, scale=30.0, dtype=dtype)
-        _expect(run_xent(student, labels, logits, -1), xent_oracle(labels, logits),
-                "softmax_cross_entropy(labels, logits, dim=-1)", {"labels": labels, "logits": logits},
-                "Compute in the logits' dtype and return that dtype.", device)
+        labels = _random_labels(rng, [4, 6]).to(dtype)
+        logits = _random_logits(rng, [4, 6], dtype=dtype)
+        _expect(run_xent(student, labels, logits, -1), xent_oracle(labels, logits), _xent_call(-1),
+                {"labels": labels, "logits": logits}, "Compute in the logits' dtype and return that dtype.", device)

@@ -9,6 +9,9 @@ was on then, the parameters and gradients afterwards, the scale before and
 after, and any warnings. The judge decides: its oracle is the same MLP in
 float64, without autocast, and an SGD step on the (clipped) gradient.
 
+train_checkerboard runs with the kit's amp_train_step in place of the
+student's, so that a mistake in amp_train_step costs points there only.
+
 On CPU the low-precision dtype is bfloat16; on CUDA it is float16. Random
 inputs come from `rng`, seeded by the grading's secret seed.
 """
@@ -28,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from autograder.expect import CheckFailure, fail, show
+from autograder.expect import CheckFailure, fail, nonfinite, show
 from autograder.remote import Student, StudentError
 from autograder.scan import references
 from autograder.timing import RecordProperty, reference_process
@@ -188,9 +191,9 @@ def _deprecations(warnings: list[str]) -> list[str]:
     return [w for w in warnings if "torch.cuda.amp" in w]
 
 
-def expect_update(record: dict[str, Any], case: Case, want: dict[str, Tensor], device: str, problem: str,
-                  hint: str, max_grad_norm: float | None = None) -> None:
-    """The parameters moved by `want` (judge's float64 update), within UPDATE_RTOL in relative L2 norm."""
+def expect_finite_parameters(record: dict[str, Any], case: Case, device: str,
+                             max_grad_norm: float | None = None) -> dict[str, Tensor]:
+    """The parameters after the step: the model's own names, float32 and finite."""
     names = list(case.params)
     after = record["after"]
     if set(after) != set(names) or any(after[n].dtype != torch.float32 for n in names):
@@ -198,10 +201,23 @@ def expect_update(record: dict[str, Any], case: Case, want: dict[str, Tensor], d
              {n: str(t.dtype) for n, t in after.items()}, "the model's parameters changed name or dtype",
              "Leave the model's parameters in float32: autocast casts inside the forward pass only; never "
              "call model.half() or model.to(dtype).")
+    for name in names:
+        found = nonfinite(after[name])
+        if found is not None:
+            fail(case.describe(device, max_grad_norm), {}, "finite parameters after a step with finite gradients",
+                 f"{name} = {show(after[name])}", f"{name} holds {found} after the step", STEP_HINT)
+    return after
+
+
+def expect_update(record: dict[str, Any], case: Case, want: dict[str, Tensor], device: str, problem: str,
+                  hint: str, max_grad_norm: float | None = None) -> None:
+    """The parameters moved by `want` (judge's float64 update), within UPDATE_RTOL in relative L2 norm."""
+    names = list(case.params)
+    after = expect_finite_parameters(record, case, device, max_grad_norm)
     got = _flat(after, names) - _flat(case.params, names)
     expected = _flat(want, names)
     error = float((got - expected).norm() / expected.norm())
-    if error > UPDATE_RTOL:
+    if not error <= UPDATE_RTOL:
         fail(case.describe(device, max_grad_norm), {}, expected, got,
              f"{problem}: the update (parameters after minus before, all parameters flattened) is "
              f"{float(got.norm()) / float(expected.norm()):.4g} times as large as expected and off by "
@@ -224,10 +240,12 @@ def check_amp_step_returns_loss_and_updates(student: Student, rng: torch.Generat
     if not isinstance(returned, float):
         fail(case.describe(device), {}, f"a Python float close to {loss:.6g}", record["returned_type"],
              f"returned a {record['returned_type']}, not a float", RETURN_HINT)
-    if not math.isfinite(returned) or abs(returned - loss) > LOSS_RTOL * abs(loss):
+    if not abs(returned - loss) <= LOSS_RTOL * abs(loss):
+        found = f"the returned loss is {returned}, not a finite number: " if not math.isfinite(returned) else ""
         fail(case.describe(device), {"inputs": case.inputs, "targets": case.targets}, loss, returned,
-             f"the returned loss is not the MSE of the model's outputs (float64 oracle; tolerance "
+             f"{found}the returned loss is not the MSE of the model's outputs (float64 oracle; tolerance "
              f"{LOSS_RTOL:.0%})", RETURN_HINT)
+    expect_finite_parameters(record, case, device)
     if all(torch.equal(record["after"][n], case.params[n]) for n in case.params):
         fail(case.describe(device), {}, "parameters changed by one SGD step", "parameters unchanged",
              "the healthy step (finite gradients) did not update the model", STEP_HINT)
@@ -467,8 +485,9 @@ def expect_learned(student: Student, record: dict[str, Any], device: str, use_am
     call = f"train_checkerboard(steps={STEPS}, size={SIZE}, device={device!r}, use_amp={use_amp})"
     model, final_loss = _unpack(record, device, use_amp)
     if not final_loss < THRESHOLD:
+        found = f" (it is {final_loss})" if not math.isfinite(final_loss) else ""
         fail(call, {}, f"final_loss < {THRESHOLD}", final_loss,
-             f"the training loss did not get under {THRESHOLD} (a constant prediction gives 0.25)", BOARD_HINT)
+             f"the training loss did not get under {THRESHOLD}{found} (a constant prediction gives 0.25)", BOARD_HINT)
     inputs = grid(SIZE, SIZE).unsqueeze(0)
     target = checker(SIZE, SIZE, FREQ).unsqueeze(0).unsqueeze(1)
     out = student.method(model, [], inputs, timeout=SECONDS)["value"]
@@ -477,7 +496,9 @@ def expect_learned(student: Student, record: dict[str, Any], device: str, use_am
              "the model does not map a [1, 2, H, W] grid to a [1, 1, H, W] image", BOARD_HINT)
     mse = float(F.mse_loss(out.double(), target.double()))
     if not mse < THRESHOLD:
+        found = nonfinite(out)
         fail(f"model(grid({SIZE}, {SIZE}).unsqueeze(0)) with the returned model", {"inputs": inputs}, target, out,
+             (f"the model's output holds {found}; " if found else "") +
              f"the judge's mean squared error of the returned model is {mse:.4g}, not under {THRESHOLD} "
              f"(you reported final_loss = {final_loss:.4g})",
              "Return the trained model itself, in the state it was trained to." + " " + BOARD_HINT)

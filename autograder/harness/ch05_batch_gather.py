@@ -34,3 +34,14 @@ def gather_on(device: str, tensor: torch.Tensor, indices: torch.Tensor) -> dict[
     with trace:
         value = batch_gather(tensor, indices)
     return {"value": value, "devices": sorted(trace.devices)}
+
+
+def gather_error(tensor: torch.Tensor, indices: torch.Tensor) -> dict[str, Any]:
+    """The exception batch_gather(tensor, indices) raises, as its type, whether it is an IndexError and its
+    own message (nothing of the grader's), or {"type": None, "value": ...} when it returns."""
+    batch_gather = globals()["student"]["batch_gather"]
+    try:
+        value = batch_gather(tensor, indices)
+    except Exception as e:
+        return {"type": type(e).__name__, "index_error": isinstance(e, IndexError), "message": str(e)[:2000]}
+    return {"type": None, "value": value}

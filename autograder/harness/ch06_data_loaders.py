@@ -7,6 +7,7 @@ compares them. There is one function per task, so that a dataset that hangs
 stops only the later checks of its own task.
 """
 
+import re
 from typing import Any
 
 from torch.utils.data import DataLoader
@@ -74,3 +75,27 @@ def read_directory(dataset: Any, num_workers: int, timeout: float, limit: int) -
 def stream_tar(dataset: Any, num_workers: int, timeout: float, limit: int) -> list[Any]:
     """The items of a TarImageDataset streamed through a DataLoader."""
     return _collect(dataset, num_workers, timeout, limit)
+
+
+def _own_message(text: str) -> str:
+    """The message of the dataset's own exception: a worker's error without torch's wrapping and traceback."""
+    _, _, trace = text.partition("\nOriginal Traceback (most recent call last):\n")
+    if not trace:
+        return text
+    lines = trace.splitlines()
+    frames = [i for i, line in enumerate(lines) if line.startswith('  File "')]
+    end = frames[-1] + 1 if frames else 0
+    while end < len(lines) and lines[end].startswith("    "):
+        end += 1
+    return re.sub(r"^[\w.]+: ", "", "\n".join(lines[end:]), count=1)
+
+
+def stream_error(dataset: Any, num_workers: int, timeout: float, limit: int) -> dict[str, Any]:
+    """Stream a TarImageDataset like stream_tar; the exception it raises as its type, whether it is a
+    ValueError and its own message (nothing of the grader's), or {"type": None, "count": items} when none."""
+    try:
+        items = _collect(dataset, num_workers, timeout, limit)
+    except Exception as e:
+        return {"type": type(e).__name__, "value_error": isinstance(e, ValueError),
+                "message": _own_message(str(e))[:2000]}
+    return {"type": None, "count": len(items)}

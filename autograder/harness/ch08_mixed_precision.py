@@ -131,19 +131,36 @@ def observe_step(params: dict[str, torch.Tensor], sizes: list[int], inputs: torc
     }
 
 
+def reference_amp_step(model: nn.Module, optimizer: Any, scaler: Any, inputs: torch.Tensor, targets: torch.Tensor,
+                       loss_fn: Any, device_type: str = "cuda", dtype: torch.dtype = torch.float16,
+                       max_grad_norm: float | None = None) -> float:
+    """The notebook's amp_train_step: train_checkerboard runs with it in place of the student's, so that a
+    mistake in amp_train_step costs points in amp_train_step only."""
+    with torch.autocast(device_type=device_type, dtype=dtype):
+        loss = loss_fn(model(inputs), targets)
+    scaler.scale(loss).backward()
+    if max_grad_norm is not None:
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.item()
+
+
 def run_checkerboard(steps: int, size: int, device: str, use_amp: bool) -> dict[str, Any]:
-    """The student's train_checkerboard, with their amp_train_step counted and every layer's output seen."""
+    """The student's train_checkerboard, with the kit's amp_train_step (counted) and every layer's output seen."""
     train = _function("train_checkerboard")
     namespace = _student()
-    original = namespace.get("amp_train_step")
+    had, original = "amp_train_step" in namespace, namespace.get("amp_train_step")
     amp_calls: list[dict[str, Any]] = []
 
     def counted(*args: Any, **kwargs: Any) -> Any:
-        bound = inspect.signature(original).bind_partial(*args, **kwargs)
+        bound = inspect.signature(reference_amp_step).bind_partial(*args, **kwargs)
         bound.apply_defaults()
         amp_calls.append({"device_type": str(bound.arguments.get("device_type")),
                           "dtype": _name(bound.arguments.get("dtype"))})
-        return original(*args, **kwargs)
+        return reference_amp_step(*args, **kwargs)
 
     layers: set[tuple[str, bool]] = set()
 
@@ -152,14 +169,16 @@ def run_checkerboard(steps: int, size: int, device: str, use_amp: bool) -> dict[
             layers.add((_name(output.dtype), torch.is_autocast_enabled(device)))
 
     handle = nn.modules.module.register_module_forward_hook(hook)
-    if callable(original):
-        namespace["amp_train_step"] = counted
+    namespace["amp_train_step"] = counted
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = train(steps, size, device, use_amp)
     finally:
-        namespace["amp_train_step"] = original
+        if had:
+            namespace["amp_train_step"] = original
+        else:
+            del namespace["amp_train_step"]
         handle.remove()
     return {"result": result, "amp_calls": amp_calls, "warnings": _warning_texts(caught),
             "layer_dtypes": sorted({dtype for dtype, _ in layers}), "autocast": any(on for _, on in layers)}
