@@ -122,6 +122,9 @@ def _init_worker(counter: Any) -> None:
         slot = counter.value
         counter.value += 1
     os.sched_setaffinity(0, {cores[slot % len(cores)]})
+    from autograder.launcher import zygote
+
+    zygote()  # on this core too; it imports torch while the worker waits for its first job
 
 
 def grade_job(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:

@@ -14,6 +14,9 @@ from autograder.limits import Limits
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from autograder.launcher import zygote
+
+    zygote()  # starts importing torch in the zygote now, while the judge imports its own below
     from autograder.judge import GraderError, grade, student_from_gradescope  # torch is imported here, not for merge
     from autograder.report import clean, gradescope, text
 
