@@ -16,6 +16,8 @@ class Chapter:
     answers: dict[str, tuple[str, ...]]
     # run before the answer cells, as the notebook's locked import cell does
     preamble: str = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+    # its checks trace aten operators (TorchDispatchMode), which loads torch._dynamo: the zygote pays that once
+    traces_dispatch: bool = False
 
     @property
     def checks(self) -> Path:
@@ -43,12 +45,13 @@ CHAPTERS: dict[str, Chapter] = {
                 "train": ("train",),
             },
         ),
-        Chapter("03_broadcasting", {"Merge": ("Merge",), "paired_sums": ("paired_sums",)}),
+        Chapter("03_broadcasting", {"Merge": ("Merge",), "paired_sums": ("paired_sums",)}, traces_dispatch=True),
         Chapter(
             "04_overloaded_ops",
             {"row_sum": ("row_sum",), "pairwise_sq_distances": ("pairwise_sq_distances",)},
+            traces_dispatch=True,
         ),
-        Chapter("05_batch_gather", {"batch_gather": ("batch_gather",)}),
+        Chapter("05_batch_gather", {"batch_gather": ("batch_gather",)}, traces_dispatch=True),
         Chapter(
             "06_data_loaders",
             {"ImageDirectoryDataset": ("ImageDirectoryDataset",), "TarImageDataset": ("TarImageDataset",)},

@@ -55,10 +55,14 @@ class Zygote:
             self.sock.send(data)
         return json.loads(self.sock.recv(1 << 16))
 
-    def spawn(self, plan: isolation.Plan, cwd: Path, env: dict[str, str], stdin: int, stdout: int
+    def spawn(self, plan: isolation.Plan, cwd: Path, env: dict[str, str], stdin: int, stdout: int, warm: bool
               ) -> tuple[int, int | None]:
-        """(the child's pid, the pid running student code, or None if its sandbox failed)."""
-        reply = self._ask({"op": "spawn", "plan": plan.to_dict(), "cwd": str(cwd), "env": env}, [stdin, stdout])
+        """(the child's pid, the pid running student code, or None if its sandbox failed).
+
+        `warm`: the child will trace operators, so the zygote loads the dispatcher's Python side first.
+        """
+        reply = self._ask({"op": "spawn", "plan": plan.to_dict(), "cwd": str(cwd), "env": env, "warm": warm},
+                          [stdin, stdout])
         return int(reply["pid"]), reply["box"]
 
     def wait(self, pid: int, timeout: float) -> int | None:

@@ -61,7 +61,8 @@ class Sandbox:
     """One child process running one submission's answer cells."""
 
     def __init__(self, preamble: str, harness: str, cells: list[dict[str, str]], device: str, limits: Limits,
-                 data_dir: Path | None = None) -> None:
+                 data_dir: Path | None = None, traces_dispatch: bool = False) -> None:
+        self.traces_dispatch = traces_dispatch
         self.preamble = preamble
         self.harness = harness
         self.cells = cells
@@ -108,7 +109,8 @@ class Sandbox:
         self._from_child, child_out = os.pipe()
         self._to_child = os.fdopen(to_child, "wb")
         try:
-            self.pid, self.box_pid = zygote().spawn(self.plan, self.scratch, self._env(), child_in, child_out)
+            self.pid, self.box_pid = zygote().spawn(self.plan, self.scratch, self._env(), child_in, child_out,
+                                                      self.traces_dispatch)
         finally:
             os.close(child_in)
             os.close(child_out)

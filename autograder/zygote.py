@@ -80,10 +80,7 @@ def main() -> None:
 
     from autograder import child, isolation, landlock, wire  # noqa: F401  (loaded before any fork)
 
-    # The first TorchDispatchMode use imports torch._dynamo (1.5-3.5 s here): pay it once, not per child.
-    with child.OpTrace():
-        torch.zeros(1).add_(1)
-
+    warmed = False
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
@@ -93,6 +90,12 @@ def main() -> None:
             return
         req = json.loads(msg)
         if req["op"] == "spawn":
+            if req.get("warm") and not warmed:
+                # The first TorchDispatchMode use imports torch._dynamo (1.5-3.5 s here): once, only for
+                # chapters whose checks trace operators, and before the fork so that every child shares it.
+                with child.OpTrace():
+                    torch.zeros(1).add_(1)
+                warmed = True
             pid, box = _spawn(req, fds, sock)
             for fd in fds:
                 os.close(fd)
