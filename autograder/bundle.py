@@ -42,7 +42,12 @@ if [ -z "$notebook" ]; then
     exit 0
 fi
 cd "$AUTOGRADER_ROOT/source/kit"
-"$PYTHON" -m autograder grade "$notebook" --assignment {assignment} --out "$AUTOGRADER_ROOT/results/results.json"
+student=()  # Gradescope's submission metadata names the student, whose id seeds the hidden inputs
+if [ -f "$AUTOGRADER_ROOT/submission_metadata.json" ]; then
+    student=(--gradescope-metadata "$AUTOGRADER_ROOT/submission_metadata.json")
+fi
+"$PYTHON" -m autograder grade "$notebook" --assignment {assignment} --out "$AUTOGRADER_ROOT/results/results.json" \\
+    "${{student[@]}}"
 """
 
 

@@ -25,6 +25,7 @@ def test_bundle_runs_like_gradescope(tmp_path: Path) -> None:
         assert subprocess.run(["bash", "-n", str(root / "source" / script)]).returncode == 0
     (root / "submission").mkdir()
     solved(root / "submission", CH, name="my_work.ipynb")
+    (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": "s123", "email": "ada@uni.edu"}]}))
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "PYTHON": sys.executable}
     done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
                           text=True, timeout=300)

@@ -185,11 +185,10 @@ def test_corrupt_member_needs_a_value_error_of_the_datasets_own(tmp_path: Path, 
 
 # -- scores that do not depend on luck ---------------------------------------------------------
 
-SEEDS = (0, 1, 2, 3, 4)
-# The registry's wrong implementations of the fast chapters, and WRONG; 01, 02 and 06 train models or
-# start DataLoader workers: benchmarks/seed_stability.py grades those.
-STABLE = [(m.chapter, m.name, m.cells) for m in MUTANTS
-          if m.chapter in ("03_broadcasting", "04_overloaded_ops", C5, C7, C8)]
+SEEDS = (0, 1)
+# Two seeds over the registry's wrong implementations of 05 and 07 (the chapters with random hard cases),
+# and WRONG, keep the suite within its time; benchmarks/seed_stability.py grades every one under 20 seeds.
+STABLE = [(m.chapter, m.name, m.cells) for m in MUTANTS if m.chapter in (C5, C7)]
 STABLE += [(w.chapter, w.name, {w.cell: w.code}) for w in WRONG]
 
 
