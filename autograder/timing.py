@@ -111,7 +111,9 @@ def _timed(who: Student, name: str | None, specs: list[dict[str, Any]], seed: in
     return elapsed / count, (float(events) / 1e3 / count if isinstance(events, (int, float)) else None)
 
 
-MIN_SECONDS = 1e-7  # floor of a per-call time after subtracting input making (noise can push it below 0)
+# Subtracting input making removes at most this share of a request's time: when the calls themselves cost
+# less than the noise of that subtraction, the figure stays finite instead of jumping to thousands of x.
+MAX_SUBTRACTED = 0.9
 
 
 def compare_speed(
@@ -140,8 +142,8 @@ def compare_speed(
                 runs[key].append(t)
 
     def net(key: str) -> float:
-        return statistics.median(max(t - m, MIN_SECONDS) for (t, _), (m, _) in zip(runs[key], runs["making"],
-                                                                                    strict=True))
+        return statistics.median(t - min(m, MAX_SUBTRACTED * t) for (t, _), (m, _) in zip(runs[key], runs["making"],
+                                                                                          strict=True))
 
     def events(key: str) -> float | None:
         values = [e for _, e in runs[key] if e is not None]

@@ -280,20 +280,21 @@ def row_sum_loop(x):
         z += x[i]
     return z
 """
-# Measured through compare_speed (benchmarks/timing_stability.py, 1 thread, inputs made inside the timed
-# request and that time subtracted): x.sum(dim=0), torch.einsum, ones @ x and x.T.sum(-1) are 35-70x faster
-# than the loop on a loaded 2-core machine; the slicing loop and sum(x) over rows 0.9-1.3x. 10x sits
-# 3x below the slowest vectorized figure and 8x above the loops.
-ROW_SUM_SPEEDUP = 10.0
+# Measured through compare_speed by benchmarks/timing_stability.py: 50 gradings of each form beside a CPU
+# hog on a 2-core machine (1 thread, inputs made inside the timed request and that time subtracted), three
+# runs. x.sum(dim=0), torch.einsum, ones @ x and x.T.sum(-1): 9.6x at worst, medians 42-59x; the slicing
+# loop and sum(x) over rows: 2.0x at best. 4x sits 2.4x below the slowest vectorized grading and 2x above
+# the fastest loop grading.
+ROW_SUM_SPEEDUP = 4.0
 
 
 @pytest.mark.task("row_sum")
 @pytest.mark.points(2)
 def check_row_sum_speed(student: Student, rng: torch.Generator, record_property: RecordProperty) -> None:
-    """at least 10x faster than the guide's slicing loop on a [2000, 16] matrix"""
+    """at least 4x faster than the guide's slicing loop on a [2000, 16] matrix"""
     with reference_process(student, ROW_SUM_LOOP) as ref:
         speed = compare_speed(student, "row_sum", ref, "row_sum_loop", [randn(2000, 16)], row_sum_oracle, rng,
-                              count=10, rounds=7, warmup=2)
+                              count=10, rounds=9, warmup=2)
     expect_speedup(speed, ROW_SUM_SPEEDUP, "row_sum", "the slicing loop", LOOP_HINT, record_property)
 
 
