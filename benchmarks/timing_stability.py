@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder.judge import grade
+from autograder.selftest_cases import SCRIPTED_LOOP
 from tests.kit import solution_code, write_submission
 
 # chapter -> answer cell -> form name -> (vectorized?, code); "solution" is the source notebook's.
@@ -82,14 +83,7 @@ def batch_gather(tensor, indices):
 def batch_gather(tensor, indices):
     return torch.stack([t[i] for t, i in zip(tensor, indices)])
 '''),
-        "scripted loop": (False, '''
-@torch.jit.script
-def batch_gather(tensor, indices):
-    output = []
-    for i in range(tensor.size(0)):
-        output += [tensor[i][indices[i]]]
-    return torch.stack(output)
-'''),
+        "scripted loop": (False, SCRIPTED_LOOP),
     }},
 }
 
