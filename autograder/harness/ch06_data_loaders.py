@@ -18,20 +18,30 @@ def _as_is(item: Any) -> Any:
     return item
 
 
-def _cell_frames_only(text: str) -> str:
-    """A worker's re-raised error without torch's own frames: its first line, the student's frames, the error."""
+def _split_worker_error(text: str) -> tuple[str, list[str], list[int], int] | None:
+    """A worker's error as torch re-raises it: (torch's first line, the traceback's lines, the indices of its
+    frame lines, where the exception itself starts); None if `text` is not one."""
     head, _, trace = text.partition("\nOriginal Traceback (most recent call last):\n")
     if not trace:
-        return text
+        return None
     lines = trace.splitlines()
     frames = [i for i, line in enumerate(lines) if line.startswith('  File "')]
+    end = frames[-1] + 1 if frames else 0
+    while end < len(lines) and lines[end].startswith("    "):
+        end += 1
+    return head, lines, frames, end
+
+
+def _cell_frames_only(text: str) -> str:
+    """A worker's re-raised error without torch's own frames: its first line, the student's frames, the error."""
+    split = _split_worker_error(text)
+    if split is None:
+        return text
+    head, lines, frames, end = split
     kept: list[str] = []
     for i in frames:
         if lines[i].startswith('  File "<cell '):
             kept += [lines[i], *[x for x in lines[i + 1:i + 2] if x.startswith("    ")]]
-    end = frames[-1] + 1 if frames else 0
-    while end < len(lines) and lines[end].startswith("    "):
-        end += 1
     return "\n".join([head, *kept, *lines[end:]])
 
 
@@ -79,14 +89,10 @@ def stream_tar(dataset: Any, num_workers: int, timeout: float, limit: int) -> li
 
 def _own_message(text: str) -> str:
     """The message of the dataset's own exception: a worker's error without torch's wrapping and traceback."""
-    _, _, trace = text.partition("\nOriginal Traceback (most recent call last):\n")
-    if not trace:
+    split = _split_worker_error(text)
+    if split is None:
         return text
-    lines = trace.splitlines()
-    frames = [i for i, line in enumerate(lines) if line.startswith('  File "')]
-    end = frames[-1] + 1 if frames else 0
-    while end < len(lines) and lines[end].startswith("    "):
-        end += 1
+    _, lines, _, end = split
     return re.sub(r"^[\w.]+: ", "", "\n".join(lines[end:]), count=1)
 
 
