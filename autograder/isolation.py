@@ -223,8 +223,10 @@ def _probe(plan: Plan) -> bool:
 @functools.cache
 def machine() -> tuple[str, bool]:
     """(the strongest mode this machine allows, whether Landlock works), probed once per process."""
+    if sys.platform != "linux":  # namespaces, Landlock and no_new_privs are Linux's
+        return "plain", False
     base = Plan(60, 1 << 20, None, read_only=_runtime_paths([]), devices=_devices())
-    root = sys.platform == "linux" and os.geteuid() == 0
+    root = os.geteuid() == 0
     modes = ["root", "uid"] if root else ["userns", "plain"]
     for mode in modes:
         for with_landlock in (True, False):
@@ -233,7 +235,7 @@ def machine() -> tuple[str, bool]:
             trial = dataclasses.replace(base, mode=mode, landlock=with_landlock,
                                         uid=UID_RANGE.stop - 1 if root else None,
                                         box="" if mode in ("root", "userns") else None)
-            if sys.platform != "linux" or _probe(trial):
+            if _probe(trial):
                 return mode, with_landlock
     return modes[-1], False
 
@@ -249,7 +251,8 @@ def make_plan(cpu_seconds: int, file_bytes: int, memory_bytes: int | None, scrat
                 writable=[str(scratch.resolve())], data=[str(p.resolve()) for p in data],
                 covered=_kit_files(read_only), devices=_devices(), landlock=use_landlock)
     plan.active += ["own process session", "scrubbed environment", "scratch working directory",
-                    "rlimits: cpu time, file size, core dumps", "wall-clock deadline per call", "no_new_privs"]
+                    "rlimits: cpu time, file size, core dumps", "wall-clock deadline per call"]
+    (plan.active if sys.platform == "linux" else plan.off).append("no_new_privs")
     (plan.active if memory_bytes else plan.off).append("rlimit: address space (memory)")
     if mode in ("root", "userns"):
         plan.box = new_box()
@@ -421,7 +424,8 @@ def enter(plan: Plan, cwd: str, report_fd: int | None) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if plan.memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (plan.memory_bytes, plan.memory_bytes))
-    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if sys.platform == "linux":
+        _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if plan.landlock:
         private = ["/tmp", "/var/tmp", "/dev/shm"] if plan.namespaces else ["/dev/shm"]  # DataLoader workers
         landlock.restrict(plan.read_only + plan.data + ["/proc"], plan.writable + plan.devices + private)
