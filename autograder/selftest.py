@@ -43,16 +43,7 @@ from autograder.selftest_cases import Mutant, mutants, release_path, solution_ce
 NO_CUDA = 4  # exit code: --device cuda on a machine where torch sees no CUDA GPU
 SEED = 1234  # fixed, so that two machines' tables compare
 # Points of each chapter's checks, as the notebook's check cells carry them; CUDA-only checks count on top.
-POINTS = {
-    "01_basics": 16,
-    "02_modules": 17,
-    "03_broadcasting": 16,
-    "04_overloaded_ops": 20,
-    "05_batch_gather": 20,
-    "06_data_loaders": 24,
-    "07_numerical_stability": 20,
-    "08_mixed_precision": 20,
-}
+POINTS = {c.id: sum(c.points.values()) for c in CHAPTERS.values()}
 CUDA_ONLY = {"08_mixed_precision": {"check_amp_speedup_on_cuda": 2}}
 TEACHES = ("Expected", "Problem", "not", "raised")  # a failing check's message says what went wrong
 RECIPE_AMP_SPEEDUP = 2.3  # the PyTorch AMP recipe's MLP: 7.7 s in float32, 3.3 s with AMP
