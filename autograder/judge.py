@@ -186,6 +186,9 @@ def grade(
         log = io.StringIO()
         with contextlib.redirect_stdout(log), _without_installed_plugins():
             code = pytest.main(args, plugins=[plugin])
+        if plugin.declaration_problems:
+            raise GraderError(f"{sub.chapter.checks.name} declares its checks wrongly, so nothing was graded:\n"
+                              + "\n".join(plugin.declaration_problems))
         completed = {pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED}
         if only:
             completed.add(pytest.ExitCode.NO_TESTS_COLLECTED)

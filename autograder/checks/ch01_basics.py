@@ -14,12 +14,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from autograder.expect import CheckFailure, expect_tensor, fail, show
+from autograder.plugin import check
 from autograder.remote import Student
 
 # -- the seam: typed adapters to the student's functions ----------------------
@@ -160,9 +160,7 @@ def _expect_coefficients(got: Any, want: Tensor, call: str, x: Tensor, y: Tensor
 # -- grad_of ---------------------------------------------------------------------
 
 
-@pytest.mark.task("grad_of")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="grad_of", points=1, visible=True)
 def check_grad_of_guide_example(student: Student, device: str) -> None:
     """the guide's -x*x has gradient -2 at x = 1, and (x * x).sum() has gradient 2x"""
     x, w = torch.tensor(1.0), torch.tensor(0.0)
@@ -171,8 +169,7 @@ def check_grad_of_guide_example(student: Student, device: str) -> None:
     _expect_grad(run_grad_of(student, "sum_of_squares", x, w), 2 * x, "sum_of_squares", x, w, device)
 
 
-@pytest.mark.task("grad_of")
-@pytest.mark.points(2)
+@check(task="grad_of", points=2)
 def check_grad_of_analytic(student: Student, rng: torch.Generator, device: str) -> None:
     """matches hand-derived gradients for scalar, vector, matrix and rank-3 inputs"""
     for rank in (0, 1, 2, 3):
@@ -182,8 +179,7 @@ def check_grad_of_analytic(student: Student, rng: torch.Generator, device: str) 
             _expect_grad(run_grad_of(student, name, x, w), analytic_grad(name, x, w), name, x, w, device)
 
 
-@pytest.mark.task("grad_of")
-@pytest.mark.points(2)
+@check(task="grad_of", points=2)
 def check_grad_of_matches_torch_func(student: Student, rng: torch.Generator, device: str) -> None:
     """matches torch.func.grad on other functions, in float32 and float64, keeping x's dtype"""
     for dtype in (torch.float32, torch.float64):
@@ -193,8 +189,7 @@ def check_grad_of_matches_torch_func(student: Student, rng: torch.Generator, dev
             _expect_grad(run_grad_of(student, name, x, w), func_grad(name, x, w), name, x, w, device)
 
 
-@pytest.mark.task("grad_of")
-@pytest.mark.points(1)
+@check(task="grad_of", points=1)
 def check_grad_of_keeps_requires_grad(student: Student, rng: torch.Generator, device: str) -> None:
     """x.requires_grad is the same after the call as before, False or True"""
     for before in (False, True):
@@ -209,8 +204,7 @@ def check_grad_of_keeps_requires_grad(student: Student, rng: torch.Generator, de
         _expect_grad(out, 2 * x, "sum_of_squares", x, x, device)
 
 
-@pytest.mark.task("grad_of")
-@pytest.mark.points(2)
+@check(task="grad_of", points=2)
 def check_grad_of_leaves_x_grad_alone(student: Student, rng: torch.Generator, device: str) -> None:
     """x.grad stays None, or keeps the gradient it held, and the result does not include it"""
     cases = [(False, None), (True, None), (True, _randn(rng, [4, 3]))]
@@ -231,9 +225,7 @@ def check_grad_of_leaves_x_grad_alone(student: Student, rng: torch.Generator, de
 # -- fit_polynomial --------------------------------------------------------------
 
 
-@pytest.mark.task("fit_polynomial")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="fit_polynomial", points=1, visible=True)
 def check_fit_polynomial_guide_example(student: Student, rng: torch.Generator, device: str) -> None:
     """y = 5x^2 + 3 gives coefficients close to [5, 0, 3]"""
     want = torch.tensor([5.0, 0.0, 3.0], dtype=torch.float64)
@@ -241,8 +233,7 @@ def check_fit_polynomial_guide_example(student: Student, rng: torch.Generator, d
     _expect_coefficients(run_fit(student, x, y), want, "fit_polynomial(x, y)", x, y, device)
 
 
-@pytest.mark.task("fit_polynomial")
-@pytest.mark.points(3)
+@check(task="fit_polynomial", points=3)
 def check_fit_polynomial_random_quadratics(student: Student, rng: torch.Generator, device: str) -> None:
     """recovers random quadratics (coefficients up to 8 in size) with the default steps and lr"""
     for _ in range(2):
@@ -251,8 +242,7 @@ def check_fit_polynomial_random_quadratics(student: Student, rng: torch.Generato
         _expect_coefficients(run_fit(student, x, y), want, "fit_polynomial(x, y)", x, y, device)
 
 
-@pytest.mark.task("fit_polynomial")
-@pytest.mark.points(2)
+@check(task="fit_polynomial", points=2)
 def check_fit_polynomial_degrees_1_and_3(student: Student, rng: torch.Generator, device: str) -> None:
     """degree 1 gives 2 coefficients and degree 3 gives 4, highest power first"""
     want = _coefficients(rng, 1, *FAR)
@@ -264,8 +254,7 @@ def check_fit_polynomial_degrees_1_and_3(student: Student, rng: torch.Generator,
                          "fit_polynomial(x, y, degree=3, steps=2000)", x, y, device)
 
 
-@pytest.mark.task("fit_polynomial")
-@pytest.mark.points(1)
+@check(task="fit_polynomial", points=1)
 def check_fit_polynomial_noisy_data(student: Student, rng: torch.Generator, device: str) -> None:
     """on noisy samples, reaches the least-squares coefficients"""
     x, y = _samples(_coefficients(rng, 2, *FAR), radius=2.0)
@@ -274,8 +263,7 @@ def check_fit_polynomial_noisy_data(student: Student, rng: torch.Generator, devi
                          NOISY_HINT)
 
 
-@pytest.mark.task("fit_polynomial")
-@pytest.mark.points(1)
+@check(task="fit_polynomial", points=1)
 def check_fit_polynomial_uses_steps_and_lr(student: Student, rng: torch.Generator, device: str) -> None:
     """follows the steps and lr it is given: lr=2.0 reaches coefficients of size 100 to 200 in 500 steps"""
     want = _coefficients(rng, 1, 100.0, 200.0)

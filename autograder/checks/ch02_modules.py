@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import pytest
 import torch
 from torch import Tensor
 
 from autograder.expect import CheckFailure, expect_tensor, number, show
+from autograder.plugin import check
 from autograder.remote import Student, describe_call, origin
 from autograder.wire import RemoteObject
 
@@ -169,17 +169,14 @@ def _expect_line(result: Any, a: Tensor, b: Tensor, call: str, x: Tensor, y: Ten
 # -- AffineScalar --------------------------------------------------------------
 
 
-@pytest.mark.task("AffineScalar")
-@pytest.mark.points(2)
-@pytest.mark.visible
+@check(task="AffineScalar", points=2, visible=True)
 def check_affine_parameters_registered(student: Student, device: str) -> None:
     """AffineScalar registers trainable parameters a and b of shape [1]"""
     module = build(student, "AffineScalar", device=device)
     _expect_parameters("AffineScalar()", student.inspect(module), {"a": [1], "b": [1]}, PARAMETER_HINT)
 
 
-@pytest.mark.task("AffineScalar")
-@pytest.mark.points(2)
+@check(task="AffineScalar", points=2)
 def check_affine_forward(student: Student, rng: torch.Generator, device: str) -> None:
     """with a and b set, forward(x) is a * x + b for [N] inputs"""
     module = build(student, "AffineScalar", device=device)
@@ -194,9 +191,7 @@ def check_affine_forward(student: Student, rng: torch.Generator, device: str) ->
 # -- LinearRegressor -----------------------------------------------------------
 
 
-@pytest.mark.task("LinearRegressor")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="LinearRegressor", points=1, visible=True)
 def check_linear_regressor_structure(student: Student, device: str) -> None:
     """LinearRegressor holds one nn.Linear(1, 1) named `linear`"""
     info = student.inspect(build(student, "LinearRegressor", device=device))
@@ -208,8 +203,7 @@ def check_linear_regressor_structure(student: Student, device: str) -> None:
                        "self.linear = nn.Linear(1, 1) registers linear.weight [1, 1] and linear.bias [1].")
 
 
-@pytest.mark.task("LinearRegressor")
-@pytest.mark.points(2)
+@check(task="LinearRegressor", points=2)
 def check_linear_regressor_forward(student: Student, rng: torch.Generator, device: str) -> None:
     """with weight and bias set, maps a [N] tensor to the [N] tensor weight * x + bias"""
     module = build(student, "LinearRegressor", device=device)
@@ -223,24 +217,20 @@ def check_linear_regressor_forward(student: Student, rng: torch.Generator, devic
 # -- make_mlp ------------------------------------------------------------------
 
 
-@pytest.mark.task("make_mlp")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="make_mlp", points=1, visible=True)
 def check_make_mlp_guide_layers(student: Student, device: str) -> None:
     """make_mlp(64, 32, 10) is Sequential(Linear(64, 32), ReLU(), Linear(32, 10)), as in the guide"""
     _check_mlp_structure(student, (64, 32, 10), device)
 
 
-@pytest.mark.task("make_mlp")
-@pytest.mark.points(1)
+@check(task="make_mlp", points=1)
 def check_make_mlp_other_sizes(student: Student, rng: torch.Generator, device: str) -> None:
     """the layers take their sizes from the arguments, for random sizes"""
     for _ in range(2):
         _check_mlp_structure(student, (_n(rng, 2, 9), _n(rng, 2, 9), _n(rng, 2, 9)), device)
 
 
-@pytest.mark.task("make_mlp")
-@pytest.mark.points(1)
+@check(task="make_mlp", points=1)
 def check_make_mlp_forward(student: Student, rng: torch.Generator, device: str) -> None:
     """with its weights set, the network computes relu(x W1^T + b1) W2^T + b2"""
     i, h, o, n = _n(rng), _n(rng), _n(rng), _n(rng)
@@ -257,9 +247,7 @@ def check_make_mlp_forward(student: Student, rng: torch.Generator, device: str) 
 # -- train ---------------------------------------------------------------------
 
 
-@pytest.mark.task("train")
-@pytest.mark.points(2)
-@pytest.mark.visible
+@check(task="train", points=2, visible=True)
 def check_train_fits_line(student: Student, rng: torch.Generator, device: str) -> None:
     """fits y = 5x + 3 + noise to within 0.1 on both coefficients with the default steps and lr"""
     x = torch.rand(100, generator=rng) * 2 - 1
@@ -268,8 +256,7 @@ def check_train_fits_line(student: Student, rng: torch.Generator, device: str) -
     _expect_line(result, a, b, call, x, y, noise=0.1)
 
 
-@pytest.mark.task("train")
-@pytest.mark.points(2)
+@check(task="train", points=2)
 def check_train_follows_steps_and_lr(student: Student, rng: torch.Generator, device: str) -> None:
     """on the guide's x in [0, 1), fits the line with the steps=2000 and lr=0.2 it is given"""
     x = torch.arange(200, dtype=torch.float32) / 200
@@ -278,8 +265,7 @@ def check_train_follows_steps_and_lr(student: Student, rng: torch.Generator, dev
     _expect_line(result, a, b, call, x, y, noise=0.05)
 
 
-@pytest.mark.task("train")
-@pytest.mark.points(2)
+@check(task="train", points=2)
 def check_train_returns_final_loss(student: Student, rng: torch.Generator, device: str) -> None:
     """returns the final loss as a Python float, equal to the MSE of the trained model"""
     x = torch.rand(100, generator=rng) * 2 - 1
@@ -297,8 +283,7 @@ def check_train_returns_final_loss(student: Student, rng: torch.Generator, devic
                            f"Problem:  that is not the loss at the end of training{found}.\nHint:     {LOSS_HINT}")
 
 
-@pytest.mark.task("train")
-@pytest.mark.points(1)
+@check(task="train", points=1)
 def check_train_any_module(student: Student, rng: torch.Generator, device: str) -> None:
     """trains every parameter of any Module, here one whose line sits in an nn.Linear submodule"""
     x = torch.rand(100, generator=rng) * 2 - 1

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
 import torch
 import torch.nn as nn
 from torch import Tensor
 
 from autograder.expect import CheckFailure, call_explained, expect_tensor, output_shape_checked
+from autograder.plugin import check
 from autograder.remote import Student, summarize
 from autograder.wire import RemoteObject
 
@@ -154,9 +154,7 @@ def _merge_call(a: Tensor, b: Tensor, out: int, activation: str | None = None) -
 # -- Merge ---------------------------------------------------------------------------
 
 
-@pytest.mark.task("Merge")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="Merge", points=1, visible=True)
 def check_merge_guide_example(student: Student, rng: torch.Generator, device: str) -> None:
     """the guide's shapes: a [5, 3, 5] and b [5, 1, 6] through Merge(5, 6, 10) give [5, 3, 10]"""
     ref, params = reference_linear(rng, 5, 6, 10)
@@ -166,8 +164,7 @@ def check_merge_guide_example(student: Student, rng: torch.Generator, device: st
     _expect(got, merge_oracle(ref, a, b).float(), _merge_call(a, b, 10), {"a": a, "b": b}, MERGE_HINT, device)
 
 
-@pytest.mark.task("Merge")
-@pytest.mark.points(1)
+@check(task="Merge", points=1)
 def check_merge_structure(student: Student, rng: torch.Generator, device: str) -> None:
     """Merge holds two nn.Linear layers, linear1 (in1 -> out) and linear2 (in2 -> out)"""
     in1, in2, out = _sizes(rng, 3)
@@ -185,8 +182,7 @@ def check_merge_structure(student: Student, rng: torch.Generator, device: str) -
             f"Problem:  the layers are not the guide's two nn.Linear layers.\nHint:     {STRUCTURE_HINT}")
 
 
-@pytest.mark.task("Merge")
-@pytest.mark.points(2)
+@check(task="Merge", points=2)
 def check_merge_random_shapes(student: Student, rng: torch.Generator, device: str) -> None:
     """equals a Linear on [a, b tiled] for random shapes of rank 2 to 4, b broadcast over N"""
     for rank in (2, 3, 4, 3):
@@ -198,8 +194,7 @@ def check_merge_random_shapes(student: Student, rng: torch.Generator, device: st
         _expect(got, merge_oracle(ref, a, b).float(), _merge_call(a, b, out), {"a": a, "b": b}, MERGE_HINT, device)
 
 
-@pytest.mark.task("Merge")
-@pytest.mark.points(2)
+@check(task="Merge", points=2)
 def check_merge_gradients(student: Student, rng: torch.Generator, device: str) -> None:
     """the gradients with respect to a and b equal those of the Linear on [a, b tiled]"""
     for rank in (2, 3, 4):
@@ -222,8 +217,7 @@ def check_merge_gradients(student: Student, rng: torch.Generator, device: str) -
                     {"a": a, "b": b, "grad_output": g}, hint, device)
 
 
-@pytest.mark.task("Merge")
-@pytest.mark.points(2)
+@check(task="Merge", points=2)
 def check_merge_activation(student: Student, rng: torch.Generator, device: str) -> None:
     """activation=torch.relu or torch.tanh is applied once, to the sum"""
     for activation in ("relu", "tanh"):
@@ -245,8 +239,7 @@ def _tiling_ops(ops: list[str]) -> list[str]:
     return flagged
 
 
-@pytest.mark.task("Merge")
-@pytest.mark.points(2)
+@check(task="Merge", points=2)
 def check_merge_never_tiles(student: Student, rng: torch.Generator, device: str) -> None:
     """forward never builds the tiled tensor: no repeat, cat or expanded copy of b"""
     for rank in (3, 4):
@@ -270,9 +263,7 @@ def check_merge_never_tiles(student: Student, rng: torch.Generator, device: str)
 # -- paired_sums -----------------------------------------------------------------
 
 
-@pytest.mark.task("paired_sums")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="paired_sums", points=1, visible=True)
 def check_paired_sums_guide_example(student: Student, device: str) -> None:
     """the guide's a = [[1.], [2.]], b = [1., 2.] give [2., 4.], not a 2 x 2 table"""
     a, b = torch.tensor([[1.0], [2.0]]), torch.tensor([1.0, 2.0])
@@ -280,8 +271,7 @@ def check_paired_sums_guide_example(student: Student, device: str) -> None:
             BROADCAST_HINT, device)
 
 
-@pytest.mark.task("paired_sums")
-@pytest.mark.points(2)
+@check(task="paired_sums", points=2)
 def check_paired_sums_random(student: Student, rng: torch.Generator, device: str) -> None:
     """random a [N, 1] and b [N] give the [N] sums a[i, 0] + b[i]"""
     # one small N, and two above 36 so that messages show the inputs compactly
@@ -291,9 +281,7 @@ def check_paired_sums_random(student: Student, rng: torch.Generator, device: str
                 {"a": a, "b": b}, BROADCAST_HINT, device)
 
 
-@pytest.mark.task("paired_sums")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="paired_sums", points=1, visible=True)
 def check_paired_sums_single_pair(student: Student, rng: torch.Generator, device: str) -> None:
     """N = 1: a [1, 1] and b [1] give shape [1], not a 0-d scalar"""
     a, b = torch.randn(1, 1, generator=rng), torch.randn(1, generator=rng)
@@ -301,8 +289,7 @@ def check_paired_sums_single_pair(student: Student, rng: torch.Generator, device
             SQUEEZE_HINT, device)
 
 
-@pytest.mark.task("paired_sums")
-@pytest.mark.points(1)
+@check(task="paired_sums", points=1)
 def check_paired_sums_dtypes(student: Student, rng: torch.Generator, device: str) -> None:
     """the result keeps the inputs' dtype: float64 and int64"""
     n = _sizes(rng, 1, 2, 20)[0]
@@ -315,8 +302,7 @@ def check_paired_sums_dtypes(student: Student, rng: torch.Generator, device: str
                       device=device)
 
 
-@pytest.mark.task("paired_sums")
-@pytest.mark.points(1)
+@check(task="paired_sums", points=1)
 def check_paired_sums_gradient(student: Student, rng: torch.Generator, device: str) -> None:
     """the gradient flows back to a (shape [N, 1]) and to b (shape [N])"""
     n = _sizes(rng, 1, 2, 20)[0]

@@ -8,11 +8,11 @@ input's size. Random inputs come from `rng`, seeded by the grading's secret seed
 
 from __future__ import annotations
 
-import pytest
 import torch
 from torch import Tensor
 
 from autograder.expect import CheckFailure, call_explained, expect_tensor, on_every_call, output_shape_checked
+from autograder.plugin import check
 from autograder.remote import Student, StudentError, summarize
 from autograder.timing import RecordProperty, compare_speed, expect_speedup, randn, reference_process
 
@@ -129,16 +129,13 @@ def _expect_no_growth(name: str, ops_small: list[str], ops_large: list[str], siz
 # -- row_sum -------------------------------------------------------------------
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="row_sum", points=1, visible=True)
 def check_row_sum_guide_example(student: Student, rng: torch.Generator, device: str) -> None:
     """the guide's x = torch.rand([500, 10]) gives its 10 column totals"""
     _expect_row_sum(student, torch.rand(500, 10, generator=rng), AXIS_HINT, device)
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(2)
+@check(task="row_sum", points=2)
 def check_row_sum_random(student: Student, rng: torch.Generator, device: str) -> None:
     """random [N, D] float32 matrices with N != D give shape [D]"""
     for _ in range(4):
@@ -147,8 +144,7 @@ def check_row_sum_random(student: Student, rng: torch.Generator, device: str) ->
         _expect_row_sum(student, torch.randn(n, d, generator=rng), AXIS_HINT, device)
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(1)
+@check(task="row_sum", points=1)
 def check_row_sum_dtypes(student: Student, rng: torch.Generator, device: str) -> None:
     """float64 and int64 inputs keep their dtype and precision"""
     n, d = _sizes(rng, 2, 2, 40)
@@ -156,8 +152,7 @@ def check_row_sum_dtypes(student: Student, rng: torch.Generator, device: str) ->
     _expect_row_sum(student, torch.randint(-1000, 1000, (n, d + 40), generator=rng), DTYPE_HINT, device)
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(1)
+@check(task="row_sum", points=1)
 def check_row_sum_non_contiguous(student: Student, rng: torch.Generator, device: str) -> None:
     """a transposed matrix and a strided slice (views, not copies) are summed correctly"""
     n, d = _sizes(rng, 2, 3, 30)
@@ -171,8 +166,7 @@ def check_row_sum_non_contiguous(student: Student, rng: torch.Generator, device:
                 {"base": base, "x": x}, STRIDE_HINT, device, rtol, atol)
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(1)
+@check(task="row_sum", points=1)
 def check_row_sum_edge_shapes(student: Student, rng: torch.Generator, device: str) -> None:
     """one row gives that row, one column gives a [1] total, [1, 1] gives [1]"""
     n, d = _sizes(rng, 2, 2, 20)
@@ -180,9 +174,7 @@ def check_row_sum_edge_shapes(student: Student, rng: torch.Generator, device: st
         _expect_row_sum(student, torch.randn(*shape, generator=rng), SHAPE_HINT, device)
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(2)
-@pytest.mark.forgeable
+@check(task="row_sum", points=2, forgeable=True)
 def check_row_sum_vectorized(student: Student, rng: torch.Generator) -> None:
     """no Python loop: the operations issued do not grow from 4 x 3 to 64 x 24 inputs"""
     small, large = torch.randn(4, 3, generator=rng), torch.randn(64, 24, generator=rng)
@@ -192,17 +184,14 @@ def check_row_sum_vectorized(student: Student, rng: torch.Generator) -> None:
 # -- pairwise_sq_distances -----------------------------------------------------
 
 
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="pairwise_sq_distances", points=1, visible=True)
 def check_pairwise_small_example(student: Student, device: str) -> None:
     """x = [[0, 0], [1, 1]], y = [[1, 0], [0, 0], [3, 4]] give [[1, 0, 25], [1, 2, 13]]"""
     x, y = torch.tensor([[0.0, 0.0], [1.0, 1.0]]), torch.tensor([[1.0, 0.0], [0.0, 0.0], [3.0, 4.0]])
     _expect_pairwise(student, x, y, SQUARED_HINT, device)
 
 
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(2)
+@check(task="pairwise_sq_distances", points=2)
 def check_pairwise_random(student: Student, rng: torch.Generator, device: str) -> None:
     """random float32 clouds, centred and off-centre, match torch.cdist(x, y) ** 2"""
     for offset in (0.0, 0.0, 5.0):
@@ -212,8 +201,7 @@ def check_pairwise_random(student: Student, rng: torch.Generator, device: str) -
         _expect_pairwise(student, x, y, SQUARED_HINT, device)
 
 
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(1)
+@check(task="pairwise_sq_distances", points=1)
 def check_pairwise_float64(student: Student, rng: torch.Generator, device: str) -> None:
     """float64 inputs give a float64 result, accurate to float64"""
     n, m, d = _sizes(rng, 3, 2, 30)
@@ -222,8 +210,7 @@ def check_pairwise_float64(student: Student, rng: torch.Generator, device: str) 
     _expect_pairwise(student, x, y, DTYPE_HINT, device)
 
 
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(1)
+@check(task="pairwise_sq_distances", points=1)
 def check_pairwise_edge_shapes(student: Student, rng: torch.Generator, device: str) -> None:
     """one point on either side, and points with one coordinate, keep the [N, M] shape"""
     n, m, d = _sizes(rng, 3, 2, 12)
@@ -232,8 +219,7 @@ def check_pairwise_edge_shapes(student: Student, rng: torch.Generator, device: s
         _expect_pairwise(student, x, y, SHAPE_HINT, device)
 
 
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(1)
+@check(task="pairwise_sq_distances", points=1)
 def check_pairwise_gradient(student: Student, rng: torch.Generator, device: str) -> None:
     """the gradients with respect to x and y match those of the squared distances"""
     n, m, d = _sizes(rng, 3, 2, 9)
@@ -250,9 +236,7 @@ def check_pairwise_gradient(student: Student, rng: torch.Generator, device: str)
                 {"x": x, "y": y, "grad_output": g}, GRAD_HINT, device, 1e-4, atol)
 
 
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(2)
-@pytest.mark.forgeable
+@check(task="pairwise_sq_distances", points=2, forgeable=True)
 def check_pairwise_vectorized(student: Student, rng: torch.Generator) -> None:
     """no Python loop and no torch.cdist: the operations issued do not grow with N, M or D"""
     small = (torch.randn(4, 3, generator=rng), torch.randn(5, 3, generator=rng))
@@ -288,8 +272,7 @@ def row_sum_loop(x):
 ROW_SUM_SPEEDUP = 4.0
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(2)
+@check(task="row_sum", points=2)
 def check_row_sum_speed(student: Student, rng: torch.Generator, record_property: RecordProperty) -> None:
     """at least 4x faster than the guide's slicing loop on a [2000, 16] matrix"""
     with reference_process(student, ROW_SUM_LOOP) as ref:
@@ -302,8 +285,7 @@ def check_row_sum_speed(student: Student, rng: torch.Generator, record_property:
 # check_pairwise_vectorized), not for a speed, and at any size a loop over 128 rows was not reliably 2x
 # slower than every correct form (the broadcast difference measured 0.8-2.3x). Its points grade large,
 # off-centre clouds instead, where the expansion's cancellation matters.
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(2)
+@check(task="pairwise_sq_distances", points=2)
 def check_pairwise_large_clouds(student: Student, rng: torch.Generator, device: str) -> None:
     """100-200 points in 16-64 dimensions, centred and far from the origin, match torch.cdist(x, y) ** 2"""
     for offset in (0.0, 10.0):

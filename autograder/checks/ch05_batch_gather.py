@@ -13,11 +13,11 @@ import re
 from collections import Counter
 from typing import Any
 
-import pytest
 import torch
 from torch import Tensor
 
 from autograder.expect import CheckFailure, expect_tensor, explain_error, fail, output_shape_checked
+from autograder.plugin import check
 from autograder.remote import Student, StudentError
 from autograder.timing import RecordProperty, compare_speed, expect_speedup, randint, randn, reference_process
 
@@ -158,9 +158,7 @@ def _dtype_order(trials: int) -> list[torch.dtype]:
 # -- batch_gather ------------------------------------------------------------------------
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="batch_gather", points=1, visible=True)
 def check_batch_gather_notebook_example(student: Student, device: str) -> None:
     """the notebook's examples: [2, 3] with indices [2, 0] and [[0, 2], [1, 1]]"""
     tensor = torch.tensor([[10.0, 11.0, 12.0], [20.0, 21.0, 22.0]])
@@ -169,8 +167,7 @@ def check_batch_gather_notebook_example(student: Student, device: str) -> None:
         _expect(got, gather_oracle(tensor, indices), tensor, indices, OFFSET_HINT, device)
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(2)
+@check(task="batch_gather", points=2)
 def check_batch_gather_row_indices(student: Student, rng: torch.Generator, device: str) -> None:
     """one index per row ([B] indices) into random tensors of rank 2 to 4, float and integer dtypes"""
     dtypes = _dtype_order(len(ROW_CASES))
@@ -180,8 +177,7 @@ def check_batch_gather_row_indices(student: Student, rng: torch.Generator, devic
         _expect(got, gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT, device)
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(3)
+@check(task="batch_gather", points=3)
 def check_batch_gather_index_tensors(student: Student, rng: torch.Generator, device: str) -> None:
     """[B, K] and [B, K1, K2] indices into random tensors of rank 2 to 4, float and integer dtypes"""
     dtypes = _dtype_order(len(INDEX_CASES))
@@ -191,9 +187,7 @@ def check_batch_gather_index_tensors(student: Student, rng: torch.Generator, dev
         _expect(got, gather_oracle(tensor, indices), tensor, indices, OFFSET_HINT, device)
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(2)
-@pytest.mark.forgeable
+@check(task="batch_gather", points=2, forgeable=True)
 def check_batch_gather_device(student: Student, rng: torch.Generator, device: str) -> None:
     """CPU inputs give a CPU result with no CUDA call, and CUDA inputs a CUDA result"""
     tensor, indices = _random_case(rng, 3, 2)
@@ -217,8 +211,7 @@ def check_batch_gather_device(student: Student, rng: torch.Generator, device: st
         raise
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(3)
+@check(task="batch_gather", points=3)
 def check_batch_gather_gradient(student: Student, rng: torch.Generator, device: str) -> None:
     """gradients flow to `tensor` and match indexing's; an index used twice gets its gradient added up"""
     for dtype, shape, index_shape in ((torch.float32, [3, 5, 2], [3, 2]), (torch.float64, [4, 6], [4]),
@@ -241,9 +234,7 @@ def check_batch_gather_gradient(student: Student, rng: torch.Generator, device: 
                       hint=GRAD_HINT, rtol=rtol, atol=atol, device=device)
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(3)
-@pytest.mark.forgeable
+@check(task="batch_gather", points=3, forgeable=True)
 def check_batch_gather_vectorized(student: Student, rng: torch.Generator, device: str) -> None:
     """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""
     counts: dict[int, Counter[str]] = {}
@@ -262,8 +253,7 @@ def check_batch_gather_vectorized(student: Student, rng: torch.Generator, device
             f"Hint:     {VECTOR_HINT}")
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(4)
+@check(task="batch_gather", points=4)
 def check_batch_gather_speed(student: Student, rng: torch.Generator, device: str,
                              record_property: RecordProperty) -> None:
     """at least 3.5x faster than the guide's loop for B = 1024 (median of interleaved runs, fresh inputs)"""
@@ -279,8 +269,7 @@ def check_batch_gather_speed(student: Student, rng: torch.Generator, device: str
 
 
 # Last in the module: on CUDA, code that indexes out of range breaks the process's CUDA context.
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(2)
+@check(task="batch_gather", points=2)
 def check_batch_gather_out_of_range(student: Student, rng: torch.Generator, device: str) -> None:
     """an index of N raises IndexError naming it, from a batch_gather that answers in-range indices"""
     tensor, indices = _case(rng, [4, 6, 3], [4, 2])

@@ -23,11 +23,11 @@ from typing import Any, NoReturn
 
 import cv2
 import numpy as np
-import pytest
 import torch
 from torch import Tensor
 
 from autograder.expect import CheckFailure, show
+from autograder.plugin import check
 from autograder.remote import Student, StudentError, describe_call, summarize
 from autograder.wire import RemoteObject
 
@@ -294,9 +294,7 @@ def _guide_example(folder: Path) -> list[Image]:
     return sorted(images, key=lambda im: im.name)
 
 
-@pytest.mark.task("ImageDirectoryDataset")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="ImageDirectoryDataset", points=1, visible=True)
 def check_directory_guide_example(student: Student) -> None:
     """three plain-colour PNGs and a text file: len 3, sorted order, RGB uint8 [3, H, W]"""
     folder = new_folder(student)
@@ -310,8 +308,7 @@ def check_directory_guide_example(student: Student) -> None:
         expect_image(get_item(student, ds, i), image, f"ImageDirectoryDataset(path)[{i}]", images)
 
 
-@pytest.mark.task("ImageDirectoryDataset")
-@pytest.mark.points(2)
+@check(task="ImageDirectoryDataset", points=2)
 def check_directory_sorted_and_len(student: Student, rng: torch.Generator) -> None:
     """random file names: len() counts the *.png files and index i reads the i-th name in sorted order"""
     folder = new_folder(student)
@@ -329,8 +326,7 @@ def check_directory_sorted_and_len(student: Student, rng: torch.Generator) -> No
         expect_image(get_item(student, ds, i), image, f"ImageDirectoryDataset(path)[{i}]", images, SORT_HINT)
 
 
-@pytest.mark.task("ImageDirectoryDataset")
-@pytest.mark.points(1)
+@check(task="ImageDirectoryDataset", points=1)
 def check_directory_pattern(student: Student, rng: torch.Generator) -> None:
     """the `pattern` argument (positional or keyword) selects which files are read"""
     folder = new_folder(student)
@@ -350,8 +346,7 @@ def check_directory_pattern(student: Student, rng: torch.Generator) -> None:
             expect_image(get_item(student, ds, i), image, f"{call}[{i}]", images, SORT_HINT)
 
 
-@pytest.mark.task("ImageDirectoryDataset")
-@pytest.mark.points(2)
+@check(task="ImageDirectoryDataset", points=2)
 def check_directory_same_index_same_image(student: Student, rng: torch.Generator) -> None:
     """ds[i] is deterministic: the same image for the same index, asked in any order, any number of times"""
     folder = new_folder(student)
@@ -363,8 +358,7 @@ def check_directory_same_index_same_image(student: Student, rng: torch.Generator
         expect_image(get_item(student, ds, i), images[i], f"ImageDirectoryDataset(path)[{i}]", images)
 
 
-@pytest.mark.task("ImageDirectoryDataset")
-@pytest.mark.points(2)
+@check(task="ImageDirectoryDataset", points=2)
 def check_directory_rgb_uint8_chw(student: Student, rng: torch.Generator) -> None:
     """every item is an RGB (not BGR) uint8 tensor of shape [3, H, W] with the file's exact pixels"""
     folder = new_folder(student)
@@ -375,8 +369,7 @@ def check_directory_rgb_uint8_chw(student: Student, rng: torch.Generator) -> Non
         expect_image(get_item(student, ds, i), image, f"ImageDirectoryDataset(path)[{i}]", images)
 
 
-@pytest.mark.task("ImageDirectoryDataset")
-@pytest.mark.points(1)
+@check(task="ImageDirectoryDataset", points=1)
 def check_directory_gray_and_rgba_png(student: Student, rng: torch.Generator) -> None:
     """grayscale and RGBA PNGs also give RGB [3, H, W] (grey repeated, alpha dropped)"""
     folder = new_folder(student)
@@ -390,8 +383,7 @@ def check_directory_gray_and_rgba_png(student: Student, rng: torch.Generator) ->
                      "Read with cv2.IMREAD_COLOR: it always gives 3 channels.")
 
 
-@pytest.mark.task("ImageDirectoryDataset")
-@pytest.mark.points(2)
+@check(task="ImageDirectoryDataset", points=2)
 def check_directory_dataloader_workers(student: Student, rng: torch.Generator) -> None:
     """through a DataLoader with 0, 1, 2 and 3 workers: every file once, in sorted order"""
     folder = new_folder(student)
@@ -409,9 +401,7 @@ def check_directory_dataloader_workers(student: Student, rng: torch.Generator) -
 # -- TarImageDataset --------------------------------------------------------------------
 
 
-@pytest.mark.task("TarImageDataset")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="TarImageDataset", points=1, visible=True)
 def check_tar_guide_example(student: Student) -> None:
     """two tar files of three plain-colour images with 0 and 2 workers, and one of them with 2 workers"""
     folder = new_folder(student)
@@ -429,8 +419,7 @@ def check_tar_guide_example(student: Student) -> None:
         expect_stream(student, paths, [im for part in images[:files] for im in part], workers)
 
 
-@pytest.mark.task("TarImageDataset")
-@pytest.mark.points(2)
+@check(task="TarImageDataset", points=2)
 def check_tar_main_process(student: Student, rng: torch.Generator) -> None:
     """num_workers=0 reads 1, 2 and 5 tar files completely: RGB uint8 [3, H, W], each image once"""
     for n_files in (1, 2, 5):
@@ -438,8 +427,7 @@ def check_tar_main_process(student: Student, rng: torch.Generator) -> None:
         expect_stream(student, paths, images, 0)
 
 
-@pytest.mark.task("TarImageDataset")
-@pytest.mark.points(2)
+@check(task="TarImageDataset", points=2)
 def check_tar_one_file_per_worker(student: Student, rng: torch.Generator) -> None:
     """as many workers as files (the guide's case): 1 file and 1 worker, 2 files and 2 workers"""
     for n in (1, 2):
@@ -447,8 +435,7 @@ def check_tar_one_file_per_worker(student: Student, rng: torch.Generator) -> Non
         expect_stream(student, paths, images, n)
 
 
-@pytest.mark.task("TarImageDataset")
-@pytest.mark.points(2)
+@check(task="TarImageDataset", points=2)
 def check_tar_more_files_than_workers(student: Student, rng: torch.Generator) -> None:
     """more files than workers: 2 files with 1 worker, 5 files with 2 and with 3 workers"""
     for n_files, workers in ((2, 1), (5, 2), (5, 3)):
@@ -456,8 +443,7 @@ def check_tar_more_files_than_workers(student: Student, rng: torch.Generator) ->
         expect_stream(student, paths, images, workers)
 
 
-@pytest.mark.task("TarImageDataset")
-@pytest.mark.points(2)
+@check(task="TarImageDataset", points=2)
 def check_tar_fewer_files_than_workers(student: Student, rng: torch.Generator) -> None:
     """fewer files than workers: 1 file with 2 and with 3 workers, 2 files with 3 workers"""
     for n_files, workers in ((1, 2), (1, 3), (2, 3)):
@@ -465,8 +451,7 @@ def check_tar_fewer_files_than_workers(student: Student, rng: torch.Generator) -
         expect_stream(student, paths, images, workers)
 
 
-@pytest.mark.task("TarImageDataset")
-@pytest.mark.points(2)
+@check(task="TarImageDataset", points=2)
 def check_tar_corrupt_member_named(student: Student, rng: torch.Generator) -> None:
     """a truncated PNG or a text member raises a ValueError naming it (0 and 2 workers), without hanging"""
     taken: set[str] = set()
@@ -501,8 +486,7 @@ def check_tar_corrupt_member_named(student: Student, rng: torch.Generator) -> No
             _fail(call, expected, got, "the error does not say which member is broken", CORRUPT_HINT)
 
 
-@pytest.mark.task("TarImageDataset")
-@pytest.mark.points(1)
+@check(task="TarImageDataset", points=1)
 def check_tar_skips_directories(student: Student, rng: torch.Generator) -> None:
     """directory entries in an archive (as `tar cf` writes them) are skipped, not decoded"""
     folder = new_folder(student)
@@ -519,8 +503,7 @@ def check_tar_skips_directories(student: Student, rng: torch.Generator) -> None:
         expect_stream(student, [str(path)], images, workers)
 
 
-@pytest.mark.task("TarImageDataset")
-@pytest.mark.points(1)
+@check(task="TarImageDataset", points=1)
 def check_tar_second_epoch(student: Student, rng: torch.Generator) -> None:
     """iterating the same dataset again (a second epoch) yields every image again"""
     paths, images = tar_image_set(student, rng, 2)

@@ -16,11 +16,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import torch
 from torch import Tensor
 
 from autograder.expect import CheckFailure, call_explained, expect_tensor, fail, output_shape_checked
+from autograder.plugin import check
 from autograder.remote import Student, StudentError
 
 # -- the seam: typed adapters to the student's functions ----------------------
@@ -146,9 +146,7 @@ def _gradcheck(student: Student, name: str, args: tuple, kwargs: dict, wrt: int,
 # -- softmax -------------------------------------------------------------------
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(1)
-@pytest.mark.visible
+@check(task="softmax", points=1, visible=True)
 def check_softmax_guide_example(student: Student, device: str) -> None:
     """softmax([1000., 0.]) is [1., 0.], as in the notebook's visible check"""
     x = torch.tensor([1000.0, 0.0])
@@ -156,8 +154,7 @@ def check_softmax_guide_example(student: Student, device: str) -> None:
             OVERFLOW_HINT, device)
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(2)
+@check(task="softmax", points=2)
 def check_softmax_random_batches(student: Student, rng: torch.Generator, device: str) -> None:
     """softmax matches torch.softmax on [B, C] batches, square and with size-1 axes (default dim and dim=1)"""
     for trial, shape in enumerate(BATCH_SHAPES):
@@ -167,8 +164,7 @@ def check_softmax_random_batches(student: Student, rng: torch.Generator, device:
         _expect_softmax(run_softmax(student, x, dim), x, -1, call, DIM_HINT, device)
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(2)
+@check(task="softmax", points=2)
 def check_softmax_other_dims(student: Student, rng: torch.Generator, device: str) -> None:
     """softmax normalises along the `dim` it is given, every axis of tensors of rank 1 to 4"""
     for shape in DIM_SHAPES:
@@ -177,8 +173,7 @@ def check_softmax_other_dims(student: Student, rng: torch.Generator, device: str
             _expect_softmax(run_softmax(student, x, dim), x, dim, f"softmax(logits, dim={dim})", DIM_HINT, device)
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(2)
+@check(task="softmax", points=2)
 def check_softmax_rows_far_apart(student: Student, rng: torch.Generator, device: str) -> None:
     """rows (or columns) on very different scales each get their own maximum (no 0/0)"""
     for (b, c), dim in (([4, 5], 1), ([3, 6], 1), ([5, 3], 0)):
@@ -188,8 +183,7 @@ def check_softmax_rows_far_apart(student: Student, rng: torch.Generator, device:
         _expect_softmax(run_softmax(student, x, dim), x, dim, f"softmax(logits, dim={dim})", ROWWISE_HINT, device)
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(1)
+@check(task="softmax", points=1)
 def check_softmax_huge_and_infinite_logits(student: Student, device: str) -> None:
     """logits of 1e4 and 1e30 do not overflow, and -inf entries get probability 0"""
     inf = float("inf")
@@ -198,8 +192,7 @@ def check_softmax_huge_and_infinite_logits(student: Student, device: str) -> Non
             OVERFLOW_HINT, device)
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(1)
+@check(task="softmax", points=1)
 def check_softmax_keeps_dtype(student: Student, rng: torch.Generator, device: str) -> None:
     """the result has the input's dtype and accuracy: float64 and bfloat16"""
     for dtype in (torch.float64, torch.bfloat16):
@@ -207,8 +200,7 @@ def check_softmax_keeps_dtype(student: Student, rng: torch.Generator, device: st
         _expect_softmax(run_softmax(student, x, -1), x, -1, "softmax(logits, dim=-1)", DTYPE_HINT, device)
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(1)
+@check(task="softmax", points=1)
 def check_softmax_gradient(student: Student, rng: torch.Generator, device: str) -> None:
     """the gradient passes gradcheck in float64 and matches torch.softmax's"""
     x = _random_logits(rng, [3, 4], dtype=torch.float64)
@@ -231,9 +223,7 @@ def _xent_call(dim: int | None) -> str:
     return "softmax_cross_entropy(labels, logits" + (")" if dim is None else f", dim={dim})")
 
 
-@pytest.mark.task("softmax_cross_entropy")
-@pytest.mark.points(2)
-@pytest.mark.visible
+@check(task="softmax_cross_entropy", points=2, visible=True)
 def check_xent_guide_example(student: Student, device: str) -> None:
     """labels [0.5, 0.5], logits [1000., 0.] give 500 and the gradient [0.5, -0.5]"""
     labels, logits = torch.tensor([0.5, 0.5]), torch.tensor([1000.0, 0.0])
@@ -243,8 +233,7 @@ def check_xent_guide_example(student: Student, device: str) -> None:
     _expect(grads[0], torch.tensor([0.5, -0.5]), "gradient with respect to logits", inputs, LOG_HINT, device)
 
 
-@pytest.mark.task("softmax_cross_entropy")
-@pytest.mark.points(2)
+@check(task="softmax_cross_entropy", points=2)
 def check_xent_random_batches(student: Student, rng: torch.Generator, device: str) -> None:
     """matches -sum(labels * log_softmax(logits)) on [B, C] batches, square and with size-1 axes"""
     for trial, shape in enumerate(BATCH_SHAPES):
@@ -254,8 +243,7 @@ def check_xent_random_batches(student: Student, rng: torch.Generator, device: st
                 {"labels": labels, "logits": logits}, "The result has `dim` reduced: shape [B].", device)
 
 
-@pytest.mark.task("softmax_cross_entropy")
-@pytest.mark.points(1)
+@check(task="softmax_cross_entropy", points=1)
 def check_xent_other_dims(student: Student, rng: torch.Generator, device: str) -> None:
     """reduces exactly the `dim` it is given, every axis of rank-3 inputs"""
     for shape in ([2, 3, 4], [3, 3, 3]):
@@ -265,8 +253,7 @@ def check_xent_other_dims(student: Student, rng: torch.Generator, device: str) -
                     {"labels": labels, "logits": logits}, DIM_HINT, device)
 
 
-@pytest.mark.task("softmax_cross_entropy")
-@pytest.mark.points(2)
+@check(task="softmax_cross_entropy", points=2)
 def check_xent_extreme_logits(student: Student, device: str) -> None:
     """stays finite and exact for logits of 1e4 and 1e30 and rows far apart"""
     logits = torch.tensor([[1e4, 0.0, -1e4], [1e30, 0.0, -1e30], [0.0, 1.0, 2.0], [-5000.0, -5001.0, -7000.0]])
@@ -275,8 +262,7 @@ def check_xent_extreme_logits(student: Student, device: str) -> None:
             {"labels": labels, "logits": logits}, LOG_HINT, device)
 
 
-@pytest.mark.task("softmax_cross_entropy")
-@pytest.mark.points(2)
+@check(task="softmax_cross_entropy", points=2)
 def check_xent_gradient(student: Student, rng: torch.Generator, device: str) -> None:
     """the gradient passes gradcheck in float64 and stays finite for huge logits"""
     labels = _random_labels(rng, [3, 4]).double()
@@ -295,8 +281,7 @@ def check_xent_gradient(student: Student, rng: torch.Generator, device: str) -> 
     _expect(grads[0], want.float(), f"gradient of {_xent_call(1)}", inputs, LOG_HINT, device)
 
 
-@pytest.mark.task("softmax_cross_entropy")
-@pytest.mark.points(1)
+@check(task="softmax_cross_entropy", points=1)
 def check_xent_keeps_dtype(student: Student, rng: torch.Generator, device: str) -> None:
     """the result has the logits' dtype and accuracy: float64 and bfloat16"""
     for dtype in (torch.float64, torch.bfloat16):

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from autograder.expect import CheckFailure, fail, nonfinite, show
+from autograder.plugin import check
 from autograder.remote import Student, StudentError
 from autograder.scan import references
 from autograder.timing import RecordProperty, reference_process
@@ -228,9 +229,7 @@ def expect_update(record: dict[str, Any], case: Case, want: dict[str, Tensor], d
 # -- amp_train_step ------------------------------------------------------------------
 
 
-@pytest.mark.task("amp_train_step")
-@pytest.mark.points(2)
-@pytest.mark.visible
+@check(task="amp_train_step", points=2, visible=True)
 def check_amp_step_returns_loss_and_updates(student: Student, rng: torch.Generator, device: str) -> None:
     """one step returns the unscaled loss as a float and changes the parameters"""
     case = make_case(rng)
@@ -255,9 +254,7 @@ def _dtype_and_autocast(record: dict[str, Any]) -> str:
     return f"{record['dtype']} (autocast {'on' if record['autocast'] else 'off'})"
 
 
-@pytest.mark.task("amp_train_step")
-@pytest.mark.points(2)
-@pytest.mark.forgeable
+@check(task="amp_train_step", points=2, forgeable=True)
 def check_amp_forward_under_autocast(student: Student, rng: torch.Generator, device: str) -> None:
     """the forward pass runs under autocast: Linear outputs in low precision, the loss in float32"""
     case = make_case(rng)
@@ -280,9 +277,7 @@ def check_amp_forward_under_autocast(student: Student, rng: torch.Generator, dev
              "(autocast runs mse_loss in float32)", AUTOCAST_HINT)
 
 
-@pytest.mark.task("amp_train_step")
-@pytest.mark.points(2)
-@pytest.mark.forgeable
+@check(task="amp_train_step", points=2, forgeable=True)
 def check_amp_backward_scaled_outside_autocast(student: Student, rng: torch.Generator, device: str) -> None:
     """backward runs once, outside autocast, on the loss scaled by the GradScaler"""
     case = make_case(rng)
@@ -304,8 +299,7 @@ def check_amp_backward_scaled_outside_autocast(student: Student, rng: torch.Gene
         fail(case.describe(device), {}, expected, seen, "; ".join(problems), SCALE_HINT)
 
 
-@pytest.mark.task("amp_train_step")
-@pytest.mark.points(2)
+@check(task="amp_train_step", points=2)
 def check_amp_update_matches_sgd(student: Student, rng: torch.Generator, device: str) -> None:
     """the update equals SGD on the unscaled gradient (float64 oracle)"""
     case = make_case(rng)
@@ -317,8 +311,7 @@ def check_amp_update_matches_sgd(student: Student, rng: torch.Generator, device:
                   "scaler.step(optimizer).")
 
 
-@pytest.mark.task("amp_train_step")
-@pytest.mark.points(2)
+@check(task="amp_train_step", points=2)
 def check_amp_skips_inf_and_nan_steps(student: Student, rng: torch.Generator, device: str) -> None:
     """a step whose gradients hold inf or NaN leaves the parameters unchanged and lowers the scale"""
     case = make_case(rng)
@@ -339,8 +332,7 @@ def check_amp_skips_inf_and_nan_steps(student: Student, rng: torch.Generator, de
                  "after scaler.step(optimizer), once per step", STEP_HINT)
 
 
-@pytest.mark.task("amp_train_step")
-@pytest.mark.points(2)
+@check(task="amp_train_step", points=2)
 def check_amp_clips_unscaled_gradients(student: Student, rng: torch.Generator, device: str) -> None:
     """with max_grad_norm, the update is SGD on the unscaled gradients clipped to that norm"""
     case = make_case(rng)
@@ -354,8 +346,7 @@ def check_amp_clips_unscaled_gradients(student: Student, rng: torch.Generator, d
                   f"update by {CLIP_FACTOR:g}; the update did not match", CLIP_HINT, max_grad_norm)
 
 
-@pytest.mark.task("amp_train_step")
-@pytest.mark.points(1)
+@check(task="amp_train_step", points=1)
 def check_amp_clears_gradients(student: Student, rng: torch.Generator, device: str) -> None:
     """the gradients are cleared (None or zero) when the step returns"""
     case = make_case(rng)
@@ -367,9 +358,7 @@ def check_amp_clears_gradients(student: Student, rng: torch.Generator, device: s
              f"{name}.grad = {show(g)}", f"{len(left)} parameters still hold gradients after the step", ZERO_HINT)
 
 
-@pytest.mark.task("amp_train_step")
-@pytest.mark.points(1)
-@pytest.mark.forgeable
+@check(task="amp_train_step", points=1, forgeable=True)
 def check_amp_uses_current_api(student: Student, rng: torch.Generator, device: str) -> None:
     """uses torch.autocast and torch.amp, not the deprecated torch.cuda.amp"""
     used = references(student.submission, "torch.cuda.amp", cell="amp_train_step")
@@ -449,13 +438,10 @@ def measure_amp_speed(student: Student, rng: torch.Generator, device: str, width
                     peaks[True] / max(peaks[False], 1))
 
 
-@pytest.mark.task("amp_train_step")
-@pytest.mark.points(2)
+@check(task="amp_train_step", points=2, cuda_only=True)
 def check_amp_speedup_on_cuda(student: Student, rng: torch.Generator, device: str,
                               record_property: RecordProperty) -> None:
     """on CUDA, AMP trains the recipe's 4096-wide MLP at least 1.3x faster than float32"""
-    if device != "cuda":
-        pytest.skip("skipped: the mixed-precision speed-up is measured on CUDA only, and this grading ran on CPU")
     result = measure_amp_speed(student, rng, device)
     record_property("note", f"Timing:   {result.describe()}")
     if result.speedup < MIN_SPEEDUP:
@@ -504,18 +490,14 @@ def expect_learned(student: Student, record: dict[str, Any], device: str, use_am
              "Return the trained model itself, in the state it was trained to." + " " + BOARD_HINT)
 
 
-@pytest.mark.task("train_checkerboard")
-@pytest.mark.points(3)
-@pytest.mark.visible
+@check(task="train_checkerboard", points=3, visible=True)
 def check_checkerboard_learns_with_amp(student: Student, device: str, board_runs: dict[bool, dict[str, Any]]
                                        ) -> None:
     """with use_amp=True, 300 steps on a 16x16 grid bring the loss under 0.05 within 60 s"""
     expect_learned(student, run_checkerboard(student, board_runs, device, use_amp=True), device, use_amp=True)
 
 
-@pytest.mark.task("train_checkerboard")
-@pytest.mark.points(2)
-@pytest.mark.forgeable
+@check(task="train_checkerboard", points=2, forgeable=True)
 def check_checkerboard_trains_with_amp_train_step(student: Student, device: str,
                                                    board_runs: dict[bool, dict[str, Any]]) -> None:
     """with use_amp=True, every step goes through amp_train_step with the device's low-precision dtype"""
@@ -537,9 +519,7 @@ def check_checkerboard_trains_with_amp_train_step(student: Student, device: str,
              "train_checkerboard uses the deprecated torch.cuda.amp API (PyTorch warned about it)", API_HINT)
 
 
-@pytest.mark.task("train_checkerboard")
-@pytest.mark.points(1)
-@pytest.mark.forgeable
+@check(task="train_checkerboard", points=1, forgeable=True)
 def check_checkerboard_float32_without_amp(student: Student, device: str,
                                            board_runs: dict[bool, dict[str, Any]]) -> None:
     """with use_amp=False, it trains in float32 without autocast and still gets under 0.05"""
