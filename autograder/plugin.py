@@ -4,8 +4,8 @@ pytest is the runner: a check is a function `check_*` in the chapter's checks
 module, declared with `@check(task=..., points=...)`: the exercise (answer cell)
 it grades and what it is worth. The plugin refuses, at collection, a check that
 is not declared so, a task the notebook does not have, and points that do not
-add up to the notebook's check cells. It gives checks their fixtures
-(`student`, `rng`, `device`) and records each outcome with the message the
+add up to the notebook's check cells. It gives checks their fixtures (`api`,
+`student`, `rng`, `device`) and records each outcome with the message the
 student will see.
 """
 
@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import pytest
 import torch
 
+from autograder.api import StudentApi
 from autograder.chapters import Chapter
 from autograder.expect import CheckFailure
 from autograder.remote import Student, StudentError
@@ -124,6 +125,12 @@ class KitPlugin:
     @pytest.fixture(scope="session")
     def student(self) -> Student:
         return self._student
+
+    @pytest.fixture
+    def api(self, request: pytest.FixtureRequest) -> StudentApi:
+        """The chapter's declared API (the checks module's Api), bound to the submission's process."""
+        api: type[StudentApi] = request.module.Api
+        return api(self._student)
 
     @pytest.fixture(scope="session")
     def device(self) -> str:

@@ -112,7 +112,7 @@ def _expect_pairwise(student: Student, x: Tensor, y: Tensor, hint: str, device: 
 def _traces(student: Student, name: str, small: tuple[Tensor, ...], large: tuple[Tensor, ...]
             ) -> tuple[list[str], list[str]]:
     """The aten operators `name` issues on small and on large inputs."""
-    return student.traced(name, *small)[1], student.traced(name, *large)[1]
+    return student.traced(name, small, {})[1], student.traced(name, large, {})[1]
 
 
 def _expect_no_growth(name: str, ops_small: list[str], ops_large: list[str], sizes: tuple[str, str]) -> None:

@@ -240,7 +240,7 @@ def check_batch_gather_vectorized(student: Student, rng: torch.Generator, device
     counts: dict[int, Counter[str]] = {}
     for batch in (4, 64):
         tensor, indices = _random_case(rng, 3, 2, batch=batch)
-        value, ops = student.traced("batch_gather", tensor, indices)
+        value, ops = student.traced("batch_gather", (tensor, indices), {})
         _expect(value, gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT, device)
         counts[batch] = Counter(ops)
     small, large = counts[4], counts[64]
