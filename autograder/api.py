@@ -36,7 +36,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 import torch
 
-from autograder.expect import explain_error
+from autograder.expect import explain_error, on_every_call
 from autograder.remote import Student, StudentError
 
 P = ParamSpec("P")
@@ -127,12 +127,19 @@ class Remote(Generic[P, R]):
         return self.student.vjp(self.declared.target, args, kwargs, wrt, grad_output, self.options.timeout,
                                 shown=call or self.name, during=call)
 
-    def explained(self, e: StudentError) -> StudentError:
-        """`e`, an error of this function, said to happen on every call when the declared example raises too;
-        else with the hint added."""
+    def _example(self) -> Callable[[], Any] | None:
         example = self.declared.example
-        return explain_error(e, self.name, None if example is None else lambda: self._request(example, {}),
-                             self.options.hint)
+        return None if example is None else lambda: self._request(example, {})
+
+    def on_every_call(self, e: StudentError) -> StudentError | None:
+        """`e`, an error of this function, restated as raised on every call when the declared example raises
+        too; else None."""
+        example = self._example()
+        return None if example is None else on_every_call(e, self.name, example)
+
+    def explained(self, e: StudentError) -> StudentError:
+        """`e` restated as raised on every call (see on_every_call), else with the hint added."""
+        return explain_error(e, self.name, self._example(), self.options.hint)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         try:
