@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import torch
 
+from autograder.api import StudentApi, answer
+from autograder.checks.ch07_numerical_stability import Api
 from autograder.notebook import load_submission
 from autograder.remote import Student
 from autograder.timing import compare_speed, randn, reference_process
@@ -20,6 +22,11 @@ from benchmarks.timing_stability import FORMS
 from tests.kit import FAST, by_name, grade_fast, solved
 
 SOFTMAX = "def reference_softmax(logits, dim=-1):\n    return torch.softmax(logits, dim)\n"
+
+
+class Reference(StudentApi):
+    @answer
+    def reference_softmax(self, logits: torch.Tensor, dim: int = -1) -> torch.Tensor: ...
 
 
 def test_timed_inputs_are_made_inside_the_timed_request_and_their_making_subtracted(
@@ -36,7 +43,7 @@ def test_timed_inputs_are_made_inside_the_timed_request_and_their_making_subtrac
                       time.monotonic() + 120)
     try:
         with reference_process(student, SOFTMAX) as ref:
-            speed = compare_speed(student, "softmax", ref, "reference_softmax", [randn(256, 64)],
+            speed = compare_speed(Api(student).softmax, Reference(ref).reference_softmax, [randn(256, 64)],
                                   lambda x: torch.softmax(x.double(), -1).float(), torch.Generator().manual_seed(0),
                                   count=3, rounds=3, warmup=1)
     finally:
