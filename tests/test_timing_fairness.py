@@ -15,6 +15,7 @@ import torch
 
 from autograder.api import StudentApi, answer
 from autograder.checks.ch07_numerical_stability import Api
+from autograder.checks.ch08_mixed_precision import Api as AmpApi
 from autograder.notebook import load_submission
 from autograder.remote import Student
 from autograder.timing import compare_speed, randn, reference_process
@@ -83,11 +84,11 @@ def test_the_amp_speed_rounds_make_their_batch_inside_the_timed_call(tmp_path: P
     student = Student(load_submission(solved(tmp_path, "08_mixed_precision")), "cpu", FAST, time.monotonic() + 120)
     try:
         with reference_process(student, "# kit code only") as ref:
-            rigs = [(who, who.call("kit.speed_rig", 7, 32, 2, 16, "cpu")) for who in (student, ref)]
+            rigs = [(api, api.speed_rig(7, 32, 2, 16, "cpu")) for api in (AmpApi(student), AmpApi(ref))]
             # The same round seed gives both processes the same batch (their losses agree, AMP vs float32);
             # the rig alone holds no batch: a new seed gives new losses.
-            first = [who.call("kit.run_steps", rig, 1, who is student, 11)["losses"][0] for who, rig in rigs]
-            other = [who.call("kit.run_steps", rig, 1, who is student, 12)["losses"][0] for who, rig in rigs]
+            first = [api.run_steps(rig, 1, api.student is student, 11)["losses"][0] for api, rig in rigs]
+            other = [api.run_steps(rig, 1, api.student is student, 12)["losses"][0] for api, rig in rigs]
     finally:
         student.close()
     assert abs(first[0] - first[1]) < 0.05 * first[1] and abs(other[0] - other[1]) < 0.05 * other[1]
