@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from autograder.remote import Student, StudentError
+from autograder.remote import StudentError
 
 # The judge's own comparison functions. Student code never runs in this
 # process, but binding them once keeps every check on the same definitions.
@@ -57,15 +57,6 @@ def explain_error(e: StudentError, name: str, example: Callable[[], Any] | None,
     if every is not None:
         return every
     return StudentError(f"{e}\nHint:     {hint}") if hint and error_type(e) is not None else e
-
-
-def call_explained(student: Student, name: str, example: tuple[Any, ...], *args: Any, **kwargs: Any) -> Any:
-    """student.call(name, *args, **kwargs); an exception it raises is said to happen on every call when
-    `name(*example)`, a call every working `name` answers, raises too."""
-    try:
-        return student.call(name, *args, **kwargs)
-    except StudentError as e:
-        raise explain_error(e, name, lambda: student.call(name, *example)) from None
 
 
 @contextlib.contextmanager

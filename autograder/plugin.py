@@ -70,6 +70,13 @@ def declaration_problems(chapter: Chapter, module: Any, checks: dict[str, CheckS
     Api whose answers the notebook has), each check's task, and the points of each task, which must add up
     to its check cell's (CUDA-only checks count on top)."""
     problems = []
+    api = getattr(module, "Api", None)
+    if not (isinstance(api, type) and issubclass(api, StudentApi)):
+        problems.append(f"{chapter.checks.name} declares no API: class Api(StudentApi)")
+    else:
+        problems += [f"Api.{d.name}: the notebook has no answer cell {d.name!r} (its answers: "
+                     f"{', '.join(chapter.answers)})" for d in api.declarations().values()
+                     if not d.in_harness and d.name not in chapter.answers]
     totals = dict.fromkeys(chapter.points, 0.0)
     for name, spec in checks.items():
         if spec is None:

@@ -17,6 +17,7 @@ but torch sees no CUDA GPU.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import platform
@@ -37,14 +38,13 @@ import torch.nn.functional as F
 from autograder.chapters import CHAPTERS
 from autograder.judge import Grade, GraderError, grade
 from autograder.notebook import read_notebook
-from autograder.plugin import CheckResult
+from autograder.plugin import CheckResult, declared_checks
 from autograder.selftest_cases import Mutant, mutants, release_path, solution_cells
 
 NO_CUDA = 4  # exit code: --device cuda on a machine where torch sees no CUDA GPU
 SEED = 1234  # fixed, so that two machines' tables compare
 # Points of each chapter's checks, as the notebook's check cells carry them; CUDA-only checks count on top.
 POINTS = {c.id: sum(c.points.values()) for c in CHAPTERS.values()}
-CUDA_ONLY = {"08_mixed_precision": {"check_amp_speedup_on_cuda": 2}}
 TEACHES = ("Expected", "Problem", "not", "raised")  # a failing check's message says what went wrong
 RECIPE_AMP_SPEEDUP = 2.3  # the PyTorch AMP recipe's MLP: 7.7 s in float32, 3.3 s with AMP
 
@@ -57,12 +57,18 @@ def default_grader(notebook: Path, device: str, only: str | None) -> Grade:
     return grade(notebook, device=device, seed=SEED, only=only)
 
 
+def cuda_only(chapter: str) -> dict[str, float]:
+    """The chapter's CUDA-only checks and their points, as its checks module declares them."""
+    module = importlib.import_module(f"autograder.checks.{CHAPTERS[chapter].checks.stem}")
+    return {name: spec.points for name, spec in declared_checks(module).items() if spec.cuda_only}
+
+
 def expected_max(chapter: str, device: str) -> float:
-    return POINTS[chapter] + (sum(CUDA_ONLY.get(chapter, {}).values()) if device == "cuda" else 0)
+    return POINTS[chapter] + (sum(cuda_only(chapter).values()) if device == "cuda" else 0)
 
 
 def expected_skips(chapter: str, device: str) -> list[str]:
-    return [] if device == "cuda" else sorted(CUDA_ONLY.get(chapter, {}))
+    return [] if device == "cuda" else sorted(cuda_only(chapter))
 
 
 @dataclass

@@ -9,11 +9,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from torch import Tensor
 
 from autograder import notebook
+from autograder.api import StudentApi, answer, harness
 from autograder.chapters import CHAPTERS
+from autograder.checks.ch07_numerical_stability import Api
 from autograder.judge import GraderError
 from autograder.plugin import CheckSpec, check, declaration_problems
 from tests.kit import grade_fast, solved
@@ -50,18 +54,34 @@ def test_check_decorates_check_functions_once() -> None:
 
 
 def test_tasks_and_points_must_be_the_notebooks() -> None:
+    chapter, module = CHAPTERS[CH], SimpleNamespace(Api=Api)
+    full = {"check_a": CheckSpec("softmax", 10), "check_b": CheckSpec("softmax_cross_entropy", 10)}
+    assert declaration_problems(chapter, module, full) == []
+    assert declaration_problems(chapter, module, {**full, "check_c": CheckSpec("softmax", 2, cuda_only=True)}) == []
+    assert declaration_problems(chapter, module, {**full, "check_c": None}) == [
+        "check_c is not declared with @check(task=..., points=...)"]
+    assert declaration_problems(chapter, module, {**full, "check_c": CheckSpec("sofmax", 2)}) == [
+        "check_c grades task 'sofmax', which the notebook does not have (its tasks: softmax, softmax_cross_entropy)"]
+    assert declaration_problems(chapter, module, {"check_a": CheckSpec("softmax", 10)}) == [
+        "task 'softmax_cross_entropy': its checks carry 0 points, its check cell in the notebook 10"]
+    assert declaration_problems(chapter, module, {**full, "check_c": CheckSpec("softmax", 1)}) == [
+        "task 'softmax': its checks carry 11 points, its check cell in the notebook 10"]
+
+
+def test_the_api_must_be_declared_and_name_the_notebooks_answers() -> None:
+    class Misspelled(StudentApi):
+        @answer
+        def sofmax(self, logits: Tensor, dim: int = -1) -> Tensor: ...
+
+        @harness("xent")
+        def cross_entropy(self, labels: Tensor, logits: Tensor) -> Tensor: ...  # the harness's: any name
+
     chapter = CHAPTERS[CH]
     full = {"check_a": CheckSpec("softmax", 10), "check_b": CheckSpec("softmax_cross_entropy", 10)}
-    assert declaration_problems(chapter, None, full) == []
-    assert declaration_problems(chapter, None, {**full, "check_c": CheckSpec("softmax", 2, cuda_only=True)}) == []
-    assert declaration_problems(chapter, None, {**full, "check_c": None}) == [
-        "check_c is not declared with @check(task=..., points=...)"]
-    assert declaration_problems(chapter, None, {**full, "check_c": CheckSpec("sofmax", 2)}) == [
-        "check_c grades task 'sofmax', which the notebook does not have (its tasks: softmax, softmax_cross_entropy)"]
-    assert declaration_problems(chapter, None, {"check_a": CheckSpec("softmax", 10)}) == [
-        "task 'softmax_cross_entropy': its checks carry 0 points, its check cell in the notebook 10"]
-    assert declaration_problems(chapter, None, {**full, "check_c": CheckSpec("softmax", 1)}) == [
-        "task 'softmax': its checks carry 11 points, its check cell in the notebook 10"]
+    assert declaration_problems(chapter, SimpleNamespace(), full) == [
+        "ch07_numerical_stability.py declares no API: class Api(StudentApi)"]
+    assert declaration_problems(chapter, SimpleNamespace(Api=Misspelled), full) == [
+        "Api.sofmax: the notebook has no answer cell 'sofmax' (its answers: softmax, softmax_cross_entropy)"]
 
 
 def _grade_with_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str) -> None:
@@ -73,7 +93,12 @@ def _grade_with_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: st
 
 
 GOOD = '''
+from autograder.api import StudentApi
 from autograder.plugin import check
+
+
+class Api(StudentApi):
+    pass
 
 
 @check(task="softmax_cross_entropy", points=10)
