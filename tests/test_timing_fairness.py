@@ -16,6 +16,7 @@ import torch
 from autograder.api import StudentApi, answer
 from autograder.checks.ch07_numerical_stability import Api
 from autograder.checks.ch08_mixed_precision import Api as AmpApi
+from autograder.checks.ch08_mixed_precision import measure_amp_speed
 from autograder.notebook import load_submission
 from autograder.remote import Student
 from autograder.timing import compare_speed, randn, reference_process
@@ -93,3 +94,15 @@ def test_the_amp_speed_rounds_make_their_batch_inside_the_timed_call(tmp_path: P
         student.close()
     assert abs(first[0] - first[1]) < 0.05 * first[1] and abs(other[0] - other[1]) < 0.05 * other[1]
     assert abs(first[1] - other[1]) > 1e-3
+
+
+def test_the_amp_speed_comparison_runs_on_the_timing_engine(tmp_path: Path) -> None:
+    """The CUDA-only check's measurement, small and on CPU: interleaved rounds whose losses agree."""
+    student = Student(load_submission(solved(tmp_path, "08_mixed_precision")), "cpu", FAST, time.monotonic() + 120)
+    try:
+        speed = measure_amp_speed(student, torch.Generator().manual_seed(0), "cpu", width=32, batch=16, steps=2,
+                                  rounds=3, warmup=1)
+    finally:
+        student.close()
+    assert speed.amp > 0 and speed.float32 > 0 and speed.memory_ratio == 0  # memory is measured on CUDA only
+    assert "(median of 3 interleaved rounds of 2 steps)" in speed.describe()
