@@ -16,8 +16,9 @@ class Chapter:
     answers: dict[str, tuple[str, ...]]
     # run before the answer cells, as the notebook's locked import cell does
     preamble: str = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-    # its checks trace aten operators (TorchDispatchMode), which loads torch._dynamo: the zygote pays that once
-    traces_dispatch: bool = False
+    # its grading imports torch._dynamo (1-2 s): operator traces (TorchDispatchMode), an optimizer's first
+    # step, torch.func. The zygote then imports it once, before forking, instead of every child on its own.
+    loads_dynamo: bool = False
 
     @property
     def checks(self) -> Path:
@@ -35,7 +36,7 @@ class Chapter:
 CHAPTERS: dict[str, Chapter] = {
     c.id: c
     for c in [
-        Chapter("01_basics", {"grad_of": ("grad_of",), "fit_polynomial": ("fit_polynomial",)}),
+        Chapter("01_basics", {"grad_of": ("grad_of",), "fit_polynomial": ("fit_polynomial",)}, loads_dynamo=True),
         Chapter(
             "02_modules",
             {
@@ -44,14 +45,15 @@ CHAPTERS: dict[str, Chapter] = {
                 "make_mlp": ("make_mlp",),
                 "train": ("train",),
             },
+            loads_dynamo=True,
         ),
-        Chapter("03_broadcasting", {"Merge": ("Merge",), "paired_sums": ("paired_sums",)}, traces_dispatch=True),
+        Chapter("03_broadcasting", {"Merge": ("Merge",), "paired_sums": ("paired_sums",)}, loads_dynamo=True),
         Chapter(
             "04_overloaded_ops",
             {"row_sum": ("row_sum",), "pairwise_sq_distances": ("pairwise_sq_distances",)},
-            traces_dispatch=True,
+            loads_dynamo=True,
         ),
-        Chapter("05_batch_gather", {"batch_gather": ("batch_gather",)}, traces_dispatch=True),
+        Chapter("05_batch_gather", {"batch_gather": ("batch_gather",)}, loads_dynamo=True),
         Chapter(
             "06_data_loaders",
             {"ImageDirectoryDataset": ("ImageDirectoryDataset",), "TarImageDataset": ("TarImageDataset",)},
@@ -69,6 +71,7 @@ CHAPTERS: dict[str, Chapter] = {
         Chapter(
             "08_mixed_precision",
             {"amp_train_step": ("amp_train_step",), "train_checkerboard": ("train_checkerboard",)},
+            loads_dynamo=True,
         ),
     ]
 }

@@ -59,7 +59,7 @@ class Zygote:
               ) -> tuple[int, int | None]:
         """(the child's pid, the pid running student code, or None if its sandbox failed).
 
-        `warm`: the child will trace operators, so the zygote loads the dispatcher's Python side first.
+        `warm`: the child's grading imports torch._dynamo, so the zygote imports it first (see Chapter).
         """
         reply = self._ask({"op": "spawn", "plan": plan.to_dict(), "cwd": str(cwd), "env": env, "warm": warm},
                           [stdin, stdout])

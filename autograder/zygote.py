@@ -91,8 +91,9 @@ def main() -> None:
         req = json.loads(msg)
         if req["op"] == "spawn":
             if req.get("warm") and not warmed:
-                # The first TorchDispatchMode use imports torch._dynamo (1.5-3.5 s here): once, only for
-                # chapters whose checks trace operators, and before the fork so that every child shares it.
+                # The first TorchDispatchMode use imports torch._dynamo (1-3.5 s here), as an optimizer's
+                # first step and torch.func do: once, only for chapters that need it (Chapter.loads_dynamo),
+                # and before the fork so that every child shares it.
                 with child.OpTrace():
                     torch.zeros(1).add_(1)
                 warmed = True
