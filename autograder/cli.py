@@ -15,8 +15,13 @@ from autograder.limits import Limits
 
 def _grade(args: argparse.Namespace) -> int:
     from autograder.launcher import zygote
+    from autograder.notebook import NotebookError, load_submission
 
-    zygote()  # starts importing torch in the zygote now, while the judge imports its own below
+    try:
+        warm = load_submission(Path(args.notebook), args.assignment).chapter.loads_dynamo
+    except NotebookError:
+        warm = False  # grade() reports it
+    zygote(warm)  # starts importing torch in the zygote now, while the judge imports its own below
     from autograder.judge import GraderError, grade, student_from_gradescope  # torch is imported here, not for merge
     from autograder.report import clean, gradescope, text
 
