@@ -201,6 +201,10 @@ _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
                      r"(?=(?:x|s|ms|us|µs|ns|[KMG]i?B|B|%)?(?!\w))")
 _LONG_LIST = re.compile(r"#(?:,\s*#){4,}(?:,\s*(?:\.\.\.|…))?")
 _SPACE = re.compile(r"\s+")
+_ERROR_LINE = re.compile(r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b")
+# File names (random in chapter 06's checks), then a list of them of any length.
+_FILE = re.compile(r"[\w./-]*\w\.(?:png|jpe?g|bmp|tar|gz|zip|txt|npy|npz|pt|pth|ipynb|csv|json)\b")
+_FILES = re.compile(r"<file>(?: x\d+)?(?:, <file>(?: x\d+)?)+")  # "a.png x2, b.png x2": duplicates
 MAX_KEY = 240
 
 
@@ -212,9 +216,10 @@ def normalize(message: str) -> str:
     """The mistake a failure message names, without this student's inputs and values.
 
     The judge's messages (autograder/expect.py) say Call/Expected/Got, then Problem and Hint:
-    the key is the first sentence of Problem and of Hint. Other messages keep their first two
-    lines of prose. Then every number becomes #, and a long list of numbers "#, …", so the same
-    mistake on different random inputs reads the same.
+    the key is the first sentence of Problem and of Hint. Other messages keep the first sentence
+    of their prose up to the exception they report ("ValueError: ..."). Then file names become
+    <file>, numbers #, and lists of either "<file>, …" or "#, …", so the same mistake on different
+    random inputs reads the same.
     """
     lines = [line.rstrip() for line in message.splitlines()]
     tagged = {tag: line.removeprefix(tag).strip() for line in lines for tag in ("Problem:", "Hint:")
@@ -225,10 +230,12 @@ def normalize(message: str) -> str:
             text += " Hint: " + first_sentence(tagged["Hint:"])
     else:
         prose = [line.strip() for line in lines
-                 if line.strip() and not line.startswith(_DETAIL_LINES) and not line[:1].isspace()]
-        text = first_sentence(" ".join(prose[:2]))
-    text = _HEX.sub("0x#", _NUMBER.sub("#", _SPACE.sub(" ", text)))
-    text = _LONG_LIST.sub("#, …", text)
+                 if line.strip() and not line.startswith(_DETAIL_LINES) and not line[:1].isspace()][:3]
+        ends = [i for i, line in enumerate(prose) if _ERROR_LINE.match(line)]  # "ValueError: ..." ends the story
+        text = first_sentence(" ".join(prose[:ends[0] + 1] if ends else prose[:2]))
+    text = _SPACE.sub(" ", text[:2000])
+    text = _FILES.sub("<file>, …", _FILE.sub("<file>", text))
+    text = _LONG_LIST.sub("#, …", _HEX.sub("0x#", _NUMBER.sub("#", text)))
     return text[:MAX_KEY] + ("…" if len(text) > MAX_KEY else "")
 
 
@@ -343,12 +350,13 @@ def analyse(graded: Path) -> Report:
             t.full += earned == points
             t.zero += earned == 0
     order = {a: i for i, a in enumerate(sorted(lessons))}
+    task_order = {key: i for i, key in enumerate(dict.fromkeys((c.assignment, c.task) for c in checks.values()))}
     return Report(
         source=graded,
         submissions=subs,
         lessons={a: lessons[a] for a in sorted(lessons)},
         tasks=sorted(tasks.values(), key=lambda t: order[t.assignment]),  # stable: checks' order within one
-        checks=sorted(checks.values(), key=lambda c: order[c.assignment]),
+        checks=sorted(checks.values(), key=lambda c: (order[c.assignment], task_order[(c.assignment, c.task)])),
         failures=sorted(failures.values(), key=lambda f: (-len(f.students), f.assignment, f.message)),
         flagged=sorted(flagged, key=lambda f: (f.rank, f.assignment, f.student)),
         sandbox_off=sorted({p for s in subs for p in s.sandbox_off}),
@@ -523,6 +531,7 @@ h3{font-size:15px;margin:20px 0 6px}
 .note{background:#fff4d6;border:1px solid #e8c55a;padding:8px 12px;border-radius:4px;margin:10px 0}
 .key{background:#eef4fb;border:1px solid #b8cde6;padding:8px 12px;border-radius:4px}
 table{border-collapse:collapse;width:100%;margin:6px 0 12px;font-size:13px}
+table.checks{table-layout:fixed}
 th,td{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}
 td.n,td.k{white-space:nowrap}
@@ -591,6 +600,10 @@ def _tasks_table(report: Report) -> str:
             + rows + "</table>")
 
 
+CHECK_COLUMNS = "<colgroup><col>" + "".join(f'<col style="width:{w}px">' for w in (60, 75, 125, 65, 65, 65, 72)) + (
+    "</colgroup>")
+
+
 def _checks_tables(report: Report) -> str:
     parts = []
     for a in report.lessons:
@@ -607,7 +620,8 @@ def _checks_tables(report: Report) -> str:
                 f"<td class=n>{c.points:g}</td><td class=n{_shade(c.pass_rate)}>{_pct(c.pass_rate)}</td>"
                 f"<td>{_bar(c.pass_rate)}</td><td class=n>{c.passed}</td><td class=n>{c.wrong}</td>"
                 f"<td class=n>{c.not_run}</td><td class=n>{c.skipped}</td></tr>")
-        parts.append(f"<h3>{esc(a)}</h3><table><tr><th>check</th><th>points</th><th>pass rate</th><th></th>"
+        parts.append(f"<h3>{esc(a)}</h3><table class=checks>{CHECK_COLUMNS}<tr><th>check</th><th>points</th>"
+                     "<th>pass rate</th><th></th>"
                      "<th>passed</th><th>wrong</th><th>not run</th><th>skipped</th></tr>" + "".join(rows) + "</table>")
     return "".join(parts)
 
@@ -619,10 +633,11 @@ def _failures_table(report: Report) -> str:
     for f in report.failures[:TOP_FAILURES]:
         total = report.lessons[f.assignment].submissions
         checks = "".join(f"<li>{esc(c)}</li>" for c in f.checks)
+        message = esc(f.message.replace(" Hint: ", "\nHint: "))  # the page keeps the newline (pre-wrap)
         rows.append(
             f"<tr><td class=n>{len(f.students)} <span class=muted>of {total}</span></td><td>{esc(f.assignment)}<br>"
             f"<span class=muted>{esc(', '.join(f.tasks))}</span></td><td class=k>{esc(f.kind)}</td>"
-            f'<td><div class="msg">{esc(f.message)}</div><details><summary>{len(f.checks)} check(s), students, '
+            f'<td><div class="msg">{message}</div><details><summary>{len(f.checks)} check(s), students, '
             f"an example</summary><ul>{checks}</ul><p>{_names(f.students)}</p>"
             f'<div class="msg">{esc(f.example)}</div></details></td></tr>')
     more = len(report.failures) - TOP_FAILURES

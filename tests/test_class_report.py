@@ -119,6 +119,18 @@ def test_pass_rates_points_and_scores_are_exact(graded: Path) -> None:
     assert scores == {0.0: 2, 6.0: 1, 10.0: 1, 20.0: 1}
 
 
+def test_checks_are_grouped_by_task_in_the_order_they_ran(tmp_path: Path) -> None:
+    tests = [check("row_sum", "values", 2, "passed"), check("pairwise", "distances", 2, "failed", "Problem:  off."),
+             check("row_sum", "speed", 2, "skipped", "no CUDA")]
+    write(tmp_path, result("ada", "04_overloaded_ops", tests))
+    report = analyse(tmp_path)
+    assert [(c.task, c.name, c.ran, c.skipped) for c in report.checks] == [
+        ("row_sum", "values", 1, 0), ("row_sum", "speed", 0, 1), ("pairwise", "distances", 1, 0)]
+    assert [(t.task, t.points, t.earned, t.wrong) for t in report.tasks] == [("row_sum", 2, 2, 0),
+                                                                             ("pairwise", 2, 0, 2)]
+    assert report.flagged == []  # a skipped check (CUDA-only on CPU) is not a reason to review
+
+
 def test_the_same_mistake_groups_across_students_and_different_ones_do_not(graded: Path) -> None:
     report = analyse(graded)
     by_message = {f.message: f for f in report.failures}
@@ -132,7 +144,7 @@ def test_the_same_mistake_groups_across_students_and_different_ones_do_not(grade
     assert len(report.failures) == 5  # nan, off-by, two stubs, the broken notebook
     rows = _csv(write_report(graded).parent / "failures.csv")
     assert [(int(r["students_count"]), r["message"][:20]) for r in rows] == [  # most common first
-        (2, "found nan (not a num"), (2, "not implemented: `so"), (1, "07_numerical_stabilit"[:20]),
+        (2, "found nan (not a num"), (2, "not implemented: `so"), (1, "<file> is not valid "),
         (1, "at index [#, #] got "), (1, "not implemented: `so")]
 
 
@@ -151,6 +163,13 @@ SAME = [  # one mistake each, on different inputs: one key
      "Problem:  needs to be at least 4x faster than the slicing loop.\nHint:     Use one reduction."],
     ["Problem:  shape [3] instead of [3, 4]\nHint: Keep dim.",
      "Problem:  shape [17] instead of [17, 9]\nHint: Keep dim."],
+    ["Problem:  2 images came out more than once: 6b2873.png x2, a.png x2\nHint:     Shard the files.",
+     "Problem:  3 images came out more than once: images/0474eea52.png x2, 16a.png x2, 9.png x2\nHint:     Shard the "
+     "files."],
+    ["Reading 12 images in 1 tar file:\n`kit.stream_tar(TarImageDataset, 2, 20.0, 28)` raised an error:\nValueError: "
+     "Caught ValueError in DataLoader worker process 0.\n  File \"<cell>\", line 41\nValueError: workers != files",
+     "Reading 6 images in 1 tar file:\n`kit.stream_tar(TarImageDataset, 3, 20.0, 16)` raised an error:\nValueError: "
+     "Caught ValueError in DataLoader worker process 2.\n  File \"<cell>\", line 40\nValueError: workers != files"],
     ["`row_sum(x)` raised an error:\nIndexError: index 5 is out of bounds for dimension 0 with size 5\n  line 3",
      "`row_sum(x)` raised an error:\nIndexError: index 12 is out of bounds for dimension 0 with size 12\n  line 4"],
 ]
@@ -165,6 +184,10 @@ DIFFERENT = [  # different mistakes: different keys
     ("`f(x)` raised an error:\nIndexError: index 5 is out of bounds",
      "`f(x)` raised an error:\nTypeError: bad operand"),
     ("Problem:  no gradient (grad is None)", "Problem:  found nan (not a number) at index [0]"),
+    ("Reading 6 images:\n`kit.stream_tar(T, 2)` raised an error:\nRuntimeError: DataLoader timed out after 20.0 s",
+     "Reading 6 images:\n`kit.stream_tar(T, 2)` raised an error:\nValueError: Caught ValueError in worker 0."),
+    ("Problem:  2 images came out more than once: a.png x2, b.png x2",
+     "Problem:  2 images never came out: a.png, b.png"),
 ]
 
 
@@ -200,8 +223,8 @@ def test_the_flagged_list_says_why(graded: Path) -> None:
 
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "b", "code", "a", "img",
-                "table", "tr", "th", "td", "div", "span", "br", "details", "summary", "ul", "li"}
-VOID = {"meta", "img", "br"}
+                "table", "colgroup", "col", "tr", "th", "td", "div", "span", "br", "details", "summary", "ul", "li"}
+VOID = {"meta", "img", "br", "col"}
 
 
 class Page(HTMLParser):
