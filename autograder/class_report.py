@@ -423,7 +423,8 @@ def write_csvs(report: Report, out: Path) -> list[str]:
 
 # -- plots (matplotlib, imported here only) ----------------------------------------
 
-COLOURS = {"earned": "#3a8f3a", WRONG: "#d0453a", NOT_RUN: "#b9b9b9"}
+PARTS = [("earned", "#3a8f3a", lambda t: t.earned), ("lost to wrong answers", "#d0453a", lambda t: t.wrong),
+         ("not implemented / not run", "#b9b9b9", lambda t: t.not_run)]
 
 
 def _png(fig: Any) -> str:
@@ -442,13 +443,14 @@ def _plot_tasks(report: Report) -> str:
     ax = fig.add_subplot()
     y = list(range(len(tasks)))
     left = [0.0] * len(tasks)
-    for part, label in (("earned", "earned"), (WRONG, "lost to wrong answers"), (NOT_RUN, "not implemented / not run")):
-        widths = [100 * (t.share({"earned": t.earned, WRONG: t.wrong, NOT_RUN: t.not_run}[part]) or 0) for t in tasks]
-        ax.barh(y, widths, left=left, color=COLOURS[part], label=label, height=0.7)
+    for label, colour, part in PARTS:
+        widths = [100 * (t.share(part(t)) or 0) for t in tasks]
+        ax.barh(y, widths, left=left, color=colour, label=label, height=0.7)
         left = [a + b for a, b in zip(left, widths, strict=True)]
     for i, t in enumerate(tasks):
-        ax.text(1, i, f"{100 * (t.share(t.earned) or 0):.0f}%", va="center", ha="left", color="white", fontsize=8,
-                fontweight="bold")
+        earned = t.share(t.earned) or 0
+        ax.text(1, i, f"{100 * earned:.0f}%", va="center", ha="left", color="white" if earned > 0.08 else "#222",
+                fontsize=8, fontweight="bold")
         if i and t.assignment != tasks[i - 1].assignment:
             ax.axhline(i - 0.5, color="#444", linewidth=0.8)
     ax.set_yticks(y, [f"{t.assignment}  ·  {t.task}" for t in tasks], fontsize=8)
@@ -469,8 +471,8 @@ def _plot_scores(report: Report) -> str:
     for i, le in enumerate(lessons):
         ax = fig.add_subplot(rows, cols, i + 1)
         top = max(le.full_marks, max(le.scores), 1.0)
-        edges = [x - 0.5 for x in range(int(top) + 2)]
-        ax.hist(le.scores, bins=edges, color="#4a78b5")
+        bins = [x - 0.5 for x in range(int(top) + 2)] if top <= 40 else 20  # one bar per point, up to 40 points
+        ax.hist(le.scores, bins=bins, color="#4a78b5")
         ax.axvline(le.mean or 0, color="#d0453a", linewidth=1)
         ax.set_title(f"{le.assignment}\nn={len(le.scores)}, mean {le.mean:.1f} / {le.full_marks:g}", fontsize=8)
         ax.set_xlim(-0.8, top + 0.8)
@@ -491,7 +493,7 @@ def plots(report: Report) -> tuple[dict[str, str], str | None]:
         return {}, ("matplotlib is not installed here (it is a dev extra: pip install -e '.[dev]'), so this page has "
                     "no plots; the tables and CSV files are complete. Run `python -m autograder class-report` again "
                     "where it is installed to draw them.")
-    with matplotlib.rc_context({"text.parse_math": False, "svg.fonttype": "none"}):
+    with matplotlib.rc_context({"text.parse_math": False}):  # a "$" in a name is text, not TeX
         return {"tasks": _plot_tasks(report), "scores": _plot_scores(report)}, None
 
 
@@ -550,14 +552,9 @@ details summary{cursor:pointer;color:#2a5d9f}
 
 def _overview(report: Report) -> str:
     rows = []
-    weakest = {}
-    for t in report.tasks:
-        share = t.share(t.earned)
-        if share is not None and (t.assignment not in weakest or share < (weakest[t.assignment].share(
-                weakest[t.assignment].earned) or 0)):
-            weakest[t.assignment] = t
     for a, le in report.lessons.items():
-        w = weakest.get(a)
+        w = min((t for t in report.tasks if t.assignment == a and t.submissions), key=lambda t: t.share(t.earned) or 0,
+                default=None)
         median = statistics.median(le.scores) if le.scores else None
         rows.append(
             f"<tr><td>{esc(a)}</td><td class=n>{le.submissions}</td>"
@@ -695,8 +692,9 @@ def render(report: Report, images: dict[str, str], no_plots: str | None, files: 
                     "they name (the first sentence of the problem and of the hint); numbers, which differ with each "
                     "student's inputs, are shown as #.</p>" + _failures_table(report))
         body.append("<h2>Flagged for review</h2>" + _flagged_table(report))
-        body.append("<h2>Checks</h2><p class=muted>Pass rate: passed / (passed + wrong + not run); skipped checks "
-                    "are not scored.</p>" + _checks_tables(report))
+        body.append("<h2>Checks</h2><p class=muted>Pass rate: passed / (passed + wrong + not run). Not run: a stub "
+                    "(not implemented) or a notebook whose code could not run at all. Skipped checks (CUDA-only on "
+                    "CPU) are not scored.</p>" + _checks_tables(report))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
             "style-src 'unsafe-inline'\"><meta name=\"viewport\" content=\"width=device-width\">"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import importlib.util
 import json
 import subprocess
 import sys
@@ -271,11 +272,16 @@ def test_hostile_names_and_messages_are_text_never_markup(tmp_path: Path) -> Non
                               ("failed", "=HYPERLINK(\"http://x\")")], output=f"note {HOSTILE}")
     r["extra_data"]["integrity"] = [f"cell 'softmax', line 1: {HOSTILE}"]
     write(graded, r, folder="evil")
+    r["extra_data"]["assignment"] = "<b>$\\alpha^{$"  # an assignment folder named as broken TeX, in the plots
+    write(graded, r, folder="evil")
     page = parse(write_report(graded))
     assert {tag for tag, _ in page.tags} <= ALLOWED_TAGS
     assert not [a for _, attrs in page.tags for a in attrs if a.startswith("on")]
-    assert all(attrs["src"].startswith("data:image/png;base64,") for tag, attrs in page.tags if tag == "img")
+    images = [attrs["src"] for tag, attrs in page.tags if tag == "img"]
+    assert all(src.startswith("data:image/png;base64,") for src in images)
+    assert len(images) == (2 if importlib.util.find_spec("matplotlib") else 0)
     text = "".join(page.text)
+    assert "<b>$\\alpha^{$" in text and len(analyse(graded).lessons) == 2
     assert "<script>alert(1)</script>" in text and "\x1b" not in text and "\u202e" not in text  # shown, as text
     flagged = _csv(graded / "report" / "flagged.csv")[0]
     assert flagged["student"].startswith("<script>") and "\\x1b" in flagged["student"]
