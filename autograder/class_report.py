@@ -681,7 +681,8 @@ def render(report: Report, images: dict[str, str], no_plots: str | None, files: 
         body.append("<h2>Assignments</h2>" + _overview(report))
         body.append("<h2>Which task lost points</h2><p class=muted>Each task's points over the class: earned, lost to "
                     "wrong answers, and not earned because the code was a stub or could not run at all (a corrupt "
-                    "notebook, a cell that exits). Weakest first.</p>")
+                    "notebook, a cell that exits). The plot follows the lessons; the table lists the weakest "
+                    "first.</p>")
         if "tasks" in images:
             body.append(f'<img alt="points per task" src="{images["tasks"]}">')
         body.append(_tasks_table(report))
