@@ -19,8 +19,10 @@ CHECKS_DIR = PACKAGE / "checks"
 HARNESS_DIR = PACKAGE / "harness"
 REGISTRY = PACKAGE / "chapters.json"
 SOURCE = PACKAGE.parent / "source"
-# Chapters whose checks trace aten operators (TorchDispatchMode), which loads torch._dynamo: the zygote pays that once.
-TRACES_DISPATCH = frozenset({"03_broadcasting", "04_overloaded_ops", "05_batch_gather"})
+# Chapters whose grading imports torch._dynamo (1-2 s): operator traces (TorchDispatchMode), an optimizer's first
+# step, torch.func. The zygote then imports it once, before forking, instead of every child on its own.
+LOADS_DYNAMO = frozenset({"01_basics", "02_modules", "03_broadcasting", "04_overloaded_ops", "05_batch_gather",
+                          "08_mixed_precision"})
 
 
 class RegistryError(ValueError):
@@ -36,7 +38,7 @@ class Chapter:
     preamble: str  # the notebook's locked imports cell, run before the answer cells
     checks: Path  # the checks module: the chapter's API declaration and its checks
     harness: Path | None = None  # kit code run in the student's process before the answer cells
-    traces_dispatch: bool = False
+    loads_dynamo: bool = False  # see LOADS_DYNAMO
 
     def harness_source(self) -> str:
         """Kit code run in the student's process before the answer cells (no secrets in it)."""
@@ -84,7 +86,7 @@ def write_registry(source: Path = SOURCE, registry: Path = REGISTRY) -> None:
 def chapter(chapter_id: str, found: dict[str, Any], checks: Path, harness: Path | None = None) -> Chapter:
     """A chapter from its registry entry and its kit-side files."""
     return Chapter(chapter_id, found["title"], tuple(found["answers"]), dict(found["points"]), found["preamble"],
-                   checks, harness, chapter_id in TRACES_DISPATCH)
+                   checks, harness, chapter_id in LOADS_DYNAMO)
 
 
 def load(registry: Path = REGISTRY) -> dict[str, Chapter]:

@@ -170,6 +170,21 @@ class KitPlugin:
                 if _spec(item).cuda_only:
                     item.add_marker(skip)
 
+    @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")
+    def pytest_runtest_makereport_plain(self, item: pytest.Item,
+                                        call: pytest.CallInfo[Any]) -> pytest.TestReport | None:
+        """A check's own failure is reported with its message, not a formatted traceback.
+
+        pytest's default report parses the check module's source for every traceback entry (0.1 s a
+        failure, most of the grading of an empty notebook); the kit's message is what every report shows.
+        Anything else (a bug in the kit) keeps pytest's traceback.
+        """
+        if call.excinfo is None or not call.excinfo.errisinstance((CheckFailure, StudentError, AssertionError)):
+            return None
+        return pytest.TestReport(item.nodeid, item.location, dict.fromkeys(item.keywords, 1), "failed",
+                                 _message(call.excinfo), call.when, duration=call.duration, start=call.start,
+                                 stop=call.stop, user_properties=item.user_properties)
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
         outcome = yield

@@ -82,7 +82,7 @@ class Student:
                 raise StudentError(self.fatal)
         sub = self.submission
         self.sandbox = Sandbox(sub.chapter.preamble, sub.chapter.harness_source(), sub.cells, self.device,
-                               self.limits, self.data_dir, sub.chapter.traces_dispatch)
+                               self.limits, self.data_dir, sub.chapter.loads_dynamo)
         try:
             started = self.sandbox.start()
             self.cuda = started["cuda"]
