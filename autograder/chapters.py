@@ -10,7 +10,7 @@ Jupyter packages. tests/test_chapters.py proves it says what the notebooks say.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,13 @@ class Chapter:
     checks: Path  # the checks module: the chapter's API declaration and its checks
     harness: Path | None = None  # kit code run in the student's process before the answer cells
     loads_dynamo: bool = False  # see LOADS_DYNAMO
+    # stretch tasks -> their bonus points (metadata kit.bonus of a 0-point check cell), shown apart from `points`
+    bonus: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> dict[str, float]:
+        """Every task's points, stretch tasks included."""
+        return {**self.points, **self.bonus}
 
     def harness_source(self) -> str:
         """Kit code run in the student's process before the answer cells (no secrets in it)."""
@@ -64,13 +71,22 @@ def entry(nb: dict[str, Any], chapter_id: str) -> dict[str, Any]:
     if len(imports) != 1:
         raise RegistryError(f"{chapter_id}: needs exactly one locked code cell with grade_id 'imports'")
     points: dict[str, float] = {}
-    for _, meta in graded:
+    bonus: dict[str, float] = {}
+    for cell, meta in graded:
         if meta.get("grade"):
             task = meta["grade_id"].removeprefix("check_")
             if task not in answers or task == meta["grade_id"]:
                 raise RegistryError(f"{chapter_id}: grade cell {meta['grade_id']!r} is not named check_<answer cell>")
-            points[task] = meta["points"]
-    return {"title": kit.get("title", chapter_id), "answers": answers, "preamble": imports[0], "points": points}
+            extra = cell["metadata"].get("kit", {}).get("bonus")
+            if extra is None:
+                points[task] = meta["points"]
+            elif meta["points"] != 0 or isinstance(extra, bool) or not isinstance(extra, (int, float)) or extra <= 0:
+                raise RegistryError(f"{chapter_id}: stretch check cell {meta['grade_id']!r} needs 0 nbgrader points "
+                                    f"and a positive kit.bonus (it has {meta['points']!r} and {extra!r})")
+            else:
+                bonus[task] = extra
+    return {"title": kit.get("title", chapter_id), "answers": answers, "preamble": imports[0], "points": points,
+            "bonus": bonus}
 
 
 def derive(source: Path = SOURCE) -> dict[str, dict[str, Any]]:
@@ -86,7 +102,7 @@ def write_registry(source: Path = SOURCE, registry: Path = REGISTRY) -> None:
 def chapter(chapter_id: str, found: dict[str, Any], checks: Path, harness: Path | None = None) -> Chapter:
     """A chapter from its registry entry and its kit-side files."""
     return Chapter(chapter_id, found["title"], tuple(found["answers"]), dict(found["points"]), found["preamble"],
-                   checks, harness, chapter_id in LOADS_DYNAMO)
+                   checks, harness, chapter_id in LOADS_DYNAMO, dict(found.get("bonus", {})))
 
 
 def load(registry: Path = REGISTRY) -> dict[str, Chapter]:

@@ -40,11 +40,20 @@ class Grade:
 
     @property
     def score(self) -> float:
-        return sum(r.score for r in self.results)
+        return sum(r.score for r in self.results if not r.bonus)
 
     @property
     def max_score(self) -> float:
-        return sum(r.points for r in self.results if r.status != "skipped")
+        return sum(r.points for r in self.results if r.status != "skipped" and not r.bonus)
+
+    @property
+    def bonus(self) -> float:
+        """Points earned on stretch tasks, on top of `score`."""
+        return sum(r.score for r in self.results if r.bonus)
+
+    @property
+    def bonus_max(self) -> float:
+        return sum(r.points for r in self.results if r.status != "skipped" and r.bonus)
 
     def by_task(self) -> dict[str, tuple[float, float]]:
         """(points earned, points possible) per task, in check order; skipped checks count for neither."""

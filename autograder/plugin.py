@@ -77,17 +77,17 @@ def declaration_problems(chapter: Chapter, module: Any, checks: dict[str, CheckS
         problems += [f"Api.{d.name}: the notebook has no answer cell {d.name!r} (its answers: "
                      f"{', '.join(chapter.answers)})" for d in api.declarations().values()
                      if not d.in_harness and d.name not in chapter.answers]
-    totals = dict.fromkeys(chapter.points, 0.0)
+    totals = dict.fromkeys(chapter.tasks, 0.0)
     for name, spec in checks.items():
         if spec is None:
             problems.append(f"{name} is not declared with @check(task=..., points=...)")
         elif spec.task not in totals:
             problems.append(f"{name} grades task {spec.task!r}, which the notebook does not have "
-                            f"(its tasks: {', '.join(chapter.points)})")
+                            f"(its tasks: {', '.join(chapter.tasks)})")
         elif not spec.cuda_only:
             totals[spec.task] += spec.points
     problems += [f"task {task!r}: its checks carry {totals[task]:g} points, its check cell in the notebook "
-                 f"{points:g}" for task, points in chapter.points.items() if totals[task] != points]
+                 f"{points:g}" for task, points in chapter.tasks.items() if totals[task] != points]
     return problems
 
 
@@ -101,6 +101,7 @@ class CheckResult:
     status: str  # passed | failed | skipped
     output: str
     cuda_only: bool = False  # skipped off CUDA, its points on top of the notebook's
+    bonus: bool = False  # a stretch task's check: its points count apart, on top of the score
 
     @property
     def score(self) -> float:
@@ -210,4 +211,5 @@ class KitPlugin:
         spec = _spec(item)
         doc = (item.function.__doc__ or item.name).strip().splitlines()[0]  # type: ignore[attr-defined]
         return CheckResult(nodeid=item.nodeid, name=doc, task=spec.task, points=spec.points, visible=spec.visible,
-                           status=status, output=output, cuda_only=spec.cuda_only)
+                           status=status, output=output, cuda_only=spec.cuda_only,
+                           bonus=spec.task in self._student.submission.chapter.bonus)
