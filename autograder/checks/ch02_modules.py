@@ -465,7 +465,7 @@ def _momentum(rng: torch.Generator) -> float:
 def check_running_norm_buffers(api: Api, rng: torch.Generator, device: str) -> None:
     """RunningNorm(4) has no parameters and registers buffers running_mean (zeros) and running_var (ones)"""
     steps = [["eval", _batch(rng, [5, 4]), None]]
-    _judge_norm(api.running_norm(4, steps, {}), steps, 4, {}, device)
+    _judge_norm(api.running_norm.using(hint=BUFFER_HINT)(4, steps, {}), steps, 4, {}, device)
 
 
 @check(task="RunningNorm", points=1)
@@ -473,11 +473,11 @@ def check_running_norm_training(api: Api, rng: torch.Generator, device: str) -> 
     """in training mode, normalises with the batch's statistics over all but the last dimension and updates the
     running ones (momentum, unbiased variance), also for a constant feature and one of tiny variance"""
     steps = [["train", _hard_batch(), None], ["train", _hard_batch() * 2 - 1, None]]
-    _judge_norm(api.running_norm(3, steps, {}), steps, 3, {}, device)
+    _judge_norm(api.running_norm.using(hint=TRAIN_NORM_HINT)(3, steps, {}), steps, 3, {}, device)
     f, options = _features(rng), {"momentum": _momentum(rng), "eps": 1e-3}
     steps = [["train", _batch(rng, [4, 5, f]), None], ["train", _batch(rng, [7, f]), None],
              ["train", _batch(rng, [2, 3, 2, f]), None]]
-    _judge_norm(api.running_norm(f, steps, options), steps, f, options, device)
+    _judge_norm(api.running_norm.using(hint=TRAIN_NORM_HINT)(f, steps, options), steps, f, options, device)
 
 
 @check(task="RunningNorm", points=1)
@@ -487,7 +487,7 @@ def check_running_norm_eval(api: Api, rng: torch.Generator, device: str) -> None
     steps = [["train", _batch(rng, [8, f]), None], ["train", _batch(rng, [3, 4, f]), None],
              ["eval", _batch(rng, [1, f]), None], ["eval", _batch(rng, [5, 2, f]), None],
              ["train", _batch(rng, [6, f]), None]]
-    _judge_norm(api.running_norm(f, steps, options), steps, f, options, device)
+    _judge_norm(api.running_norm.using(hint=EVAL_HINT)(f, steps, options), steps, f, options, device)
 
 
 @check(task="RunningNorm", points=1)
@@ -497,7 +497,7 @@ def check_running_norm_gradient(api: Api, rng: torch.Generator, device: str) -> 
     steps = [["train", _batch(rng, [3, 4, f]), _batch(rng, [3, 4, f])],
              ["train", _batch(rng, [6, f]), _batch(rng, [6, f])],
              ["eval", _batch(rng, [5, f]), _batch(rng, [5, f])]]
-    _judge_norm(api.running_norm(f, steps, options), steps, f, options, device)
+    _judge_norm(api.running_norm.using(hint=GRAD_NORM_HINT)(f, steps, options), steps, f, options, device)
 
 
 @check(task="RunningNorm", points=1)
@@ -506,7 +506,7 @@ def check_running_norm_state(api: Api, rng: torch.Generator, device: str) -> Non
     f, options = _features(rng), {"momentum": _momentum(rng), "eps": 1e-4}
     steps = [["train", _batch(rng, [9, f]), None], ["train", _batch(rng, [2, 5, f]), None],
              ["eval", _batch(rng, [4, f]), None]]
-    run = api.running_norm(f, steps, options, dtype="float64", reload=True)
+    run = api.running_norm.using(hint=STATE_HINT)(f, steps, options, dtype="float64", reload=True)
     _judge_norm(run, steps, f, options, device, dtype="float64")
     call = f"m = {_describe_norm(f, options, 'float64')} after the steps above; fresh.load_state_dict(m.state_dict())"
     expect_tensor(run["reloaded"]["fresh"], run["steps"][-1]["out"], call=f"{call}; fresh.eval()(x)",
