@@ -340,6 +340,10 @@ def check_train_any_module(api: Api, rng: torch.Generator, device: str) -> None:
 
 BUFFERS = ("running_mean", "running_var")
 NORM_TOL = {"float32": (1e-4, 1e-4), "float64": (1e-9, 1e-10)}
+# eps sizes that make a misplaced or missing eps cost the same points under every seed: the eval check
+# never sees it (1e-8 moves no output past the tolerance) and the gradient check always does (0.1 moves
+# every output of these batches by more than 0.5%).
+EPS_NEGLIGIBLE, EPS_FELT = 1e-8, 0.1
 BUFFER_HINT = ("Running statistics are state, not parameters: in __init__, self.register_buffer('running_mean', "
                "torch.zeros(num_features)) and the same for running_var with torch.ones. A buffer is in "
                "state_dict() and follows .to(), but parameters() and optimisers never see it; a plain tensor "
@@ -483,7 +487,7 @@ def check_running_norm_training(api: Api, rng: torch.Generator, device: str) -> 
 @check(task="RunningNorm", points=1)
 def check_running_norm_eval(api: Api, rng: torch.Generator, device: str) -> None:
     """in eval mode, normalises with the running statistics and leaves them alone; training resumes after"""
-    f, options = _features(rng), {"momentum": _momentum(rng)}
+    f, options = _features(rng), {"momentum": _momentum(rng), "eps": EPS_NEGLIGIBLE}
     steps = [["train", _batch(rng, [8, f]), None], ["train", _batch(rng, [3, 4, f]), None],
              ["eval", _batch(rng, [1, f]), None], ["eval", _batch(rng, [5, 2, f]), None],
              ["train", _batch(rng, [6, f]), None]]
@@ -493,7 +497,7 @@ def check_running_norm_eval(api: Api, rng: torch.Generator, device: str) -> None
 @check(task="RunningNorm", points=1)
 def check_running_norm_gradient(api: Api, rng: torch.Generator, device: str) -> None:
     """gradients flow to x through the batch mean and variance, and never into the running buffers"""
-    f, options = _features(rng), {"momentum": _momentum(rng)}
+    f, options = _features(rng), {"momentum": _momentum(rng), "eps": EPS_FELT}
     steps = [["train", _batch(rng, [3, 4, f]), _batch(rng, [3, 4, f])],
              ["train", _batch(rng, [6, f]), _batch(rng, [6, f])],
              ["eval", _batch(rng, [5, f]), _batch(rng, [5, f])]]
