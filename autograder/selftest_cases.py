@@ -534,6 +534,73 @@ CH07 = _single("07_numerical_stability", {
     "hard-coded xent": ("softmax_cross_entropy", XENT_HARD_CODED, "check_xent_random_batches", "Expected"),
 })
 
+# The stretch log_softmax (bonus): named wrong forms of the Function, each a whole answer cell.
+LOG_SOFTMAX = '''
+class LogSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, dim):
+        {forward}
+        ctx.save_for_backward({saved})
+        ctx.dim = dim
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        ({saved},) = ctx.saved_tensors
+        return {backward}
+
+
+def log_softmax(logits, dim=-1):
+    return LogSoftmax.apply(logits, dim)
+'''
+SHIFTED = ("shifted = logits - logits.amax(dim=dim, keepdim=True)\n"
+           "        out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()")
+RIGHT_BACKWARD = "grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True), None"
+
+
+def _log_softmax(forward: str = SHIFTED, saved: str = "out", backward: str = RIGHT_BACKWARD) -> str:
+    return LOG_SOFTMAX.format(forward=forward, saved=saved, backward=backward)
+
+
+AUTOGRAD_LOG_SOFTMAX = '''
+def log_softmax(logits, dim=-1):
+    shifted = logits - logits.amax(dim=dim, keepdim=True)
+    return shifted - torch.logsumexp(shifted, dim=dim, keepdim=True)
+'''
+
+CH07 += _single("07_numerical_stability", {
+    "log_softmax: no shift": ("log_softmax", _log_softmax(
+        forward="out = logits - logits.exp().sum(dim=dim, keepdim=True).log()"),
+        "check_log_softmax_values", "overflows"),
+    "log_softmax: the max added back": ("log_softmax", _log_softmax(
+        forward="m = logits.amax(dim=dim, keepdim=True)\n"
+                "        out = logits - (m + (logits - m).exp().sum(dim=dim, keepdim=True).log())"),
+        "check_log_softmax_values", "1e30 + log 2"),
+    "log_softmax: float32 inside": ("log_softmax", _log_softmax(
+        forward="x = logits.float()\n        shifted = x - x.amax(dim=dim, keepdim=True)\n"
+                "        out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()"),
+        "check_log_softmax_values", "dtype torch.float32"),
+    "log_softmax: backward without the sum": ("log_softmax", _log_softmax(backward="grad_out - out.exp(), None"),
+                                             "check_log_softmax_gradient", "sums to 1"),
+    "log_softmax: diagonal of the Jacobian": ("log_softmax", _log_softmax(
+        backward="grad_out * (1 - out.exp()), None"), "check_log_softmax_gradient", "diagonal"),
+    "log_softmax: backward sums along the last axis": ("log_softmax", _log_softmax(
+        backward="grad_out - out.exp() * grad_out.sum(dim=-1, keepdim=True), None"),
+        "check_log_softmax_gradient", "not along dim=0"),
+    "log_softmax: no gradient for dim": ("log_softmax", _log_softmax(
+        backward="grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True)"),
+        "check_log_softmax_gradient", "gradients"),
+    "log_softmax: autograd through the forward": ("log_softmax", AUTOGRAD_LOG_SOFTMAX,
+                                                 "check_log_softmax_own_backward", "not your own"),
+    "log_softmax: the library's forward": ("log_softmax", _log_softmax(
+        forward="out = torch.log_softmax(logits, dim)"), "check_log_softmax_own_backward", "torch's own"),
+})
+CH07.append(Mutant("07_numerical_stability", "log_softmax: naive softmax recomputed from the saved input", {
+    "log_softmax": _log_softmax(saved="logits", backward=(
+        "grad_out - logits.exp() / logits.exp().sum(dim=ctx.dim, keepdim=True) "
+        "* grad_out.sum(dim=ctx.dim, keepdim=True), None"))},
+    {"check_log_softmax_gradient_extremes": "saved output", "check_log_softmax_own_backward": "the logits saved"}))
+
 # -- 08_mixed_precision ------------------------------------------------------------------
 
 STEP = '''
