@@ -709,6 +709,98 @@ CH08 = _single("08_mixed_precision", {
         "amp_train_step"),
 })
 
+# The stretch LossScaler (bonus): the reference class with one method swapped out.
+SCALER_METHODS = {
+    "init": '''
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        self._scale = float(init_scale)
+        self.growth_factor, self.backoff_factor, self.growth_interval = growth_factor, backoff_factor, growth_interval
+        self._clean_steps = 0
+        self._unscaled = set()
+        self._found_inf = False
+
+    def get_scale(self):
+        return self._scale
+''',
+    "scale": '''
+    def scale(self, loss):
+        return loss * self._scale
+''',
+    "unscale_": '''
+    def unscale_(self, optimizer):
+        if id(optimizer) in self._unscaled:
+            return
+        self._unscaled.add(id(optimizer))
+        with torch.no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.grad.div_(self._scale)
+                        self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
+''',
+    "step": '''
+    def step(self, optimizer):
+        self.unscale_(optimizer)
+        if not self._found_inf:
+            optimizer.step()
+''',
+    "update": '''
+    def update(self):
+        if self._found_inf:
+            self._scale *= self.backoff_factor
+            self._clean_steps = 0
+        else:
+            self._clean_steps += 1
+            if self._clean_steps == self.growth_interval:
+                self._scale *= self.growth_factor
+                self._clean_steps = 0
+        self._found_inf = False
+        self._unscaled.clear()
+''',
+}
+
+
+def _scaler(**swap: str) -> str:
+    return "class LossScaler:" + "".join(swap.get(name, code) for name, code in SCALER_METHODS.items())
+
+
+def _swapped(method: str, old: str, new: str) -> str:
+    if old not in SCALER_METHODS[method]:
+        raise RuntimeError(f"{old!r} is not in the reference LossScaler.{method}")
+    return _scaler(**{method: SCALER_METHODS[method].replace(old, new)})
+
+
+CH08 += _single("08_mixed_precision", {
+    "LossScaler: steps on scaled gradients": ("LossScaler", _swapped(
+        "step", "self.unscale_(optimizer)\n", "self._found_inf = any(not bool(torch.isfinite(p.grad).all()) "
+        "for g in optimizer.param_groups for p in g['params'] if p.grad is not None)\n"),
+        "check_loss_scaler_clean_steps", "still scaled"),
+    "LossScaler: detached scaled loss": ("LossScaler", _swapped(
+        "scale", "return loss * self._scale", "return torch.tensor(loss.item() * self._scale, requires_grad=True)"),
+        "check_loss_scaler_clean_steps", "parameters differ"),
+    "LossScaler: divides twice after unscale_": ("LossScaler", _swapped(
+        "unscale_", "        if id(optimizer) in self._unscaled:\n            return\n", ""),
+        "check_loss_scaler_unscale_then_clip", "divided twice"),
+    "LossScaler: isinf misses nan": ("LossScaler", _swapped(
+        "unscale_", "not bool(torch.isfinite(p.grad).all())", "bool(torch.isinf(p.grad).any())"),
+        "check_loss_scaler_skips_bad_steps", "nan written"),
+    "LossScaler: first gradient only": ("LossScaler", _swapped(
+        "unscale_", "or not bool(", "or p is group['params'][0] and not bool("),
+        "check_loss_scaler_skips_bad_steps", "parameter 5"),
+    "LossScaler: clean count kept after a skip": ("LossScaler", _swapped(
+        "update", "            self._clean_steps = 0\n        else:", "        else:"),
+        "check_loss_scaler_skips_bad_steps", "then departs"),
+    "LossScaler: grows a step late": ("LossScaler", _swapped(
+        "update", "self._clean_steps == self.growth_interval", "self._clean_steps > self.growth_interval"),
+        "check_loss_scaler_grows", "then departs"),
+    "LossScaler: inf record never cleared": ("LossScaler", _swapped(
+        "update", "        self._found_inf = False\n", ""), "check_loss_scaler_skips_bad_steps", "then departs"),
+    "LossScaler: fixed scale": ("LossScaler", _swapped(
+        "update", "        if self._found_inf:", "        if False:"), "check_loss_scaler_float16_dynamics",
+        "float16"),
+})
+
+
 MUTANTS: tuple[Mutant, ...] = (*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08)
 
 
