@@ -404,9 +404,7 @@ def check_log_softmax_gradient(api: Api, rng: torch.Generator, device: str) -> N
             g = torch.randn(shape, generator=rng)
             _expect_log_softmax_grad(api, x, g, dim, BACKWARD_HINT, device)
     x = _random_logits(rng, [3, 4], dtype=torch.float64)
-    for dim in (0, -1):
-        _gradcheck(api.log_softmax.differentiable(0)(x, dim=dim), x, f"{api.log_softmax.name}(dim={dim})",
-                   BACKWARD_HINT)
+    _gradcheck(api.log_softmax.differentiable(0)(x, dim=0), x, f"{api.log_softmax.name}(dim=0)", BACKWARD_HINT)
 
 
 @check(task="log_softmax", points=1)
