@@ -647,3 +647,66 @@ MUTANTS: tuple[Mutant, ...] = (*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, 
 
 def mutants(chapter: str) -> list[Mutant]:
     return [m for m in MUTANTS if m.chapter == chapter]
+
+
+# -- 05_batch_gather, stretch: batch_scatter_add ----------------------------------------
+
+CH05_STRETCH = [Mutant("05_batch_gather", name, {"batch_scatter_add": code}, fails) for name, (code, fails) in {
+    "+= on advanced index": ("""
+def batch_scatter_add(values, indices, n):
+    b = indices.shape[0]
+    rows = torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))
+    out = values.new_zeros((b, n, *values.shape[indices.dim():]))
+    out[rows, indices.long()] += values
+    return out
+""",
+        {"check_scatter_add_notebook_example": "accumulate", "check_scatter_add_collisions": "add up"}),
+    "index_put without accumulate": ("""
+def batch_scatter_add(values, indices, n):
+    b = indices.shape[0]
+    rows = torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1)).expand(indices.shape)
+    out = values.new_zeros((b, n, *values.shape[indices.dim():]))
+    return out.index_put((rows, indices.long()), values)
+""",
+        {"check_scatter_add_collisions": "index_put_(..., accumulate=True)"}),
+    "loop over rows": ("""
+def batch_scatter_add(values, indices, n):
+    rows = [values.new_zeros((n, *values.shape[indices.dim():])).index_add(0, indices[i].reshape(-1).long(),
+            values[i].reshape(-1, *values.shape[indices.dim():])) for i in range(indices.shape[0])]
+    return torch.stack(rows)
+""",
+        {"check_scatter_add_vectorized": "grows with the batch"}),
+    "float32 result": ("""
+def batch_scatter_add(values, indices, n):
+    b, e = indices.shape[0], values.shape[indices.dim():]
+    flat = (indices + n * torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))).reshape(-1)
+    out = torch.zeros((b * n, *e), device=values.device)
+    return out.index_add(0, flat, values.reshape(-1, *e).float()).reshape(b, n, *e)
+""",
+        {"check_scatter_add_shapes_and_dtypes": "values.dtype"}),
+    "n slots taken from the indices": ("""
+def batch_scatter_add(values, indices, n):
+    n = int(indices.max()) + 1
+    b, e = indices.shape[0], values.shape[indices.dim():]
+    flat = (indices + n * torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))).reshape(-1)
+    return values.new_zeros((b * n, *e)).index_add(0, flat, values.reshape(-1, *e)).reshape(b, n, *e)
+""",
+        {"check_scatter_add_notebook_example": "indices.max() + 1",
+         "check_scatter_add_collisions": "indices.max() + 1"}),
+    "trailing axes flattened into K": ("""
+def batch_scatter_add(values, indices, n):
+    b = indices.shape[0]
+    idx, src = indices.long().reshape(b, -1), values.reshape(b, -1)
+    return values.new_zeros((b, n)).scatter_add(1, idx, src[:, :idx.shape[1]])
+""",
+        {"check_scatter_add_shapes_and_dtypes": "trailing axis"}),
+    "detached values": ("""
+def batch_scatter_add(values, indices, n):
+    b, e = indices.shape[0], values.shape[indices.dim():]
+    flat = (indices + n * torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))).reshape(-1)
+    return values.new_zeros((b * n, *e)).index_add(0, flat, values.detach().reshape(-1, *e)).reshape(b, n, *e)
+""",
+        {"check_scatter_add_gradient": "autograd graph"}),
+}.items()]
+
+MUTANTS = (*MUTANTS, *CH05_STRETCH)
