@@ -710,3 +710,89 @@ def batch_scatter_add(values, indices, n):
 }.items()]
 
 MUTANTS = (*MUTANTS, *CH05_STRETCH)
+
+
+# -- 06_data_loaders, stretch: ShuffleBuffer ----------------------------------------------
+
+# A compact ShuffleBuffer on random.Random whose parts the wrong forms replace (tests/test_ch06 grades it whole).
+SHUFFLE_BASE = '''
+import random
+
+class ShuffleBuffer(IterableDataset):
+    def __init__(self, source, buffer_size, seed=0):
+        super().__init__()
+        self.source, self.size, self.seed = source, buffer_size, seed
+        self.epoch, self.pending, self.live = 0, None, None
+
+    def __iter__(self):
+        state, self.pending = self.pending, None
+        epoch = self.epoch if state is None else state["epoch"]
+        self.epoch = epoch + 1
+        rng = random.Random(SEEDING)
+        if state is not None and state["rng"] is not None:
+            RESTORE
+        live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
+                            "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
+        buf, skip = live["buffer"], live["read"]
+        for i, item in enumerate(iter(self.source)):
+            if i < skip:
+                continue
+            live["read"] += 1
+            buf.append(item)
+            if len(buf) > self.size:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+        while buf:
+            j = rng.randrange(len(buf))
+            buf[j], buf[-1] = buf[-1], buf[j]
+            yield buf.pop()
+
+    def state_dict(self):
+        if self.pending is not None:
+            return dict(self.pending)
+        if self.live is None:
+            return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
+        live = self.live
+        return STATE
+
+    def load_state_dict(self, state):
+        self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+'''
+
+
+def shuffle_buffer(seeding="self.seed * 7919 + epoch", restore='rng.setstate(state["rng"])',
+         state='{"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]), '
+               '"rng": live["rng"].getstate()}') -> str:
+    return SHUFFLE_BASE.replace("SEEDING", seeding).replace("RESTORE", restore).replace("STATE", state)
+
+
+SHUFFLE_WHOLE = shuffle_buffer().replace('''        for i, item in enumerate(iter(self.source)):''',
+                                 '''        everything = list(self.source)
+        rng.shuffle(everything)
+        for i, item in enumerate(everything):''')
+SHUFFLE_BLOCKS = shuffle_buffer().replace('''            if len(buf) > self.size:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()''', '''            if len(buf) == self.size:
+                rng.shuffle(buf)
+                while buf:
+                    yield buf.pop()''')
+CH06_STRETCH = [Mutant("06_data_loaders", name, {"ShuffleBuffer": code}, fails) for name, (code, fails) in {
+    "whole stream in memory": (SHUFFLE_WHOLE, {"check_shuffle_each_once_bounded": "memory grows"}),
+    "shuffled in blocks": (SHUFFLE_BLOCKS, {"check_shuffle_random_and_reproducible": "in blocks"}),
+    "global random generator": (shuffle_buffer(seeding="None"), {"check_shuffle_notebook_example": "same seed",
+                                                                 "check_shuffle_random_and_reproducible": "same seed"}),
+    "same order every epoch": (shuffle_buffer(seeding="self.seed"),
+                               {"check_shuffle_random_and_reproducible": "new order"}),
+    "state without the buffer": (shuffle_buffer(state='{"epoch": live["epoch"], "read": live["read"], "buffer": [], '
+                                            '"rng": live["rng"].getstate()}'),
+                                 {"check_shuffle_resume": "differs from the original's rest"}),
+    "state without the generator": (shuffle_buffer(restore="pass"), {"check_shuffle_resume": "generator's state"}),
+    "live generator in the state": (shuffle_buffer(state='{"epoch": live["epoch"], "read": live["read"], '
+                                               '"buffer": list(live["buffer"]), "rng": live["rng"]}',
+                                         restore='rng = state["rng"]'),
+                                    {"check_shuffle_resume": "plain data"}),
+}.items()]
+
+MUTANTS = (*MUTANTS, *CH06_STRETCH)
