@@ -709,7 +709,7 @@ def batch_scatter_add(values, indices, n):
         {"check_scatter_add_gradient": "autograd graph"}),
 }.items()]
 
-MUTANTS = (*MUTANTS, *CH05_STRETCH)
+MUTANTS = tuple(sorted((*MUTANTS, *CH05_STRETCH), key=lambda m: m.chapter))  # chapter order, as selftest runs them
 
 
 # -- 06_data_loaders, stretch: ShuffleBuffer ----------------------------------------------
@@ -795,4 +795,4 @@ CH06_STRETCH = [Mutant("06_data_loaders", name, {"ShuffleBuffer": code}, fails) 
                                     {"check_shuffle_resume": "plain data"}),
 }.items()]
 
-MUTANTS = (*MUTANTS, *CH06_STRETCH)
+MUTANTS = tuple(sorted((*MUTANTS, *CH06_STRETCH), key=lambda m: m.chapter))
