@@ -916,3 +916,152 @@ MUTANTS: tuple[Mutant, ...] = tuple(sorted((*CH01, *CH02, *CH03, *CH04, *CH05, *
 
 def mutants(chapter: str) -> list[Mutant]:
     return [m for m in MUTANTS if m.chapter == chapter]
+
+
+# -- 05_batch_gather, stretch: batch_scatter_add ----------------------------------------
+
+CH05_STRETCH = [Mutant("05_batch_gather", name, {"batch_scatter_add": code}, fails) for name, (code, fails) in {
+    "+= on advanced index": ("""
+def batch_scatter_add(values, indices, n):
+    b = indices.shape[0]
+    rows = torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))
+    out = values.new_zeros((b, n, *values.shape[indices.dim():]))
+    out[rows, indices.long()] += values
+    return out
+""",
+        {"check_scatter_add_notebook_example": "accumulate", "check_scatter_add_collisions": "add up"}),
+    "index_put without accumulate": ("""
+def batch_scatter_add(values, indices, n):
+    b = indices.shape[0]
+    rows = torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1)).expand(indices.shape)
+    out = values.new_zeros((b, n, *values.shape[indices.dim():]))
+    return out.index_put((rows, indices.long()), values)
+""",
+        {"check_scatter_add_collisions": "index_put_(..., accumulate=True)"}),
+    "loop over rows": ("""
+def batch_scatter_add(values, indices, n):
+    rows = [values.new_zeros((n, *values.shape[indices.dim():])).index_add(0, indices[i].reshape(-1).long(),
+            values[i].reshape(-1, *values.shape[indices.dim():])) for i in range(indices.shape[0])]
+    return torch.stack(rows)
+""",
+        {"check_scatter_add_vectorized": "grows with the batch"}),
+    "float32 result": ("""
+def batch_scatter_add(values, indices, n):
+    b, e = indices.shape[0], values.shape[indices.dim():]
+    flat = (indices + n * torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))).reshape(-1)
+    out = torch.zeros((b * n, *e), device=values.device)
+    return out.index_add(0, flat, values.reshape(-1, *e).float()).reshape(b, n, *e)
+""",
+        {"check_scatter_add_shapes_and_dtypes": "values.dtype"}),
+    "n slots taken from the indices": ("""
+def batch_scatter_add(values, indices, n):
+    n = int(indices.max()) + 1
+    b, e = indices.shape[0], values.shape[indices.dim():]
+    flat = (indices + n * torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))).reshape(-1)
+    return values.new_zeros((b * n, *e)).index_add(0, flat, values.reshape(-1, *e)).reshape(b, n, *e)
+""",
+        {"check_scatter_add_notebook_example": "indices.max() + 1",
+         "check_scatter_add_collisions": "indices.max() + 1"}),
+    "trailing axes flattened into K": ("""
+def batch_scatter_add(values, indices, n):
+    b = indices.shape[0]
+    idx, src = indices.long().reshape(b, -1), values.reshape(b, -1)
+    return values.new_zeros((b, n)).scatter_add(1, idx, src[:, :idx.shape[1]])
+""",
+        {"check_scatter_add_shapes_and_dtypes": "trailing axis"}),
+    "detached values": ("""
+def batch_scatter_add(values, indices, n):
+    b, e = indices.shape[0], values.shape[indices.dim():]
+    flat = (indices + n * torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))).reshape(-1)
+    return values.new_zeros((b * n, *e)).index_add(0, flat, values.detach().reshape(-1, *e)).reshape(b, n, *e)
+""",
+        {"check_scatter_add_gradient": "autograd graph"}),
+}.items()]
+
+MUTANTS = tuple(sorted((*MUTANTS, *CH05_STRETCH), key=lambda m: m.chapter))  # chapter order, as selftest runs them
+
+
+# -- 06_data_loaders, stretch: ShuffleBuffer ----------------------------------------------
+
+# A compact ShuffleBuffer on random.Random whose parts the wrong forms replace (tests/test_ch06 grades it whole).
+SHUFFLE_BASE = '''
+import random
+
+class ShuffleBuffer(IterableDataset):
+    def __init__(self, source, buffer_size, seed=0):
+        super().__init__()
+        self.source, self.size, self.seed = source, buffer_size, seed
+        self.epoch, self.pending, self.live = 0, None, None
+
+    def __iter__(self):
+        state, self.pending = self.pending, None
+        epoch = self.epoch if state is None else state["epoch"]
+        self.epoch = epoch + 1
+        rng = random.Random(SEEDING)
+        if state is not None and state["rng"] is not None:
+            RESTORE
+        live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
+                            "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
+        buf, skip = live["buffer"], live["read"]
+        for i, item in enumerate(iter(self.source)):
+            if i < skip:
+                continue
+            live["read"] += 1
+            buf.append(item)
+            if len(buf) > self.size:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+        while buf:
+            j = rng.randrange(len(buf))
+            buf[j], buf[-1] = buf[-1], buf[j]
+            yield buf.pop()
+
+    def state_dict(self):
+        if self.pending is not None:
+            return dict(self.pending)
+        if self.live is None:
+            return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
+        live = self.live
+        return STATE
+
+    def load_state_dict(self, state):
+        self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+'''
+
+
+def shuffle_buffer(seeding="self.seed * 7919 + epoch", restore='rng.setstate(state["rng"])',
+         state='{"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]), '
+               '"rng": live["rng"].getstate()}') -> str:
+    return SHUFFLE_BASE.replace("SEEDING", seeding).replace("RESTORE", restore).replace("STATE", state)
+
+
+SHUFFLE_WHOLE = shuffle_buffer().replace('''        for i, item in enumerate(iter(self.source)):''',
+                                 '''        everything = list(self.source)
+        rng.shuffle(everything)
+        for i, item in enumerate(everything):''')
+SHUFFLE_BLOCKS = shuffle_buffer().replace('''            if len(buf) > self.size:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()''', '''            if len(buf) == self.size:
+                rng.shuffle(buf)
+                while buf:
+                    yield buf.pop()''')
+CH06_STRETCH = [Mutant("06_data_loaders", name, {"ShuffleBuffer": code}, fails) for name, (code, fails) in {
+    "whole stream in memory": (SHUFFLE_WHOLE, {"check_shuffle_each_once_bounded": "memory grows"}),
+    "shuffled in blocks": (SHUFFLE_BLOCKS, {"check_shuffle_random_and_reproducible": "in blocks"}),
+    "global random generator": (shuffle_buffer(seeding="None"), {"check_shuffle_notebook_example": "same seed",
+                                                                 "check_shuffle_random_and_reproducible": "same seed"}),
+    "same order every epoch": (shuffle_buffer(seeding="self.seed"),
+                               {"check_shuffle_random_and_reproducible": "new order"}),
+    "state without the buffer": (shuffle_buffer(state='{"epoch": live["epoch"], "read": live["read"], "buffer": [], '
+                                            '"rng": live["rng"].getstate()}'),
+                                 {"check_shuffle_resume": "differs from the original's rest"}),
+    "state without the generator": (shuffle_buffer(restore="pass"), {"check_shuffle_resume": "generator's state"}),
+    "live generator in the state": (shuffle_buffer(state='{"epoch": live["epoch"], "read": live["read"], '
+                                               '"buffer": list(live["buffer"]), "rng": live["rng"]}',
+                                         restore='rng = state["rng"]'),
+                                    {"check_shuffle_resume": "plain data"}),
+}.items()]
+
+MUTANTS = tuple(sorted((*MUTANTS, *CH06_STRETCH), key=lambda m: m.chapter))
