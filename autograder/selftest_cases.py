@@ -642,7 +642,82 @@ CH08 = _single("08_mixed_precision", {
         "amp_train_step"),
 })
 
-MUTANTS: tuple[Mutant, ...] = (*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08)
+# -- 03_broadcasting, stretch: additive_scores ------------------------------------------
+
+ADDITIVE_MASK_LINED_UP_WITH_KEYS = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    s = torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v
+    real = torch.arange(k.shape[1]) < lengths
+    return s.masked_fill(~real, float("-inf"))
+'''
+ADDITIVE_MASK_MULTIPLIED_IN = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    s = torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v
+    real = (torch.arange(k.shape[1]) < lengths[:, None])[:, None, :]
+    return s * real + float("-inf") * ~real
+'''
+ADDITIVE_PAIRS_CONCATENATED = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    B, N, M = q.shape[0], q.shape[1], k.shape[1]
+    pairs = torch.cat([q[:, :, None].expand(B, N, M, -1), k[:, None].expand(B, N, M, -1)], dim=-1)
+    s = torch.tanh(pairs @ torch.cat([w_q, w_k], dim=1).T) @ v
+    real = torch.arange(M) < lengths[:, None]
+    return s.masked_fill(~real[:, None], float("-inf"))
+'''
+ADDITIVE_QUERIES_AND_KEYS_AXES_SWAPPED = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    s = torch.tanh((q @ w_q.T)[:, None] + (k @ w_k.T)[:, :, None]) @ v
+    real = torch.arange(k.shape[1]) < lengths[:, None]
+    return s.masked_fill(~real[:, :, None], float("-inf"))
+'''
+ADDITIVE_PADDING_FILLED_IN_A_LOOP = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    s = torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v
+    s = s.clone()
+    for b in range(len(lengths)):
+        s[b, :, int(lengths[b]):] = float("-inf")
+    return s
+'''
+ADDITIVE_SQUEEZE_WITHOUT_DIM = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    s = (torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v[:, None]).squeeze()
+    real = torch.arange(k.shape[1]) < lengths[:, None]
+    return s.masked_fill(~real[:, None], float("-inf"))
+'''
+ADDITIVE_V_APPLIED_BEFORE_TANH = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    s = torch.tanh((q @ w_q.T @ v)[:, :, None] + (k @ w_k.T @ v)[:, None])
+    real = torch.arange(k.shape[1]) < lengths[:, None]
+    return s.masked_fill(~real[:, None], float("-inf"))
+'''
+ADDITIVE_SCORES_DETACHED = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    with torch.no_grad():
+        s = torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v
+    real = torch.arange(k.shape[1]) < lengths[:, None]
+    return s.masked_fill(~real[:, None], float("-inf"))
+'''
+
+CH03_STRETCH = _single("03_broadcasting", {
+    "mask lined up with keys": ("additive_scores", ADDITIVE_MASK_LINED_UP_WITH_KEYS,
+        "check_additive_scores_lengths_per_example", "lengths[:, None]"),
+    "mask multiplied in": ("additive_scores", ADDITIVE_MASK_MULTIPLIED_IN,
+        "check_additive_scores_random", "0 * -inf = nan"),
+    "pairs concatenated": ("additive_scores", ADDITIVE_PAIRS_CONCATENATED,
+        "check_additive_scores_never_tiles", "cat"),
+    "queries and keys axes swapped": ("additive_scores", ADDITIVE_QUERIES_AND_KEYS_AXES_SWAPPED,
+        "check_additive_scores_random", "Swapping the two new axes"),
+    "padding filled in a loop": ("additive_scores", ADDITIVE_PADDING_FILLED_IN_A_LOOP,
+        "check_additive_scores_never_tiles", "grows with the input"),
+    "squeeze without dim": ("additive_scores", ADDITIVE_SQUEEZE_WITHOUT_DIM,
+        "check_additive_scores_sizes_of_one", "squeeze(1)"),
+    "v applied before tanh": ("additive_scores", ADDITIVE_V_APPLIED_BEFORE_TANH,
+        "check_additive_scores_random", "then contract H with v"),
+    "scores detached": ("additive_scores", ADDITIVE_SCORES_DETACHED,
+        "check_additive_scores_gradients", "avoid .detach()"),
+})
+
+MUTANTS: tuple[Mutant, ...] = (*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08, *CH03_STRETCH)
 
 
 def mutants(chapter: str) -> list[Mutant]:
