@@ -717,7 +717,48 @@ CH03_STRETCH = _single("03_broadcasting", {
         "check_additive_scores_gradients", "avoid .detach()"),
 })
 
-MUTANTS: tuple[Mutant, ...] = (*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08, *CH03_STRETCH)
+# -- 04_overloaded_ops, stretch: Dual ---------------------------------------------------
+
+
+def _dual(*changes: tuple[str, str]) -> str:
+    """The reference Dual with each (old, new) change made."""
+    code = solution_cells("04_overloaded_ops")["Dual"]
+    for old, new in changes:
+        if old not in code:
+            raise RuntimeError(f"the solution's Dual changed ({old.strip()!r} is gone): update CH04_STRETCH in "
+                               + __file__)
+        code = code.replace(old, new)
+    return code
+
+
+ELSE = "        return o if o is NotImplemented else "
+CH04_STRETCH = _single("04_overloaded_ops", {
+    "__rsub__ reuses __sub__": ("Dual", _dual((ELSE + "o + (-self)", ELSE + "self + (-o)")),
+                                "check_dual_constants_on_the_left", "d.__rsub__(c) must compute c - d"),
+    "product rule without u w'": ("Dual", _dual(("self.tangent * o.value + self.value * o.tangent)",
+                                                 "self.tangent * o.value)")),
+                                  "check_dual_polynomial", "(u w)' = u' w + u w'"),
+    "quotient rule with a plus": ("Dual", _dual(("(self.tangent * o.value - self.value * o.tangent)",
+                                                 "(self.tangent * o.value + self.value * o.tangent)")),
+                                  "check_dual_quotients_and_powers", "(u / w)'"),
+    "power rule off by one": ("Dual", _dual(("p * self.value ** (p - 1) * self.tangent",
+                                             "p * self.value ** p * self.tangent")),
+                              "check_dual_quotients_and_powers", "(u**p)'"),
+    "matmul product rule in the wrong order": ("Dual", _dual(("self.tangent @ o.value + self.value @ o.tangent",
+                                                              "o.value @ self.tangent + o.tangent @ self.value")),
+                                               "check_dual_matrix_products", "matrices do not commute"),
+    "__rmatmul__ computes d @ w": ("Dual", _dual((ELSE + "o @ self", ELSE + "self @ o")),
+                                   "check_dual_matrix_products", "d.__rmatmul__(w)"),
+    "tangent not broadcast": ("Dual", _dual(
+        ("return Dual(value, tangent.expand_as(value) if tangent.shape != value.shape else tangent)",
+         "return Dual(value, tangent)"),
+        ("return Dual(value, torch.zeros_like(value))", "return Dual(value, torch.zeros(()))")),
+        "check_dual_broadcasting", "tangent.expand_as(value)"),
+    "no reflected operators": ("Dual", _dual(("    __radd__ = __add__\n", ""), ("    __rmul__ = __mul__\n", "")),
+                               "check_dual_polynomial", "reflected method (__radd__"),
+})
+
+MUTANTS: tuple[Mutant, ...] = (*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08, *CH03_STRETCH, *CH04_STRETCH)
 
 
 def mutants(chapter: str) -> list[Mutant]:
