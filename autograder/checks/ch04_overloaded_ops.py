@@ -373,6 +373,7 @@ def _expect_dual(api: Api, case: str, values: list[Tensor], tangents: list[Tenso
              **dict(zip(names[len(values):], constants, strict=True))}
     duals = ", ".join(f"{n} = Dual({n}.value, {n}.tangent)" for n in names[:len(values)])
     call = f"{duals}; out = {body}"
+    api.Dual(values[0], tangents[0])  # constructing it directly first gives the clearest message when it is missing
     try:
         got = api.dual_eval.using(call=call, hint=hint)(case, values, tangents, constants)
     except StudentError as e:
