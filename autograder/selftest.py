@@ -143,8 +143,8 @@ def release_row(chapter: str, device: str, grader: Grader = default_grader) -> R
     problems = [f"{_check(r)} did not say 'not implemented': {_brief(r.output)}"
                 for r in g.results if r.status != "skipped" and "not implemented" not in r.output]
     problems += _skip_problems(g, chapter, device)
-    if g.score != 0:
-        problems.append(f"scored {g.score:g}, expected 0")
+    if g.score != 0 or g.bonus != 0:
+        problems.append(f"scored {g.score:g} (bonus {g.bonus:g}), expected 0")
     if g.max_score != expected_max(chapter, device):
         problems.append(f"out of {g.max_score:g} points, expected {expected_max(chapter, device):g}")
     return Row("release", chapter, "untouched release", not problems, f"{g.score:g}/{g.max_score:g}",

@@ -709,7 +709,7 @@ CH03_STRETCH = _single("03_broadcasting", {
         "check_additive_scores_random", "Swapping the two new axes"),
     "padding filled in a loop": ("additive_scores", ADDITIVE_PADDING_FILLED_IN_A_LOOP,
         "check_additive_scores_never_tiles", "grows with the input"),
-    "squeeze without dim": ("additive_scores", ADDITIVE_SQUEEZE_WITHOUT_DIM,
+    "scores squeezed without dim": ("additive_scores", ADDITIVE_SQUEEZE_WITHOUT_DIM,
         "check_additive_scores_sizes_of_one", "squeeze(1)"),
     "v applied before tanh": ("additive_scores", ADDITIVE_V_APPLIED_BEFORE_TANH,
         "check_additive_scores_random", "then contract H with v"),
@@ -758,7 +758,7 @@ CH04_STRETCH = _single("04_overloaded_ops", {
                                "check_dual_polynomial", "reflected method (__radd__"),
 })
 
-MUTANTS: tuple[Mutant, ...] = (*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08, *CH03_STRETCH, *CH04_STRETCH)
+MUTANTS: tuple[Mutant, ...] = (*CH01, *CH02, *CH03, *CH03_STRETCH, *CH04, *CH04_STRETCH, *CH05, *CH06, *CH07, *CH08)
 
 
 def mutants(chapter: str) -> list[Mutant]:
