@@ -23,6 +23,8 @@ from autograder.plugin import CheckSpec, check, declaration_problems
 from tests.kit import grade_fast, solved
 
 CH = "07_numerical_stability"  # tasks: softmax (10 points) and softmax_cross_entropy (10 points)
+# 07 with its graded tasks alone: the stretch task (bonus) is left out of these declarations
+WITHOUT_STRETCH = dataclasses.replace(CHAPTERS[CH], bonus={}, answers=("softmax", "softmax_cross_entropy"))
 
 
 @pytest.mark.parametrize(("declare", "why"), [
@@ -54,7 +56,7 @@ def test_check_decorates_check_functions_once() -> None:
 
 
 def test_tasks_and_points_must_be_the_notebooks() -> None:
-    chapter, module = CHAPTERS[CH], SimpleNamespace(Api=Api)
+    chapter, module = WITHOUT_STRETCH, SimpleNamespace(Api=Api)
     full = {"check_a": CheckSpec("softmax", 10), "check_b": CheckSpec("softmax_cross_entropy", 10)}
     assert declaration_problems(chapter, module, full) == []
     assert declaration_problems(chapter, module, {**full, "check_c": CheckSpec("softmax", 2, cuda_only=True)}) == []
@@ -76,7 +78,7 @@ def test_the_api_must_be_declared_and_name_the_notebooks_answers() -> None:
         @harness("xent")
         def cross_entropy(self, labels: Tensor, logits: Tensor) -> Tensor: ...  # the harness's: any name
 
-    chapter = CHAPTERS[CH]
+    chapter = WITHOUT_STRETCH
     full = {"check_a": CheckSpec("softmax", 10), "check_b": CheckSpec("softmax_cross_entropy", 10)}
     assert declaration_problems(chapter, SimpleNamespace(), full) == [
         "ch07_numerical_stability.py declares no API: class Api(StudentApi)"]

@@ -234,4 +234,4 @@ def test_hidden_checks_cannot_be_read_from_the_sandbox_in_the_gradescope_layout(
     result = json.loads((root / "results" / "results.json").read_text())
     outputs = " ".join(t["output"] for t in result["tests"])
     assert "FOUND" in outputs and "READ" not in outputs, outputs
-    assert result["score"] == 10  # softmax_cross_entropy only
+    assert result["score"] - result["extra_data"]["bonus"]["score"] == 10  # softmax_cross_entropy only
