@@ -83,7 +83,8 @@ def test_the_api_must_be_declared_and_name_the_notebooks_answers() -> None:
     assert declaration_problems(chapter, SimpleNamespace(), full) == [
         "ch07_numerical_stability.py declares no API: class Api(StudentApi)"]
     assert declaration_problems(chapter, SimpleNamespace(Api=Misspelled), full) == [
-        "Api.sofmax: the notebook has no answer cell 'sofmax' (its answers: softmax, softmax_cross_entropy, log_softmax)"]
+        "Api.sofmax: the notebook has no answer cell 'sofmax' "
+        "(its answers: softmax, softmax_cross_entropy, log_softmax)"]
 
 
 def _grade_with_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str) -> None:
