@@ -13,6 +13,7 @@ import copy
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,9 +26,9 @@ import pytest
 
 from autograder.batch import error_result
 from autograder.build import generate_release
-from autograder.gradebook import nbgrader_api, repair_half_made, write_feedback
+from autograder.gradebook import interpreter_bin_first, nbgrader_api, record, repair_half_made, write_feedback
 from autograder.selftest_cases import NO_MAX
-from tests.kit import solution_code, write_submission
+from tests.kit import ROOT, solution_code, write_submission
 
 CH = "07_numerical_stability"
 SUBMITTED = datetime(2026, 11, 20, 10, 0)
@@ -256,3 +257,26 @@ def test_export_and_feedback(courses: dict[str, Path], tmp_path: Path) -> None:
     for line in (ln.strip() for ln in source.splitlines()):
         if line.startswith(("def ", "x = ", "logits = ", "_expect(")):
             assert line not in page
+
+
+def test_an_unregistered_assignment_names_the_command_that_registers_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbgrader.api import Gradebook
+
+    course, out = tmp_path / "course", tmp_path / "graded"
+    course.mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    result = out / "results" / "ada" / f"{CH}.json"
+    result.parent.mkdir(parents=True)
+    result.write_text(json.dumps({"score": 0, "max_score": 20, "output": "", "tests": [],
+                                  "extra_data": {"sha256": "0" * 64, "notebook": f"{CH}.ipynb"}}))
+    command = f".venv/bin/nbgrader generate_assignment {CH} --force"
+    with pytest.raises(SystemExit, match=re.escape(command)):
+        record(course, out)
+    assert not (course / "gradebook.db").exists()  # nothing half-made left behind
+    monkeypatch.setenv("PATH", os.environ["PATH"])  # record puts this interpreter's bin/ first; undone after
+    interpreter_bin_first()
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "effective-pytorch") as gb:
+        gb.add_assignment("08_mixed_precision")
+    with pytest.raises(SystemExit, match=f"{CH} not registered .*: run `{re.escape(command)}`"):
+        record(course, out)
