@@ -121,8 +121,9 @@ def error_result(job: Job, device: str, message: str) -> dict[str, Any]:
 # -- the worker side ------------------------------------------------------------
 
 
-def _init_worker(counter: Any) -> None:
-    """Pin this worker (and the sandboxes it starts) to one core of its own."""
+def _init_worker(counter: Any, warm: bool) -> None:
+    """Pin this worker (and the sandboxes it starts) to one core of its own. `warm`: some assignment's
+    grading imports torch._dynamo (Chapter.loads_dynamo), so the zygote imports it at once."""
     cores = sorted(os.sched_getaffinity(0))
     with counter.get_lock():
         slot = counter.value
@@ -130,7 +131,7 @@ def _init_worker(counter: Any) -> None:
     os.sched_setaffinity(0, {cores[slot % len(cores)]})
     from autograder.launcher import zygote
 
-    zygote()  # on this core too; it imports torch while the worker waits for its first job
+    zygote(warm)  # on this core too; it imports torch while the worker waits for its first job
 
 
 def grade_job(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
@@ -280,10 +281,11 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
           f"with {workers} worker(s)", file=sys.stderr)
     progress = Progress(len(jobs), len(jobs) - len(todo))
     ctx = multiprocessing.get_context("spawn")
+    warm = any(c.loads_dynamo for c in (CHAPTERS.get(j.assignment) for j in todo) if c is not None)
 
     def new_pool() -> cf.Executor:
         counter = ctx.Value("i", 0)
-        return cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(counter,))
+        return cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(counter, warm))
 
     def failed(job: Job, message: str) -> None:
         result = error_result(job, device, message)

@@ -1,4 +1,5 @@
-"""Build the course: release/ with nbgrader, and the executed answer keys in solutions/.
+"""Build the course: the registry (autograder/chapters.json), release/ with nbgrader, and the executed answer
+keys in solutions/.
 
 Needs the dev extras (nbgrader, nbformat, nbclient, ipykernel); grading does not.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from autograder.chapters import CHAPTERS
+from autograder.chapters import derive, write_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 _MARKER = re.compile(r"^[ \t]*### (BEGIN|END) (SOLUTION|HIDDEN TESTS)[ \t]*\n?", re.MULTILINE)
@@ -71,9 +72,12 @@ def build(chapter_ids: list[str]) -> None:
 
 
 def main(chapter_ids: list[str]) -> int:
-    unknown = [c for c in chapter_ids if c not in CHAPTERS]
+    known = list(derive())
+    unknown = [c for c in chapter_ids if c not in known]
     if unknown:
-        print(f"unknown chapters: {', '.join(unknown)}; known: {', '.join(CHAPTERS)}", file=sys.stderr)
+        print(f"unknown chapters: {', '.join(unknown)}; known: {', '.join(known)}", file=sys.stderr)
         return 2
-    build(chapter_ids or list(CHAPTERS))
+    write_registry()
+    print("autograder/chapters.json: derived from the source notebooks")
+    build(chapter_ids or known)
     return 0

@@ -60,7 +60,7 @@ def build_bundle(assignment: str, out: Path) -> Path:
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o755 << 16
             z.writestr(info, text)
-        for path in sorted((ROOT / "autograder").rglob("*.py")) + sorted((ROOT / "autograder").rglob("*.ini")):
+        for path in sorted(p for ext in ("py", "ini", "json") for p in (ROOT / "autograder").rglob(f"*.{ext}")):
             z.write(path, f"kit/{path.relative_to(ROOT)}")
         for name in ("pyproject.toml", "README.md"):
             z.write(ROOT / name, f"kit/{name}")

@@ -50,7 +50,7 @@ class Child:
     def __init__(self, device: str) -> None:
         self.device = device
         self.namespace: dict[str, Any] = {"__name__": "__student__"}
-        # The chapter's harness: kit code (no secrets) that checks call as "kit.NAME",
+        # The chapter's harness: kit code (no secrets) that checks call (requests for "kit.NAME"),
         # for work that must happen beside the student's objects (hooks, DataLoaders).
         self.harness: dict[str, Any] = {"__name__": "__harness__", "student": self.namespace}
         self.objects: list[Any] = []

@@ -1,4 +1,4 @@
-"""Command line: `python -m autograder grade|build|demo`."""
+"""Command line: `python -m autograder grade|grade-all|class-report|build|demo`."""
 
 from __future__ import annotations
 
@@ -15,8 +15,13 @@ from autograder.limits import Limits
 
 def _grade(args: argparse.Namespace) -> int:
     from autograder.launcher import zygote
+    from autograder.notebook import NotebookError, load_submission
 
-    zygote()  # starts importing torch in the zygote now, while the judge imports its own below
+    try:
+        warm = load_submission(Path(args.notebook), args.assignment).chapter.loads_dynamo
+    except NotebookError:
+        warm = False  # grade() reports it
+    zygote(warm)  # starts importing torch in the zygote now, while the judge imports its own below
     from autograder.judge import GraderError, grade, student_from_gradescope  # torch is imported here, not for merge
     from autograder.report import clean, gradescope, text
 
@@ -43,6 +48,7 @@ def _grade_all(args: argparse.Namespace) -> int:
         return code
     print(f"results: {args.out}/results/<student>/<assignment>.json; summaries: {args.out}/summary.csv, "
           f"{args.out}/summary.json")
+    _report_after(args.out)
     if args.gradebook or args.feedback:
         from autograder.gradebook import record, write_feedback  # needs nbgrader: imported only here
         from autograder.report import clean
@@ -58,6 +64,35 @@ def _grade_all(args: argparse.Namespace) -> int:
                 code = 3
         if args.feedback:
             print(f"feedback: {write_feedback(args.root, results)} pages in {args.root / 'feedback'}")
+    return code
+
+
+def _class_report(args: argparse.Namespace) -> int:
+    from autograder.class_report import write_report  # matplotlib, if installed, is imported in there only
+    from autograder.report import clean
+
+    if not args.graded.is_dir():
+        print(clean(f"error: {args.graded} is not a folder: give the --out folder of grade-all or merge"),
+              file=sys.stderr)
+        return 2
+    print(f"class report: {write_report(args.graded, args.out)} (CSV files beside it)")
+    return 0
+
+
+def _report_after(graded: Path) -> None:
+    """The class report at the end of grade-all and merge: a failure is a warning, never the run's."""
+    from autograder.report import clean
+
+    try:
+        _class_report(argparse.Namespace(graded=graded, out=None))
+    except Exception as e:  # the grades are written already: a bug in the report must not fail the run
+        print(clean(f"warning: the class report could not be written: {type(e).__name__}: {e}"), file=sys.stderr)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    code = merge(args.parts, args.out)
+    if code == 0:
+        _report_after(args.out)
     return code
 
 
@@ -124,7 +159,13 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("merge", help="join the results folders of several shards")
     m.add_argument("parts", nargs="+", type=Path)
     m.add_argument("--out", type=Path, required=True)
-    m.set_defaults(run=lambda args: merge(args.parts, args.out))
+    m.set_defaults(run=_merge)
+
+    r = sub.add_parser("class-report", help="write the class report (HTML page with plots, CSV files) from the "
+                       "folder grade-all wrote; grade-all and merge write it too")
+    r.add_argument("graded", type=Path, help="the --out folder of grade-all or merge (with results/)")
+    r.add_argument("--out", type=Path, help="where to write report.html and the CSV files (default: GRADED/report)")
+    r.set_defaults(run=_class_report)
 
     z = sub.add_parser("bundle", help="build a Gradescope autograder zip for one assignment")
     z.add_argument("assignment", choices=sorted(CHAPTERS))

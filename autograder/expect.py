@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NoReturn
 
 import torch
 
-from autograder.remote import Student, StudentError
+from autograder.remote import StudentError
 
 # The judge's own comparison functions. Student code never runs in this
 # process, but binding them once keeps every check on the same definitions.
@@ -50,21 +50,13 @@ def on_every_call(e: StudentError, name: str, example: Callable[[], Any]) -> Stu
     return None
 
 
-def explain_error(e: StudentError, name: str, example: Callable[[], Any], hint: str = "") -> StudentError:
-    """`e` said to happen on every call (see on_every_call), or else with the check's `hint` added."""
-    every = on_every_call(e, name, example)
+def explain_error(e: StudentError, name: str, example: Callable[[], Any] | None, hint: str = "") -> StudentError:
+    """`e` said to happen on every call (see on_every_call; not without an `example`), or else with the check's
+    `hint` added."""
+    every = on_every_call(e, name, example) if example is not None else None
     if every is not None:
         return every
     return StudentError(f"{e}\nHint:     {hint}") if hint and error_type(e) is not None else e
-
-
-def call_explained(student: Student, name: str, example: tuple[Any, ...], *args: Any, **kwargs: Any) -> Any:
-    """student.call(name, *args, **kwargs); an exception it raises is said to happen on every call when
-    `name(*example)`, a call every working `name` answers, raises too."""
-    try:
-        return student.call(name, *args, **kwargs)
-    except StudentError as e:
-        raise explain_error(e, name, lambda: student.call(name, *example)) from None
 
 
 @contextlib.contextmanager
@@ -117,16 +109,33 @@ def nonfinite(t: torch.Tensor) -> str | None:
     return f"{flat[first].item()} at index {_index(first, t.shape)}"
 
 
-def fail(call: str, inputs: dict[str, Any], expected: Any, got: Any, problem: str, hint: str) -> None:
-    lines = [f"Call: {call}"]
-    lines += [f"  {name} = {show(value)}" for name, value in inputs.items()]
+def failure(*, call: str = "", inputs: Iterable[str] = (), expected: str = "", got: str = "",
+            timing: str = "", problem: str = "", detail: str = "", hint: str = "", after: str = "") -> CheckFailure:
+    """The one layout of a failed check's message, each part on its own labelled line where given:
+
+        <after: what went wrong before, e.g. an error of the student's code>
+        Call: <the call>
+          <one line per input>
+        Expected: <the right answer>
+        Got:      <what the code gave>
+        Timing:   <a speed measurement>
+        Problem:  <what exactly differs>
+        <detail: a tool's own report>
+        Hint:     <what to fix>
+    """
+    labelled = [("Call: ", call), *(("  ", line) for line in inputs), ("Expected: ", expected), ("Got:      ", got),
+                ("Timing:   ", timing), ("Problem:  ", problem), ("", detail), ("Hint:     ", hint)]
+    lines = ([after] if after else []) + [label + text for label, text in labelled if text]
+    return CheckFailure("\n".join(lines))
+
+
+def fail(call: str, inputs: dict[str, Any], expected: Any, got: Any, problem: str, hint: str) -> NoReturn:
+    """A failure showing the call's inputs, the expected answer and what the code gave as values (see show)."""
     want, have = show(expected), show(got)
     if want == have and isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor):
         want, have = show(expected, precise=True), show(got, precise=True)  # they differ past 4 digits
-    lines += [f"Expected: {want}", f"Got:      {have}", f"Problem:  {problem}"]
-    if hint:
-        lines.append(f"Hint:     {hint}")
-    raise CheckFailure("\n".join(lines))
+    raise failure(call=call, inputs=[f"{name} = {show(value)}" for name, value in inputs.items()], expected=want,
+                  got=have, problem=problem, hint=hint)
 
 
 def _index(flat_index: int, shape: torch.Size) -> list[int]:

@@ -40,11 +40,20 @@ class Grade:
 
     @property
     def score(self) -> float:
-        return sum(r.score for r in self.results)
+        return sum(r.score for r in self.results if not r.bonus)
 
     @property
     def max_score(self) -> float:
-        return sum(r.points for r in self.results if r.status != "skipped")
+        return sum(r.points for r in self.results if r.status != "skipped" and not r.bonus)
+
+    @property
+    def bonus(self) -> float:
+        """Points earned on stretch tasks, on top of `score`."""
+        return sum(r.score for r in self.results if r.bonus)
+
+    @property
+    def bonus_max(self) -> float:
+        return sum(r.points for r in self.results if r.status != "skipped" and r.bonus)
 
     def by_task(self) -> dict[str, tuple[float, float]]:
         """(points earned, points possible) per task, in check order; skipped checks count for neither."""
@@ -178,7 +187,9 @@ def grade(
         if runner.environment_error:
             raise GraderError(f"cannot grade {notebook.name} on this machine: {runner.environment_error}")
         args = [str(sub.chapter.checks), "-c", str(CHECKS_DIR / "pytest.ini"), "--rootdir", str(CHECKS_DIR),
-                "-p", "no:cacheprovider", "--noconftest", "-q", "--tb=short", "-W", "ignore"]
+                "-p", "no:cacheprovider", "--noconftest", "-q", "--tb=short", "-W", "ignore",
+                # its unconfigure runs gc.collect() five times (0.2 s a grading with torch loaded)
+                "-p", "no:unraisableexception"]
         if only:
             args += ["-k", only]
         if junit is not None:
@@ -186,6 +197,9 @@ def grade(
         log = io.StringIO()
         with contextlib.redirect_stdout(log), _without_installed_plugins():
             code = pytest.main(args, plugins=[plugin])
+        if plugin.declaration_problems:
+            raise GraderError(f"{sub.chapter.checks.name} declares its checks wrongly, so nothing was graded:\n"
+                              + "\n".join(plugin.declaration_problems))
         completed = {pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED}
         if only:
             completed.add(pytest.ExitCode.NO_TESTS_COLLECTED)

@@ -26,7 +26,7 @@ _RUNTIME = ("__init__.py", "wire.py", "child.py", "isolation.py", "landlock.py",
 class Zygote:
     """The process that forks children; one per judge process."""
 
-    def __init__(self) -> None:
+    def __init__(self, warm: bool = False) -> None:
         self.runtime = Path(tempfile.mkdtemp(prefix="kit-runtime-"))
         pkg = self.runtime / "autograder"
         pkg.mkdir()
@@ -40,7 +40,7 @@ class Zygote:
         bootstrap = (f"import sys; sys.path.insert(0, {str(self.runtime)!r}); "
                      "from autograder.zygote import main; main()")
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", bootstrap, str(theirs.fileno())],
+            [sys.executable, "-I", "-c", bootstrap, str(theirs.fileno()), *(["warm"] if warm else [])],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"},
         )
@@ -59,7 +59,7 @@ class Zygote:
               ) -> tuple[int, int | None]:
         """(the child's pid, the pid running student code, or None if its sandbox failed).
 
-        `warm`: the child will trace operators, so the zygote loads the dispatcher's Python side first.
+        `warm`: the child's grading imports torch._dynamo, so the zygote imports it first (see Chapter).
         """
         reply = self._ask({"op": "spawn", "plan": plan.to_dict(), "cwd": str(cwd), "env": env, "warm": warm},
                           [stdin, stdout])
@@ -81,10 +81,13 @@ class Zygote:
 _zygote: Zygote | None = None
 
 
-def zygote() -> Zygote:
-    """The zygote of this judge process, started on first use (or early, by the command line)."""
+def zygote(warm: bool = False) -> Zygote:
+    """The zygote of this judge process, started on first use (or early, by the command line).
+
+    `warm`: a new zygote imports torch._dynamo right after torch, while the judge starts up (see Chapter).
+    """
     global _zygote
     if _zygote is None or not _zygote.alive():
-        _zygote = Zygote()
+        _zygote = Zygote(warm)
         atexit.register(_zygote.close)
     return _zygote

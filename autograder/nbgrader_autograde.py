@@ -34,6 +34,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Enum, Unicode
 
 from autograder.batch import Job, file_sha256, grade_submission, stored_result
+from autograder.chapters import CHAPTERS
 from autograder.launcher import zygote
 from autograder.report import clean
 
@@ -149,7 +150,8 @@ class KitAutograde(NbGraderPreprocessor):
             if not self.grade_missing:
                 raise KitGradingError(f"no result of this notebook in {self.results_dir} "
                                       "(grade-all has not graded this version, or it was a grader error)")
-        zygote()  # it imports torch while the judge imports its own (grade_submission), as `grade` does
+        chapter = CHAPTERS.get(job.assignment)  # as grade-all's workers: chapters that trace load torch._dynamo
+        zygote(chapter is not None and chapter.loads_dynamo)  # imports torch while the judge imports its own
         result = grade_submission(job, str(root), self.device, junit=False)
         error = result["extra_data"].get("grader_error")
         if error:

@@ -1,10 +1,10 @@
-"""The one seam between checks and student code.
+"""The one seam between checks and student code: requests to the submission's sandboxed process.
 
-Checks call `student.call("softmax", x, dim=1)` and get plain tensors back,
-decoded by the judge. The same seam serves the reference solution, so the
-kit's tests and real submissions go through exactly one path. Anything that
-goes wrong in the student's process becomes a `StudentError` whose message
-tells the student what happened and what to fix.
+Checks reach it through their chapter's typed API (autograder/api.py: `api.softmax(x, dim=1)`), which
+calls `Student.vjp`, `traced` and `timed_run` here and gets plain tensors back, decoded by the judge.
+The same seam serves the reference solution, so the kit's tests and real submissions go through
+exactly one path. Anything that goes wrong in the student's process becomes a `StudentError` whose
+message tells the student what happened and what to fix.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class Student:
                 raise StudentError(self.fatal)
         sub = self.submission
         self.sandbox = Sandbox(sub.chapter.preamble, sub.chapter.harness_source(), sub.cells, self.device,
-                               self.limits, self.data_dir, sub.chapter.traces_dispatch)
+                               self.limits, self.data_dir, sub.chapter.loads_dynamo)
         try:
             started = self.sandbox.start()
             self.cuda = started["cuda"]
@@ -136,8 +136,12 @@ class Student:
 
     # -- calls ---------------------------------------------------------------
     def _request(self, name: str, header: dict[str, Any], buffers: list[bytes], during: str,
-                 timeout: float | None, shape: dict[str, Callable[[Any], bool]] | None = None) -> Any:
-        """Send one request; the decoded reply, which must be a record with `shape`'s fields if given."""
+                 timeout: float | None, shape: dict[str, Callable[[Any], bool]] | None = None,
+                 shown: str | None = None) -> Any:
+        """Send one request; the decoded reply, which must be a record with `shape`'s fields if given.
+
+        `name` is what the child calls; messages name it `shown` (by default `name`)."""
+        shown = shown or name
         if name in self.broken:
             raise StudentError(self.broken[name])
         sandbox = self._ensure()
@@ -159,7 +163,7 @@ class Student:
             self.crashes[name] = self.crashes.get(name, 0) + 1
             message = f"`{during}` crashed: {e}."
             if self.crashes[name] >= MAX_CRASHES:
-                self.broken[name] = message + f" `{name}` crashed {MAX_CRASHES} times; its later checks were not run."
+                self.broken[name] = message + f" `{shown}` crashed {MAX_CRASHES} times; its later checks were not run."
             raise StudentError(message) from None
         except wire.WireError as e:
             sandbox.kill()
@@ -169,7 +173,7 @@ class Student:
             if not isinstance(err, dict) or not all(isinstance(err.get(k, ""), str) for k in ERROR_FIELDS):
                 raise StudentError(f"`{during}` failed, and its process sent back a malformed error report.")
             if err.get("type") == "NotImplementedError":
-                raise StudentError(f"not implemented: `{name}` still raises NotImplementedError. "
+                raise StudentError(f"not implemented: `{shown}` still raises NotImplementedError. "
                                    "Replace the stub in its answer cell with your code.")
             raise StudentError(f"`{during}` raised an error:\n{_format_error(err)}")
         try:
@@ -186,20 +190,27 @@ class Student:
         """Call a student function or class; returns decoded plain values."""
         return self.vjp(name, args, kwargs, timeout=timeout)[0]
 
-    def traced(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
-        """Call under a TorchDispatchMode; also returns the aten operators it issued, in order."""
+    def traced(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], shown: str | None = None,
+               during: str | None = None) -> tuple[Any, list[str]]:
+        """Call under a TorchDispatchMode; also returns the aten operators it issued, in order.
+
+        Messages name the function `shown` and the call `during` (by default `shown(args)`)."""
         header, buffers = wire.encode([list(args), kwargs, None])
         header.update(op="call", name=name, wrt=[], trace=True)
-        result = self._request(name, header, buffers, describe_call(name, args, kwargs), None, TRACED_REPLY)
+        during = during or describe_call(shown or name, args, kwargs)
+        result = self._request(name, header, buffers, during, None, TRACED_REPLY, shown)
         return result["value"], result["ops"]
 
     def vjp(self, name: str, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
-            wrt: tuple[int, ...] = (), grad_output: torch.Tensor | None = None,
-            timeout: float | None = None) -> tuple[Any, list[torch.Tensor | None]]:
-        """Call, then backpropagate `grad_output` to the positional args in `wrt`."""
+            wrt: tuple[int, ...] = (), grad_output: torch.Tensor | None = None, timeout: float | None = None,
+            shown: str | None = None, during: str | None = None) -> tuple[Any, list[torch.Tensor | None]]:
+        """Call, then backpropagate `grad_output` to the positional args in `wrt`.
+
+        Messages name the function `shown` and the call `during` (by default `shown(args)`)."""
         header, buffers = wire.encode([list(args), kwargs, grad_output])
         header.update(op="call", name=name, wrt=list(wrt))
-        result = self._request(name, header, buffers, describe_call(name, tuple(args), kwargs), timeout, CALL_REPLY)
+        during = during or describe_call(shown or name, tuple(args), kwargs)
+        result = self._request(name, header, buffers, during, timeout, CALL_REPLY, shown)
         return result["value"], result["grads"] or []
 
     def method(self, obj: wire.RemoteObject, attrs: list[str], *args: Any, wrt: tuple[int, ...] = (),
@@ -240,36 +251,6 @@ class Student:
         header.update(op="run", name=name, specs=specs, seed=seed, count=count)
         during = f"timed calls of {name}" if name else "making the inputs of a timed run"
         return self._request(name or "kit.make_inputs", header, buffers, during, timeout, RUN_REPLY)
-
-    def differentiable(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], wrt: int
-                       ) -> Callable[[torch.Tensor], torch.Tensor]:
-        """`x -> name(*args with x at position wrt)`, differentiable in the judge.
-
-        torch.autograd.gradcheck needs a function it can call and backpropagate
-        through in its own process; this autograd.Function forwards both
-        directions to the student's process, so the field's own gradcheck runs
-        on code the judge never imports.
-        """
-        student = self
-
-        def with_x(x: torch.Tensor) -> list[Any]:
-            a = list(args)
-            a[wrt] = x.detach()
-            return a
-
-        class Remote(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-                ctx.save_for_backward(x)
-                return student.call(name, *with_x(x), **kwargs)
-
-            @staticmethod
-            def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-                (x,) = ctx.saved_tensors
-                _, grads = student.vjp(name, with_x(x), kwargs, wrt=(wrt,), grad_output=grad)
-                return grads[0] if grads and grads[0] is not None else torch.zeros_like(x)
-
-        return Remote.apply
 
 
 def _checked_load_report(report: Any) -> dict[str, Any]:

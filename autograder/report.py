@@ -23,11 +23,11 @@ def gradescope(grade: Grade) -> dict[str, Any]:
     tests = []
     for r in grade.results:
         test: dict[str, Any] = {
-            "name": f"[{r.task}] {r.name}",
+            "name": f"[{_label(r.task, r.bonus)}] {r.name}",
             "score": r.score,
             "max_score": r.points if r.status != "skipped" else 0.0,
             "output": clean(r.output),
-            "tags": [r.task],
+            "tags": [r.task, "bonus"] if r.bonus else [r.task],
             # Hidden checks' results are shown once the instructor publishes grades.
             "visibility": "visible" if r.visible else "after_published",
         }
@@ -35,7 +35,8 @@ def gradescope(grade: Grade) -> dict[str, Any]:
             test["status"] = r.status
         tests.append(test)
     return {
-        "score": grade.score,
+        # Stretch tasks' points are extra credit: in the score, on top of the assignment's points.
+        "score": grade.score + grade.bonus,
         "max_score": grade.max_score,
         "execution_time": round(grade.execution_time, 3),
         "output": clean("\n".join(grade.notes)),
@@ -47,17 +48,26 @@ def gradescope(grade: Grade) -> dict[str, Any]:
             "device": grade.device,
             "sandbox": grade.protections,
             "integrity": grade.integrity,  # constructs reaching into grader internals (autograder/scan.py)
+            "bonus": {"score": grade.bonus, "max_score": grade.bonus_max},
         },
     }
 
 
+def _label(task: str, bonus: bool) -> str:
+    return f"bonus: {task}" if bonus else task
+
+
+def _bonus(grade: Grade) -> str:
+    return f", bonus {grade.bonus:g} / {grade.bonus_max:g}" if grade.bonus_max else ""
+
+
 def text(grade: Grade) -> str:
     lines = [f"{grade.notebook.name} ({grade.assignment or 'unknown assignment'}, {grade.device}): "
-             f"{grade.score:g} / {grade.max_score:g} in {grade.execution_time:.1f} s"]
+             f"{grade.score:g} / {grade.max_score:g}{_bonus(grade)} in {grade.execution_time:.1f} s"]
     lines += [f"  ! {note}" for note in grade.notes]
     for r in grade.results:
         mark = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}[r.status]
-        lines.append(f"  {mark} {r.score:g}/{r.points:g}  [{r.task}] {r.name}")
+        lines.append(f"  {mark} {r.score:g}/{r.points:g}  [{_label(r.task, r.bonus)}] {r.name}")
         if r.output:
             lines += ["        " + line for line in r.output.splitlines()]
     off = grade.protections.get("off")
@@ -72,7 +82,8 @@ def table(rows: list[tuple[str, Grade]]) -> str:
     body = []
     for label, g in rows:
         per_task = ", ".join(f"{t} {got:g}/{top:g}" for t, (got, top) in g.by_task().items())
-        body.append([label, g.assignment or "?", f"{g.score:g}/{g.max_score:g}", f"{g.execution_time:.1f}",
+        body.append([label, g.assignment or "?", f"{g.score:g}/{g.max_score:g}" + (f" +{g.bonus:g}" if g.bonus else ""),
+                     f"{g.execution_time:.1f}",
                      per_task or (g.notes[0][:70] if g.notes else "")])
     widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head) - 1)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"

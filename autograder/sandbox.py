@@ -61,8 +61,8 @@ class Sandbox:
     """One child process running one submission's answer cells."""
 
     def __init__(self, preamble: str, harness: str, cells: list[dict[str, str]], device: str, limits: Limits,
-                 data_dir: Path | None = None, traces_dispatch: bool = False) -> None:
-        self.traces_dispatch = traces_dispatch
+                 data_dir: Path | None = None, loads_dynamo: bool = False) -> None:
+        self.loads_dynamo = loads_dynamo
         self.preamble = preamble
         self.harness = harness
         self.cells = cells
@@ -110,7 +110,7 @@ class Sandbox:
         self._to_child = os.fdopen(to_child, "wb")
         try:
             self.pid, self.box_pid = zygote().spawn(self.plan, self.scratch, self._env(), child_in, child_out,
-                                                      self.traces_dispatch)
+                                                      self.loads_dynamo)
         finally:
             os.close(child_in)
             os.close(child_out)

@@ -17,6 +17,7 @@ but torch sees no CUDA GPU.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import platform
@@ -37,23 +38,13 @@ import torch.nn.functional as F
 from autograder.chapters import CHAPTERS
 from autograder.judge import Grade, GraderError, grade
 from autograder.notebook import read_notebook
-from autograder.plugin import CheckResult
+from autograder.plugin import CheckResult, declared_checks
 from autograder.selftest_cases import Mutant, mutants, release_path, solution_cells
 
 NO_CUDA = 4  # exit code: --device cuda on a machine where torch sees no CUDA GPU
 SEED = 1234  # fixed, so that two machines' tables compare
 # Points of each chapter's checks, as the notebook's check cells carry them; CUDA-only checks count on top.
-POINTS = {
-    "01_basics": 16,
-    "02_modules": 17,
-    "03_broadcasting": 16,
-    "04_overloaded_ops": 20,
-    "05_batch_gather": 20,
-    "06_data_loaders": 24,
-    "07_numerical_stability": 20,
-    "08_mixed_precision": 20,
-}
-CUDA_ONLY = {"08_mixed_precision": {"check_amp_speedup_on_cuda": 2}}
+POINTS = {c.id: sum(c.points.values()) for c in CHAPTERS.values()}
 TEACHES = ("Expected", "Problem", "not", "raised")  # a failing check's message says what went wrong
 RECIPE_AMP_SPEEDUP = 2.3  # the PyTorch AMP recipe's MLP: 7.7 s in float32, 3.3 s with AMP
 
@@ -66,12 +57,18 @@ def default_grader(notebook: Path, device: str, only: str | None) -> Grade:
     return grade(notebook, device=device, seed=SEED, only=only)
 
 
+def cuda_only(chapter: str) -> dict[str, float]:
+    """The chapter's CUDA-only checks and their points, as its checks module declares them."""
+    module = importlib.import_module(f"autograder.checks.{CHAPTERS[chapter].checks.stem}")
+    return {name: spec.points for name, spec in declared_checks(module).items() if spec.cuda_only}
+
+
 def expected_max(chapter: str, device: str) -> float:
-    return POINTS[chapter] + (sum(CUDA_ONLY.get(chapter, {}).values()) if device == "cuda" else 0)
+    return POINTS[chapter] + (sum(cuda_only(chapter).values()) if device == "cuda" else 0)
 
 
 def expected_skips(chapter: str, device: str) -> list[str]:
-    return [] if device == "cuda" else sorted(CUDA_ONLY.get(chapter, {}))
+    return [] if device == "cuda" else sorted(cuda_only(chapter))
 
 
 @dataclass
@@ -146,8 +143,8 @@ def release_row(chapter: str, device: str, grader: Grader = default_grader) -> R
     problems = [f"{_check(r)} did not say 'not implemented': {_brief(r.output)}"
                 for r in g.results if r.status != "skipped" and "not implemented" not in r.output]
     problems += _skip_problems(g, chapter, device)
-    if g.score != 0:
-        problems.append(f"scored {g.score:g}, expected 0")
+    if g.score != 0 or g.bonus != 0:
+        problems.append(f"scored {g.score:g} (bonus {g.bonus:g}), expected 0")
     if g.max_score != expected_max(chapter, device):
         problems.append(f"out of {g.max_score:g} points, expected {expected_max(chapter, device):g}")
     return Row("release", chapter, "untouched release", not problems, f"{g.score:g}/{g.max_score:g}",

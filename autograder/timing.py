@@ -2,8 +2,9 @@
 
 Why not torch.utils.benchmark here: the code under test runs in another
 process and the judge must time it on its own clock, so each timed unit is
-one request to the child (`Student.timed_run`), measured with
-time.perf_counter in the judge. The method follows the same care as
+one request to the child, measured with time.perf_counter in the judge.
+`interleave` is the engine every speed check uses (compare_speed here, and
+chapter 08's training steps). The method follows the same care as
 torch.utils.benchmark:
 
 - the reference runs in its own clean child, so student code cannot slow it;
@@ -24,19 +25,21 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
+from autograder.api import Remote
 from autograder.child import digest, make_input
-from autograder.expect import CheckFailure
+from autograder.expect import failure
 from autograder.notebook import Submission
 from autograder.remote import Student
 
 RecordProperty = Callable[[str, object], None]  # pytest's record_property fixture
+T = TypeVar("T")
 
 
 def randn(*shape: int, dtype: str = "float32") -> dict[str, Any]:
@@ -91,24 +94,30 @@ def _close(got: dict[str, Any], want: dict[str, Any], rtol: float) -> bool:
             and bool(torch.allclose(got["sample"], want["sample"], rtol=rtol, atol=rtol * scale / 16)))
 
 
-def _timed(who: Student, name: str | None, specs: list[dict[str, Any]], seed: int, count: int,
-           expected: list[dict[str, Any]], rtol: float) -> tuple[float, float | None]:
-    """(seconds per input set on the judge's clock, seconds per call from CUDA events or None).
+def interleave(runs: Sequence[Callable[[int], T]], rng: torch.Generator, rounds: int, warmup: int,
+               verify: Callable[[int, list[T]], None]) -> list[list[tuple[float, T]]]:
+    """The timing engine: each round draws a fresh seed from `rng` and times every run once on it, on the
+    judge's clock, in an order that rotates every round; then `verify(seed, replies in the runs' order)`.
+    For each run, (seconds, reply) of every round after the `warmup` rounds."""
+    timed: list[list[tuple[float, T]]] = [[] for _ in runs]
+    for r in range(warmup + rounds):
+        seed = int(torch.randint(0, 2**62, (), generator=rng))
+        replies: dict[int, tuple[float, T]] = {}
+        for i in [*range(r % len(runs), len(runs)), *range(r % len(runs))]:
+            started = time.perf_counter()
+            reply = runs[i](seed)
+            replies[i] = (time.perf_counter() - started, reply)
+        verify(seed, [replies[i][1] for i in range(len(runs))])
+        if r >= warmup:
+            for i, t in replies.items():
+                timed[i].append(t)
+    return timed
 
-    With `name` None the request only makes the inputs (nothing to verify).
-    """
-    started = time.perf_counter()
-    reply = who.timed_run(name, specs, seed, count)
-    elapsed = time.perf_counter() - started
-    digests = reply["digests"]
-    if name is not None and (len(digests) != count
-                             or not all(_close(g, w, rtol) for g, w in zip(digests, expected, strict=True))):
-        raise CheckFailure(
-            f"Problem:  `{name}` gave wrong results during the timed run (fresh random inputs each round).\n"
-            "Hint:     Compute every result from its inputs; caching or reusing earlier outputs "
-            "does not work here.")
+
+def _events(reply: dict[str, Any], count: int) -> float | None:
+    """Seconds per call from CUDA events, as the child reports it (informative), or None."""
     events = reply.get("events_ms")
-    return elapsed / count, (float(events) / 1e3 / count if isinstance(events, (int, float)) else None)
+    return float(events) / 1e3 / count if isinstance(events, (int, float)) else None
 
 
 # Subtracting input making removes at most this share of a request's time: when the calls themselves cost
@@ -117,40 +126,44 @@ MAX_SUBTRACTED = 0.9
 
 
 def compare_speed(
-    student: Student, name: str, reference: Student, reference_name: str,
-    specs: list[dict[str, Any]], oracle: Callable[..., torch.Tensor], rng: torch.Generator,
+    student: Remote[..., Any], reference: Remote[..., Any], specs: list[dict[str, Any]],
+    oracle: Callable[..., torch.Tensor], rng: torch.Generator,
     *, count: int = 5, rounds: int = 7, warmup: int = 2, rtol: float = 1e-4,
 ) -> Speed:
-    """Median per-call times of student and reference over interleaved rounds.
+    """Median per-call times of the student's function and a reference (in a clean process, see
+    reference_process) over interleaved rounds.
 
     Each round times three requests on the same fresh seed, in a rotating order: the student's
     calls, the reference's calls, and input making alone in the reference's clean process.
     The last is subtracted from the first two, round by round.
     """
-    runs: dict[str, list[tuple[float, float | None]]] = {"student": [], "reference": [], "making": []}
-    for r in range(warmup + rounds):
-        seed = int(torch.randint(0, 2**62, (), generator=rng))
+    def verify(seed: int, replies: list[dict[str, Any]]) -> None:
         gen = torch.Generator().manual_seed(seed)
-        inputs = [[make_input(spec, gen) for spec in specs] for _ in range(count)]
-        expected = [digest(oracle(*args)) for args in inputs]
-        order = [("student", student, name), ("reference", reference, reference_name), ("making", reference, None)]
-        shift = r % len(order)
-        times = {key: _timed(who, fn, specs, seed, count, expected, rtol)
-                 for key, who, fn in order[shift:] + order[:shift]}
-        if r >= warmup:
-            for key, t in times.items():
-                runs[key].append(t)
+        expected = [digest(oracle(*[make_input(spec, gen) for spec in specs])) for _ in range(count)]
+        for fn, reply in zip((student, reference), replies, strict=False):
+            digests = reply["digests"]
+            if len(digests) != count or not all(_close(g, w, rtol) for g, w in zip(digests, expected, strict=True)):
+                raise failure(problem=f"`{fn.name}` gave wrong results during the timed run (fresh random inputs "
+                                      "each round).",
+                              hint="Compute every result from its inputs; caching or reusing earlier outputs does "
+                                   "not work here.")
 
-    def net(key: str) -> float:
-        return statistics.median(t - min(m, MAX_SUBTRACTED * t) for (t, _), (m, _) in zip(runs[key], runs["making"],
-                                                                                          strict=True))
+    timed = interleave([lambda seed: student.timed(specs, seed, count),
+                        lambda seed: reference.timed(specs, seed, count),
+                        lambda seed: reference.student.timed_run(None, specs, seed, count)], rng, rounds, warmup,
+                       verify)
+    making = [t / count for t, _ in timed[2]]
 
-    def events(key: str) -> float | None:
-        values = [e for _, e in runs[key] if e is not None]
+    def net(runs: list[tuple[float, dict[str, Any]]]) -> float:
+        return statistics.median(t / count - min(m, MAX_SUBTRACTED * t / count)
+                                 for (t, _), m in zip(runs, making, strict=True))
+
+    def events(runs: list[tuple[float, dict[str, Any]]]) -> float | None:
+        values = [e for _, reply in runs if (e := _events(reply, count)) is not None]
         return statistics.median(values) if values else None
 
-    return Speed(net("student"), net("reference"), rounds, statistics.median(m for m, _ in runs["making"]),
-                 events("student"), events("reference"))
+    return Speed(net(timed[0]), net(timed[1]), rounds, statistics.median(making), events(timed[0]),
+                 events(timed[1]))
 
 
 def expect_speedup(speed: Speed, at_least: float, student_name: str, reference_name: str, hint: str,
@@ -158,7 +171,5 @@ def expect_speedup(speed: Speed, at_least: float, student_name: str, reference_n
     """Fail below `at_least`; either way the measured figures go in the check's output."""
     record_property("note", f"Timing:   {speed.describe(student_name, reference_name)} (needs {at_least:g}x)")
     if speed.speedup < at_least:
-        raise CheckFailure(
-            f"Timing:   {speed.describe(student_name, reference_name)}\n"
-            f"Problem:  needs to be at least {at_least:g}x faster than {reference_name}.\n"
-            f"Hint:     {hint}")
+        raise failure(timing=speed.describe(student_name, reference_name),
+                      problem=f"needs to be at least {at_least:g}x faster than {reference_name}.", hint=hint)

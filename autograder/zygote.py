@@ -17,6 +17,7 @@ import select
 import socket
 import sys
 import time
+from typing import Any
 
 
 def _spawn(req: dict, fds: list[int], sock: socket.socket) -> tuple[int, int | None]:
@@ -74,13 +75,23 @@ def _wait(pid: int, timeout: float) -> int | None:
         time.sleep(0.005)
 
 
+def _import_dynamo(torch: Any, child: Any) -> None:
+    """The first TorchDispatchMode use imports torch._dynamo (1-3.5 s here), as an optimizer's first step and
+    torch.func do: once, only for chapters that need it (Chapter.loads_dynamo), and before any fork so that
+    every child shares it."""
+    with child.OpTrace():
+        torch.zeros(1).add_(1)
+
+
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     import torch  # the point of the zygote: imported once
 
     from autograder import child, isolation, landlock, wire  # noqa: F401  (loaded before any fork)
 
-    warmed = False
+    warmed = sys.argv[2:] == ["warm"]
+    if warmed:  # asked for at start: the judge imports its own torch meanwhile
+        _import_dynamo(torch, child)
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
@@ -91,10 +102,7 @@ def main() -> None:
         req = json.loads(msg)
         if req["op"] == "spawn":
             if req.get("warm") and not warmed:
-                # The first TorchDispatchMode use imports torch._dynamo (1.5-3.5 s here): once, only for
-                # chapters whose checks trace operators, and before the fork so that every child shares it.
-                with child.OpTrace():
-                    torch.zeros(1).add_(1)
+                _import_dynamo(torch, child)
                 warmed = True
             pid, box = _spawn(req, fds, sock)
             for fd in fds:

@@ -28,7 +28,14 @@ from torch.utils import benchmark
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.checks.ch05_batch_gather import LOOP_SRC, SPEED_SHAPE, SPEEDUP, gather_oracle  # noqa: E402
+from autograder.checks.ch05_batch_gather import (  # noqa: E402
+    LOOP_SRC,
+    SPEED_SHAPE,
+    SPEEDUP,
+    Api,
+    Loop,
+    gather_oracle,
+)
 from autograder.limits import Limits  # noqa: E402
 from autograder.notebook import load_submission  # noqa: E402
 from autograder.remote import Student  # noqa: E402
@@ -104,7 +111,7 @@ def grader_ratio(repeats: int = 3) -> None:
         with reference_process(student, LOOP_SRC) as ref:
             for r in range(repeats):
                 rng = torch.Generator().manual_seed(r)
-                speed = compare_speed(student, "batch_gather", ref, "batch_gather_loop",
+                speed = compare_speed(Api(student).batch_gather, Loop(ref).batch_gather_loop,
                                       [randn(b, n, d), randint(0, n, b, k)], gather_oracle, rng,
                                       count=5, rounds=9, warmup=2)
                 print(f"  {speed.describe('batch_gather', 'loop')}")

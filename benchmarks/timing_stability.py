@@ -65,7 +65,7 @@ def batch_gather(tensor, indices):
         "one-hot bmm": (True, '''
 def batch_gather(tensor, indices):
     b, n, rest = tensor.shape[0], tensor.shape[1], tensor.shape[2:]
-    onehot = F.one_hot(indices.long(), n).to(tensor.dtype).reshape(b, -1, n)
+    onehot = torch.nn.functional.one_hot(indices.long(), n).to(tensor.dtype).reshape(b, -1, n)
     return torch.bmm(onehot, tensor.reshape(b, n, -1)).reshape(*indices.shape, *rest)
 '''),
         "torch.vmap": (True, '''

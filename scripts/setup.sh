@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Make .venv/ with the pinned CPU build of torch, then the kit and its dev tools.
+# Make .venv/ with the pinned CPU build of torch, then the kit and its dev tools at the versions in
+# requirements.lock (made by scripts/lock.sh). uv installs; pip only installs uv.
 # Override the torch build:  TORCH_SPEC="torch==2.11.0"  TORCH_INDEX_URL=<a wheel index>
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 stamp=.venv/.kit-installed
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
-    # torch first and pinned: a bare "torch" would pull the newest CUDA build (several GB).
-    "${pip[@]}" "${TORCH_SPEC:-torch==2.13.0}" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
-    "${pip[@]}" -e ".[dev]"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ]; then
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==0.13.9"
+    uv=(.venv/bin/uv pip install --quiet --python .venv/bin/python)
+    # torch first and pinned: a bare "torch" would pull the newest CUDA build (several GB). uv reads none of
+    # pip's settings, so the folder of wheels on this machine (PIP_FIND_LINKS: the CPU build) is passed on.
+    "${uv[@]}" "${TORCH_SPEC:-torch==2.13.0}" ${PIP_FIND_LINKS:+--find-links "$PIP_FIND_LINKS"} \
+        ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
+    "${uv[@]}" -r requirements.lock  # torch is not in it: the lock never replaces the build installed above
+    "${uv[@]}" --no-deps -e .
     touch "$stamp"
 fi

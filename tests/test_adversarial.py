@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from autograder.api import StudentApi, answer
+from autograder.checks.ch07_numerical_stability import Api
 from autograder.expect import CheckFailure
 from autograder.notebook import load_submission
 from autograder.remote import Student
@@ -167,12 +169,17 @@ def softmax(logits, dim=-1):
 FAST_REFERENCE = "def reference_softmax(logits, dim=-1):\n    return torch.softmax(logits, dim)\n"
 
 
+class Reference(StudentApi):
+    @answer
+    def reference_softmax(self, logits: torch.Tensor, dim: int = -1) -> torch.Tensor: ...
+
+
 def _speed(tmp_path: Path, code: str) -> float:
     sub = load_submission(solved(tmp_path, CH, softmax=code))
     student = Student(sub, "cpu", FAST, time.monotonic() + 120)
     try:
         with reference_process(student, FAST_REFERENCE) as ref:
-            speed = compare_speed(student, "softmax", ref, "reference_softmax", [randn(256, 32)],
+            speed = compare_speed(Api(student).softmax, Reference(ref).reference_softmax, [randn(256, 32)],
                                   lambda x: torch.softmax(x.double(), -1).float(), torch.Generator().manual_seed(0))
         return speed.speedup
     finally:

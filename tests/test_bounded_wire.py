@@ -248,7 +248,7 @@ def _use(student: Student, accessor: str) -> Any:
     if accessor == "vjp":
         return student.vjp("softmax", (X,), {}, wrt=(0,), grad_output=X)
     if accessor == "traced":
-        return student.traced("softmax", X)
+        return student.traced("softmax", (X,), {})
     if accessor == "method":
         return student.method(module, ["forward"], X)["value"]
     if accessor == "inspect":
@@ -277,7 +277,7 @@ def test_well_formed_replies_still_pass_through(notebook: Path) -> None:
     try:
         value, grads = student.vjp("softmax", (X, X), {}, wrt=(0, 1), grad_output=X)
         assert torch.equal(value, X) and torch.equal(grads[0], X) and grads[1] is None
-        assert student.traced("softmax", X)[1] == ["add"]
+        assert student.traced("softmax", (X,), {})[1] == ["add"]
     finally:
         student.close()
 

@@ -31,3 +31,25 @@ def test_sharding_by_whole_files_is_accepted(tmp_path: Path) -> None:
     """Policy: with fewer files than workers, whole-file sharding leaves workers idle but loses nothing."""
     g = grade_fast(solved(tmp_path, CH, TarImageDataset=FILES_ONLY), only="check_tar_fewer_files_than_workers")
     assert g.score == g.max_score == 2, [r.output for r in g.results]
+
+
+def test_a_worker_error_stops_the_workers_at_once() -> None:
+    """A dataset that raises in its workers leaves no worker behind: the error's reference cycle used to keep
+    the DataLoader iterator alive until a later garbage collection, whose __del__ then stalled a later check
+    for 5 s a worker (and could push a correct submission past its call limit)."""
+    import multiprocessing
+
+    from torch.utils.data import IterableDataset
+
+    from autograder.chapters import CHAPTERS
+
+    harness: dict[str, object] = {"__name__": "kit_harness_under_test"}
+    exec(compile(CHAPTERS[CH].harness_source(), "<harness>", "exec"), harness)
+
+    class Broken(IterableDataset):  # type: ignore[type-arg]
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            raise ValueError("member 'x.png' is broken")
+
+    result = harness["stream_error"](Broken(), 2, 20.0, 10)  # type: ignore[operator]
+    assert result["type"] == "ValueError", result
+    assert multiprocessing.active_children() == []

@@ -1,6 +1,7 @@
 """Every chapter, through the self-test's own gradings (autograder/selftest.py): the reference
 solution earns full marks (on CPU without its CUDA-only checks), the untouched release earns 0 with
-"not implemented" everywhere, and the points agree with the notebook's nbgrader check cells.
+"not implemented" everywhere, and the points agree with the notebook's nbgrader check cells, which the
+registry (autograder/chapters.json) is derived from.
 
 `grader` grades each notebook once per test session, so tests/test_selftest.py, which runs the whole
 CPU self-test, reuses these gradings and those of the chapter tests' wrong implementations."""
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from autograder import selftest
+from autograder.chapters import REGISTRY, derive
 from autograder.judge import Grade, grade
 from tests.kit import FAST, TRAINING, release_path
 
@@ -48,3 +50,8 @@ def test_notebook_check_cells_carry_the_same_points(chapter: str) -> None:
     cells = [c["metadata"]["nbgrader"] for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
     assert sum(c["points"] for c in cells) == selftest.POINTS[chapter]
 
+
+
+def test_the_registry_is_what_the_source_notebooks_say() -> None:
+    assert json.loads(REGISTRY.read_text()) == derive(), \
+        "Run `.venv/bin/python -m autograder.chapters` and commit autograder/chapters.json."

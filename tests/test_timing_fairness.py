@@ -13,6 +13,10 @@ from typing import Any
 import pytest
 import torch
 
+from autograder.api import StudentApi, answer
+from autograder.checks.ch07_numerical_stability import Api
+from autograder.checks.ch08_mixed_precision import Api as AmpApi
+from autograder.checks.ch08_mixed_precision import measure_amp_speed
 from autograder.notebook import load_submission
 from autograder.remote import Student
 from autograder.timing import compare_speed, randn, reference_process
@@ -20,6 +24,11 @@ from benchmarks.timing_stability import FORMS
 from tests.kit import FAST, by_name, grade_fast, solved
 
 SOFTMAX = "def reference_softmax(logits, dim=-1):\n    return torch.softmax(logits, dim)\n"
+
+
+class Reference(StudentApi):
+    @answer
+    def reference_softmax(self, logits: torch.Tensor, dim: int = -1) -> torch.Tensor: ...
 
 
 def test_timed_inputs_are_made_inside_the_timed_request_and_their_making_subtracted(
@@ -36,7 +45,7 @@ def test_timed_inputs_are_made_inside_the_timed_request_and_their_making_subtrac
                       time.monotonic() + 120)
     try:
         with reference_process(student, SOFTMAX) as ref:
-            speed = compare_speed(student, "softmax", ref, "reference_softmax", [randn(256, 64)],
+            speed = compare_speed(Api(student).softmax, Reference(ref).reference_softmax, [randn(256, 64)],
                                   lambda x: torch.softmax(x.double(), -1).float(), torch.Generator().manual_seed(0),
                                   count=3, rounds=3, warmup=1)
     finally:
@@ -76,12 +85,24 @@ def test_the_amp_speed_rounds_make_their_batch_inside_the_timed_call(tmp_path: P
     student = Student(load_submission(solved(tmp_path, "08_mixed_precision")), "cpu", FAST, time.monotonic() + 120)
     try:
         with reference_process(student, "# kit code only") as ref:
-            rigs = [(who, who.call("kit.speed_rig", 7, 32, 2, 16, "cpu")) for who in (student, ref)]
+            rigs = [(api, api.speed_rig(7, 32, 2, 16, "cpu")) for api in (AmpApi(student), AmpApi(ref))]
             # The same round seed gives both processes the same batch (their losses agree, AMP vs float32);
             # the rig alone holds no batch: a new seed gives new losses.
-            first = [who.call("kit.run_steps", rig, 1, who is student, 11)["losses"][0] for who, rig in rigs]
-            other = [who.call("kit.run_steps", rig, 1, who is student, 12)["losses"][0] for who, rig in rigs]
+            first = [api.run_steps(rig, 1, api.student is student, 11)["losses"][0] for api, rig in rigs]
+            other = [api.run_steps(rig, 1, api.student is student, 12)["losses"][0] for api, rig in rigs]
     finally:
         student.close()
     assert abs(first[0] - first[1]) < 0.05 * first[1] and abs(other[0] - other[1]) < 0.05 * other[1]
     assert abs(first[1] - other[1]) > 1e-3
+
+
+def test_the_amp_speed_comparison_runs_on_the_timing_engine(tmp_path: Path) -> None:
+    """The CUDA-only check's measurement, small and on CPU: interleaved rounds whose losses agree."""
+    student = Student(load_submission(solved(tmp_path, "08_mixed_precision")), "cpu", FAST, time.monotonic() + 120)
+    try:
+        speed = measure_amp_speed(student, torch.Generator().manual_seed(0), "cpu", width=32, batch=16, steps=2,
+                                  rounds=3, warmup=1)
+    finally:
+        student.close()
+    assert speed.amp > 0 and speed.float32 > 0 and speed.memory_ratio == 0  # memory is measured on CUDA only
+    assert "(median of 3 interleaved rounds of 2 steps)" in speed.describe()

@@ -12,27 +12,34 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
-import pytest
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from autograder.expect import CheckFailure, expect_tensor, fail, show
-from autograder.remote import Student
+from autograder.api import StudentApi, answer, harness
+from autograder.expect import expect_tensor, fail, failure, show
+from autograder.plugin import check
 
-# -- the seam: typed adapters to the student's functions ----------------------
-
-
-def run_grad_of(student: Student, name: str, x: Tensor, w: Tensor, requires_grad: bool = False,
-                grad: Tensor | None = None) -> dict[str, Any]:
-    """grad_of(FUNCTIONS[name], x) in the child; {"grad", "requires_grad", "x_grad"} after the call."""
-    return student.call("kit.grad_of", name, x, w, requires_grad=requires_grad, grad=grad)
+# -- the API: what the notebook asks for, as the judge calls it -----------------
 
 
-def run_fit(student: Student, x: Tensor, y: Tensor, **kwargs: Any) -> Any:
-    return student.call("fit_polynomial", x, y, **kwargs)
+class GradOf(TypedDict):
+    grad: Any  # what the student's grad_of returned
+    requires_grad: bool  # x.requires_grad after the call
+    x_grad: Tensor | None  # x.grad after the call
+
+
+class Api(StudentApi):
+    @harness()
+    def grad_of(self, name: str, x: Tensor, w: Tensor, requires_grad: bool = False, grad: Tensor | None = None
+                ) -> GradOf:
+        """The student's grad_of(FUNCTIONS[name], x), with x's requires_grad and .grad set up beforehand."""
+
+    @answer
+    def fit_polynomial(self, x: Tensor, y: Tensor, degree: int = 2, steps: int = 1000, lr: float = 0.1) -> Tensor:
+        """The degree + 1 coefficients of the polynomial fitted to y(x), highest power first."""
 
 
 # -- oracles -------------------------------------------------------------------
@@ -117,7 +124,7 @@ def _describe(name: str) -> str:
     return f"grad_of(f, x) with f = lambda x: {FUNCTIONS[name][0]}"
 
 
-def _expect_grad(out: dict[str, Any], want: Tensor, name: str, x: Tensor, w: Tensor, device: str) -> None:
+def _expect_grad(out: GradOf, want: Tensor, name: str, x: Tensor, w: Tensor, device: str) -> None:
     rtol, atol = GRAD_TOL[x.dtype]
     inputs = {"x": x, "w": w} if re.search(r"\bw\b", FUNCTIONS[name][0]) else {"x": x}
     expect_tensor(out["grad"], want, call=_describe(name), inputs=inputs, hint=GRAD_HINT, rtol=rtol, atol=atol,
@@ -160,125 +167,112 @@ def _expect_coefficients(got: Any, want: Tensor, call: str, x: Tensor, y: Tensor
 # -- grad_of ---------------------------------------------------------------------
 
 
-@pytest.mark.task("grad_of")
-@pytest.mark.points(1)
-@pytest.mark.visible
-def check_grad_of_guide_example(student: Student, device: str) -> None:
+@check(task="grad_of", points=1, visible=True)
+def check_grad_of_guide_example(api: Api, device: str) -> None:
     """the guide's -x*x has gradient -2 at x = 1, and (x * x).sum() has gradient 2x"""
     x, w = torch.tensor(1.0), torch.tensor(0.0)
-    _expect_grad(run_grad_of(student, "neg_square", x, w), torch.tensor(-2.0), "neg_square", x, w, device)
+    _expect_grad(api.grad_of("neg_square", x, w), torch.tensor(-2.0), "neg_square", x, w, device)
     x, w = torch.tensor([1.0, 2.0, 3.0]), torch.zeros(3)
-    _expect_grad(run_grad_of(student, "sum_of_squares", x, w), 2 * x, "sum_of_squares", x, w, device)
+    _expect_grad(api.grad_of("sum_of_squares", x, w), 2 * x, "sum_of_squares", x, w, device)
 
 
-@pytest.mark.task("grad_of")
-@pytest.mark.points(2)
-def check_grad_of_analytic(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="grad_of", points=2)
+def check_grad_of_analytic(api: Api, rng: torch.Generator, device: str) -> None:
     """matches hand-derived gradients for scalar, vector, matrix and rank-3 inputs"""
     for rank in (0, 1, 2, 3):
         for name in ("sum_of_squares", "sin_dot", "logsumexp"):
             shape = _shape(rng, rank)
             x, w = _randn(rng, shape), _randn(rng, shape)
-            _expect_grad(run_grad_of(student, name, x, w), analytic_grad(name, x, w), name, x, w, device)
+            _expect_grad(api.grad_of(name, x, w), analytic_grad(name, x, w), name, x, w, device)
 
 
-@pytest.mark.task("grad_of")
-@pytest.mark.points(2)
-def check_grad_of_matches_torch_func(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="grad_of", points=2)
+def check_grad_of_matches_torch_func(api: Api, rng: torch.Generator, device: str) -> None:
     """matches torch.func.grad on other functions, in float32 and float64, keeping x's dtype"""
     for dtype in (torch.float32, torch.float64):
         for rank, name in ((1, "cube_mean"), (2, "softplus_dot"), (3, "norm_of_tanh"), (3, "row_logsumexp")):
             shape = _shape(rng, rank)
             x, w = _randn(rng, shape, dtype), _randn(rng, shape, dtype)
-            _expect_grad(run_grad_of(student, name, x, w), func_grad(name, x, w), name, x, w, device)
+            _expect_grad(api.grad_of(name, x, w), func_grad(name, x, w), name, x, w, device)
 
 
-@pytest.mark.task("grad_of")
-@pytest.mark.points(1)
-def check_grad_of_keeps_requires_grad(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="grad_of", points=1)
+def check_grad_of_keeps_requires_grad(api: Api, rng: torch.Generator, device: str) -> None:
     """x.requires_grad is the same after the call as before, False or True"""
     for before in (False, True):
         x = _randn(rng, _shape(rng, 2))
-        out = run_grad_of(student, "sum_of_squares", x, x, requires_grad=before)
+        out = api.grad_of("sum_of_squares", x, x, requires_grad=before)
         if out["requires_grad"] != before:
-            raise CheckFailure(
-                f"Call: {_describe('sum_of_squares')}\n  x = {show(x)} with x.requires_grad = {before}\n"
-                f"Expected: x.requires_grad is still {before} after the call\n"
-                f"Got:      x.requires_grad is {out['requires_grad']}\n"
-                f"Problem:  grad_of changed the caller's tensor.\nHint:     {REQUIRES_GRAD_HINT}")
+            raise failure(call=_describe("sum_of_squares"), inputs=[f"x = {show(x)} with x.requires_grad = {before}"],
+                          expected=f"x.requires_grad is still {before} after the call",
+                          got=f"x.requires_grad is {out['requires_grad']}",
+                          problem="grad_of changed the caller's tensor.", hint=REQUIRES_GRAD_HINT)
         _expect_grad(out, 2 * x, "sum_of_squares", x, x, device)
 
 
-@pytest.mark.task("grad_of")
-@pytest.mark.points(2)
-def check_grad_of_leaves_x_grad_alone(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="grad_of", points=2)
+def check_grad_of_leaves_x_grad_alone(api: Api, rng: torch.Generator, device: str) -> None:
     """x.grad stays None, or keeps the gradient it held, and the result does not include it"""
     cases = [(False, None), (True, None), (True, _randn(rng, [4, 3]))]
     for requires_grad, stale in cases:
         x, w = _randn(rng, [4, 3]), _randn(rng, [4, 3])
-        out = run_grad_of(student, "sin_dot", x, w, requires_grad=requires_grad, grad=stale)
+        out = api.grad_of("sin_dot", x, w, requires_grad=requires_grad, grad=stale)
         after = out["x_grad"]
         kept = after is None if stale is None else isinstance(after, Tensor) and torch.equal(after, stale)
         if not kept:
-            raise CheckFailure(
-                f"Call: {_describe('sin_dot')}\n  x = {show(x)} with x.requires_grad = {requires_grad}, "
-                f"x.grad = {show(stale)}\n  w = {show(w)}\n"
-                f"Expected: x.grad is still {show(stale)} after the call\nGot:      x.grad is {show(after)}\n"
-                f"Problem:  grad_of wrote into the caller's x.grad.\nHint:     {X_GRAD_HINT}")
+            raise failure(call=_describe("sin_dot"),
+                          inputs=[f"x = {show(x)} with x.requires_grad = {requires_grad}, x.grad = {show(stale)}",
+                                  f"w = {show(w)}"],
+                          expected=f"x.grad is still {show(stale)} after the call", got=f"x.grad is {show(after)}",
+                          problem="grad_of wrote into the caller's x.grad.", hint=X_GRAD_HINT)
         _expect_grad(out, analytic_grad("sin_dot", x, w), "sin_dot", x, w, device)
 
 
 # -- fit_polynomial --------------------------------------------------------------
 
 
-@pytest.mark.task("fit_polynomial")
-@pytest.mark.points(1)
-@pytest.mark.visible
-def check_fit_polynomial_guide_example(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="fit_polynomial", points=1, visible=True)
+def check_fit_polynomial_guide_example(api: Api, rng: torch.Generator, device: str) -> None:
     """y = 5x^2 + 3 gives coefficients close to [5, 0, 3]"""
     want = torch.tensor([5.0, 0.0, 3.0], dtype=torch.float64)
     x, y = _samples(want, radius=2.0)
-    _expect_coefficients(run_fit(student, x, y), want, "fit_polynomial(x, y)", x, y, device)
+    _expect_coefficients(api.fit_polynomial(x, y), want, "fit_polynomial(x, y)", x, y, device)
 
 
-@pytest.mark.task("fit_polynomial")
-@pytest.mark.points(3)
-def check_fit_polynomial_random_quadratics(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="fit_polynomial", points=3)
+def check_fit_polynomial_random_quadratics(api: Api, rng: torch.Generator, device: str) -> None:
     """recovers random quadratics (coefficients up to 8 in size) with the default steps and lr"""
     for _ in range(2):
         want = _coefficients(rng, 2, 3.0, 8.0)
         x, y = _samples(want, radius=2.0)
-        _expect_coefficients(run_fit(student, x, y), want, "fit_polynomial(x, y)", x, y, device)
+        _expect_coefficients(api.fit_polynomial(x, y), want, "fit_polynomial(x, y)", x, y, device)
 
 
-@pytest.mark.task("fit_polynomial")
-@pytest.mark.points(2)
-def check_fit_polynomial_degrees_1_and_3(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="fit_polynomial", points=2)
+def check_fit_polynomial_degrees_1_and_3(api: Api, rng: torch.Generator, device: str) -> None:
     """degree 1 gives 2 coefficients and degree 3 gives 4, highest power first"""
     want = _coefficients(rng, 1, *FAR)
     x, y = _samples(want, radius=2.0)
-    _expect_coefficients(run_fit(student, x, y, degree=1), want, "fit_polynomial(x, y, degree=1)", x, y, device)
+    _expect_coefficients(api.fit_polynomial(x, y, degree=1), want, "fit_polynomial(x, y, degree=1)", x, y, device)
     want = _coefficients(rng, 3, 1.0, 4.0)
     x, y = _samples(want, radius=2.0)
-    _expect_coefficients(run_fit(student, x, y, degree=3, steps=2000), want,
+    _expect_coefficients(api.fit_polynomial(x, y, degree=3, steps=2000), want,
                          "fit_polynomial(x, y, degree=3, steps=2000)", x, y, device)
 
 
-@pytest.mark.task("fit_polynomial")
-@pytest.mark.points(1)
-def check_fit_polynomial_noisy_data(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="fit_polynomial", points=1)
+def check_fit_polynomial_noisy_data(api: Api, rng: torch.Generator, device: str) -> None:
     """on noisy samples, reaches the least-squares coefficients"""
     x, y = _samples(_coefficients(rng, 2, *FAR), radius=2.0)
     y = y + 0.5 * torch.randn(y.shape, generator=rng)
-    _expect_coefficients(run_fit(student, x, y), least_squares(x, y, 2), "fit_polynomial(x, y)", x, y, device,
+    _expect_coefficients(api.fit_polynomial(x, y), least_squares(x, y, 2), "fit_polynomial(x, y)", x, y, device,
                          NOISY_HINT)
 
 
-@pytest.mark.task("fit_polynomial")
-@pytest.mark.points(1)
-def check_fit_polynomial_uses_steps_and_lr(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="fit_polynomial", points=1)
+def check_fit_polynomial_uses_steps_and_lr(api: Api, rng: torch.Generator, device: str) -> None:
     """follows the steps and lr it is given: lr=2.0 reaches coefficients of size 100 to 200 in 500 steps"""
     want = _coefficients(rng, 1, 100.0, 200.0)
     x, y = _samples(want, radius=1.0)
-    _expect_coefficients(run_fit(student, x, y, degree=1, steps=500, lr=2.0), want,
+    _expect_coefficients(api.fit_polynomial(x, y, degree=1, steps=500, lr=2.0), want,
                          "fit_polynomial(x, y, degree=1, steps=500, lr=2.0)", x, y, device, STEPS_LR_HINT)

@@ -11,35 +11,60 @@ back and computes the loss itself. Random inputs come from `rng`.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ParamSpec
 
-import pytest
 import torch
 from torch import Tensor
 
-from autograder.expect import CheckFailure, expect_tensor, number, show
-from autograder.remote import Student, describe_call, origin
+from autograder.api import Remote, StudentApi, answer, harness
+from autograder.expect import expect_tensor, failure, number, show
+from autograder.plugin import check
+from autograder.remote import describe_call, origin
 from autograder.wire import RemoteObject
 
-# -- the seam: typed adapters to the student's code -----------------------------
+P = ParamSpec("P")
+
+# -- the API: what the notebook asks for, as the judge calls it -----------------
 
 
-def build(student: Student, name: str, *args: Any, device: str) -> RemoteObject:
-    """name(*args) in the child, moved to `device`: a handle to the module."""
-    obj = student.call(name, *args)
+class Api(StudentApi):
+    @answer
+    def AffineScalar(self) -> RemoteObject:
+        """A Module computing a * x + b, with trainable parameters a and b of shape [1]."""
+
+    @answer
+    def LinearRegressor(self) -> RemoteObject:
+        """A Module holding one nn.Linear(1, 1) named `linear`, mapping [N] to [N]."""
+
+    @answer
+    def make_mlp(self, in_features: int, hidden_features: int, out_features: int) -> RemoteObject:
+        """Sequential(Linear, ReLU, Linear) of those sizes."""
+
+    @answer
+    def train(self, model: RemoteObject, x: Tensor, y: Tensor, steps: int = 1000, lr: float = 0.01) -> float:
+        """Fits `model` to y(x) with SGD and MSE; the last step's loss."""
+
+    @harness()
+    def Line(self) -> RemoteObject:
+        """The harness's a * x + b with parameters a and b of shape [1]: train is graded on it."""
+
+    @harness()
+    def WrappedLinear(self) -> RemoteObject:
+        """The same line in an nn.Linear(1, 1) submodule named `linear`."""
+
+
+def build(constructor: Remote[P, RemoteObject], device: str, *args: P.args, **kwargs: P.kwargs) -> RemoteObject:
+    """constructor(*args) in the child, moved to `device`: a handle to the module."""
+    obj = constructor(*args, **kwargs)
     if not isinstance(obj, RemoteObject):
-        raise CheckFailure(f"Call: {describe_call(name, args, {})}\nExpected: an nn.Module\n"
-                           f"Got:      {show(obj)}\nHint:     Subclass nn.Module, or return an nn.Sequential.")
-    student.method(obj, ["to"], device)
+        raise failure(call=describe_call(constructor.name, args, kwargs), expected="an nn.Module", got=show(obj),
+                      hint="Subclass nn.Module, or return an nn.Sequential.")
+    constructor.student.method(obj, ["to"], device)
     return obj
 
 
-def run_forward(student: Student, module: RemoteObject, x: Tensor) -> Any:
-    return student.method(module, [], x)["value"]
-
-
-def run_train(student: Student, model: RemoteObject, x: Tensor, y: Tensor, **kwargs: Any) -> Any:
-    return student.call("train", model, x, y, **kwargs)
+def run_forward(api: Api, module: RemoteObject, x: Tensor) -> Any:
+    return api.student.method(module, [], x)["value"]
 
 
 # -- oracles -------------------------------------------------------------------
@@ -82,23 +107,23 @@ def _expect_parameters(call: str, info: dict[str, Any], want: dict[str, list[int
     if got != want:
         problem = ("parameters() is empty: nothing was registered" if not got
                    else "the registered parameters differ in names or shapes")
-        raise CheckFailure(f"Call: {call}, then .named_parameters()\nExpected: {want}\nGot:      {got}\n"
-                           f"Problem:  {problem}.\nHint:     {hint}")
+        raise failure(call=f"{call}, then .named_parameters()", expected=str(want), got=str(got), problem=f"{problem}.",
+                      hint=hint)
     frozen = [name for name, t in info["parameters"].items() if not origin(t)[1]]
     if frozen:
-        raise CheckFailure(f"Call: {call}\nExpected: every parameter has requires_grad=True\n"
-                           f"Got:      requires_grad=False for {frozen}\nHint:     {hint}")
+        raise failure(call=call, expected="every parameter has requires_grad=True",
+                      got=f"requires_grad=False for {frozen}", hint=hint)
     missing = sorted(set(want) - set(info["state_dict"]))
     if missing:
-        raise CheckFailure(f"Call: {call}, then .state_dict()\nExpected: keys {sorted(want)}\n"
-                           f"Got:      {info['state_dict']}\nProblem:  {missing} missing.\nHint:     {hint}")
+        raise failure(call=f"{call}, then .state_dict()", expected=f"keys {sorted(want)}", got=str(info["state_dict"]),
+                      problem=f"{missing} missing.", hint=hint)
 
 
-def _set_parameters(student: Student, module: RemoteObject, values: dict[str, Tensor], call: str) -> None:
+def _set_parameters(api: Api, module: RemoteObject, values: dict[str, Tensor], call: str) -> None:
     """Copy values in, first making sure the parameters exist (a clearer message than a KeyError)."""
-    _expect_parameters(call, student.inspect(module), {n: list(v.shape) for n, v in values.items()},
+    _expect_parameters(call, api.student.inspect(module), {n: list(v.shape) for n, v in values.items()},
                        PARAMETER_HINT)
-    student.set_parameters(module, values)
+    api.student.set_parameters(module, values)
 
 
 def _random(rng: torch.Generator, *shape: int) -> Tensor:
@@ -109,21 +134,20 @@ def _n(rng: torch.Generator, low: int = 3, high: int = 12) -> int:
     return int(torch.randint(low, high, (1,), generator=rng))
 
 
-def _check_mlp_structure(student: Student, sizes: tuple[int, int, int], device: str
-                         ) -> tuple[RemoteObject, list[str]]:
+def _check_mlp_structure(api: Api, sizes: tuple[int, int, int], device: str) -> tuple[RemoteObject, list[str]]:
     """make_mlp(*sizes) is a Sequential of Linear, ReLU, Linear of those sizes; the module and its children's names."""
     i, h, o = sizes
     call = f"make_mlp({i}, {h}, {o})"
-    module = build(student, "make_mlp", i, h, o, device=device)
-    info = student.inspect(module)
+    module = build(api.make_mlp, device, i, h, o)
+    info = api.student.inspect(module)
     top = info["modules"].get("", "?")
     children = [name for name in info["modules"] if name and "." not in name]
     layers = [info["modules"][name] for name in children]
     if top != "Sequential" or layers != ["Linear", "ReLU", "Linear"]:
-        raise CheckFailure(f"Call: {call}\nExpected: Sequential of Linear, ReLU, Linear\n"
-                           f"Got:      {top} of {', '.join(layers) or 'no layers'}\n"
-                           "Problem:  the layers differ (without the ReLU, two Linear layers collapse into one "
-                           f"linear map).\nHint:     {MLP_HINT}")
+        raise failure(call=call, expected="Sequential of Linear, ReLU, Linear",
+                      got=f"{top} of {', '.join(layers) or 'no layers'}",
+                      problem="the layers differ (without the ReLU, two Linear layers collapse into one linear map).",
+                      hint=MLP_HINT)
     first, _, last = children
     _expect_parameters(call, info, {f"{first}.weight": [h, i], f"{first}.bias": [h], f"{last}.weight": [o, h],
                                     f"{last}.bias": [o]}, MLP_HINT)
@@ -138,16 +162,17 @@ def _line_data(rng: torch.Generator, x: Tensor, noise: float) -> Tensor:
 LINE_PARAMETERS = {"Line": ("a", "b"), "WrappedLinear": ("linear.weight", "linear.bias")}
 
 
-def _train_line(student: Student, rng: torch.Generator, model_name: str, x: Tensor, y: Tensor, device: str,
-                **kwargs: Any) -> tuple[Any, Tensor, Tensor, str]:
+def _train_line(api: Api, rng: torch.Generator, reference: Remote[[], RemoteObject], x: Tensor, y: Tensor,
+                device: str, **kwargs: Any) -> tuple[Any, Tensor, Tensor, str]:
     """Train a reference model from a random start; (train's result, slope, intercept, call text)."""
-    model = build(student, f"kit.{model_name}", device=device)
+    model_name = reference.name
+    model = build(reference, device)
     slope_name, intercept_name = LINE_PARAMETERS[model_name]
     start = {slope_name: torch.rand([1, 1] if "weight" in slope_name else [1], generator=rng) * 2 - 1,
              intercept_name: torch.rand(1, generator=rng) * 2 - 1}
-    student.set_parameters(model, start)
-    result = run_train(student, model, x, y, **kwargs)
-    trained = student.inspect(model)["parameters"]
+    api.student.set_parameters(model, start)
+    result = api.train(model, x, y, **kwargs)
+    trained = api.student.inspect(model)["parameters"]
     args = "".join(f", {k}={v}" for k, v in kwargs.items())
     call = (f"train(model, x, y{args}) with model = {model_name}, a line a * x + b starting at "
             f"a = {start[slope_name].item():.3f}, b = {start[intercept_name].item():.3f}")
@@ -159,34 +184,30 @@ def _expect_line(result: Any, a: Tensor, b: Tensor, call: str, x: Tensor, y: Ten
         return
     found = [f"{name} = {v.item()}" for name, v in (("a", a), ("b", b)) if not math.isfinite(v.item())]
     problem = "the model did not fit the line" + (f" ({', '.join(found)}: not finite)" if found else "")
-    raise CheckFailure(
-        f"Call: {call}\n  x = {show(x)}\n  y = 5 * x + 3 + noise of std {noise}: {show(y)}\n"
-        f"Expected: a within {TOLERANCE} of 5 and b within {TOLERANCE} of 3 after training\n"
-        f"Got:      a = {a.item():.4f}, b = {b.item():.4f} (train returned {show(result)})\n"
-        f"Problem:  {problem}.\nHint:     {TRAIN_HINT}")
+    raise failure(call=call, inputs=[f"x = {show(x)}", f"y = 5 * x + 3 + noise of std {noise}: {show(y)}"],
+                  expected=f"a within {TOLERANCE} of 5 and b within {TOLERANCE} of 3 after training",
+                  got=f"a = {a.item():.4f}, b = {b.item():.4f} (train returned {show(result)})", problem=f"{problem}.",
+                  hint=TRAIN_HINT)
 
 
 # -- AffineScalar --------------------------------------------------------------
 
 
-@pytest.mark.task("AffineScalar")
-@pytest.mark.points(2)
-@pytest.mark.visible
-def check_affine_parameters_registered(student: Student, device: str) -> None:
+@check(task="AffineScalar", points=2, visible=True)
+def check_affine_parameters_registered(api: Api, device: str) -> None:
     """AffineScalar registers trainable parameters a and b of shape [1]"""
-    module = build(student, "AffineScalar", device=device)
-    _expect_parameters("AffineScalar()", student.inspect(module), {"a": [1], "b": [1]}, PARAMETER_HINT)
+    module = build(api.AffineScalar, device)
+    _expect_parameters("AffineScalar()", api.student.inspect(module), {"a": [1], "b": [1]}, PARAMETER_HINT)
 
 
-@pytest.mark.task("AffineScalar")
-@pytest.mark.points(2)
-def check_affine_forward(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="AffineScalar", points=2)
+def check_affine_forward(api: Api, rng: torch.Generator, device: str) -> None:
     """with a and b set, forward(x) is a * x + b for [N] inputs"""
-    module = build(student, "AffineScalar", device=device)
+    module = build(api.AffineScalar, device)
     for _ in range(3):
         a, b, x = _random(rng, 1), _random(rng, 1), _random(rng, _n(rng))
-        _set_parameters(student, module, {"a": a, "b": b}, "AffineScalar()")
-        expect_tensor(run_forward(student, module, x), affine_oracle(x, a, b), call="AffineScalar()(x)",
+        _set_parameters(api, module, {"a": a, "b": b}, "AffineScalar()")
+        expect_tensor(run_forward(api, module, x), affine_oracle(x, a, b), call="AffineScalar()(x)",
                       inputs={"a": a, "b": b, "x": x}, device=device,
                       hint="forward must return self.a * x + self.b, using the parameters themselves.")
 
@@ -194,62 +215,55 @@ def check_affine_forward(student: Student, rng: torch.Generator, device: str) ->
 # -- LinearRegressor -----------------------------------------------------------
 
 
-@pytest.mark.task("LinearRegressor")
-@pytest.mark.points(1)
-@pytest.mark.visible
-def check_linear_regressor_structure(student: Student, device: str) -> None:
+@check(task="LinearRegressor", points=1, visible=True)
+def check_linear_regressor_structure(api: Api, device: str) -> None:
     """LinearRegressor holds one nn.Linear(1, 1) named `linear`"""
-    info = student.inspect(build(student, "LinearRegressor", device=device))
+    info = api.student.inspect(build(api.LinearRegressor, device))
     if info["modules"].get("linear") != "Linear":
-        raise CheckFailure(f"Call: LinearRegressor()\nExpected: a submodule `linear` of type nn.Linear\n"
-                           f"Got:      submodules {info['modules']}\n"
-                           "Hint:     In __init__, after super().__init__(): self.linear = nn.Linear(1, 1).")
+        raise failure(call="LinearRegressor()", expected="a submodule `linear` of type nn.Linear",
+                      got=f"submodules {info['modules']}",
+                      hint="In __init__, after super().__init__(): self.linear = nn.Linear(1, 1).")
     _expect_parameters("LinearRegressor()", info, {"linear.weight": [1, 1], "linear.bias": [1]},
                        "self.linear = nn.Linear(1, 1) registers linear.weight [1, 1] and linear.bias [1].")
 
 
-@pytest.mark.task("LinearRegressor")
-@pytest.mark.points(2)
-def check_linear_regressor_forward(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="LinearRegressor", points=2)
+def check_linear_regressor_forward(api: Api, rng: torch.Generator, device: str) -> None:
     """with weight and bias set, maps a [N] tensor to the [N] tensor weight * x + bias"""
-    module = build(student, "LinearRegressor", device=device)
+    module = build(api.LinearRegressor, device)
     for _ in range(3):
         w, b, x = _random(rng, 1, 1), _random(rng, 1), _random(rng, _n(rng))
-        _set_parameters(student, module, {"linear.weight": w, "linear.bias": b}, "LinearRegressor()")
-        expect_tensor(run_forward(student, module, x), affine_oracle(x, w, b), call="LinearRegressor()(x)",
+        _set_parameters(api, module, {"linear.weight": w, "linear.bias": b}, "LinearRegressor()")
+        expect_tensor(run_forward(api, module, x), affine_oracle(x, w, b), call="LinearRegressor()(x)",
                       inputs={"linear.weight": w, "linear.bias": b, "x": x}, hint=SQUEEZE_HINT, device=device)
 
 
 # -- make_mlp ------------------------------------------------------------------
 
 
-@pytest.mark.task("make_mlp")
-@pytest.mark.points(1)
-@pytest.mark.visible
-def check_make_mlp_guide_layers(student: Student, device: str) -> None:
+@check(task="make_mlp", points=1, visible=True)
+def check_make_mlp_guide_layers(api: Api, device: str) -> None:
     """make_mlp(64, 32, 10) is Sequential(Linear(64, 32), ReLU(), Linear(32, 10)), as in the guide"""
-    _check_mlp_structure(student, (64, 32, 10), device)
+    _check_mlp_structure(api, (64, 32, 10), device)
 
 
-@pytest.mark.task("make_mlp")
-@pytest.mark.points(1)
-def check_make_mlp_other_sizes(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="make_mlp", points=1)
+def check_make_mlp_other_sizes(api: Api, rng: torch.Generator, device: str) -> None:
     """the layers take their sizes from the arguments, for random sizes"""
     for _ in range(2):
-        _check_mlp_structure(student, (_n(rng, 2, 9), _n(rng, 2, 9), _n(rng, 2, 9)), device)
+        _check_mlp_structure(api, (_n(rng, 2, 9), _n(rng, 2, 9), _n(rng, 2, 9)), device)
 
 
-@pytest.mark.task("make_mlp")
-@pytest.mark.points(1)
-def check_make_mlp_forward(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="make_mlp", points=1)
+def check_make_mlp_forward(api: Api, rng: torch.Generator, device: str) -> None:
     """with its weights set, the network computes relu(x W1^T + b1) W2^T + b2"""
     i, h, o, n = _n(rng), _n(rng), _n(rng), _n(rng)
-    module, (first, _, last) = _check_mlp_structure(student, (i, h, o), device)
+    module, (first, _, last) = _check_mlp_structure(api, (i, h, o), device)
     w1, b1, w2, b2 = _random(rng, h, i), _random(rng, h), _random(rng, o, h), _random(rng, o)
-    student.set_parameters(module, {f"{first}.weight": w1, f"{first}.bias": b1, f"{last}.weight": w2,
+    api.student.set_parameters(module, {f"{first}.weight": w1, f"{first}.bias": b1, f"{last}.weight": w2,
                                     f"{last}.bias": b2})
     x = _random(rng, n, i)
-    expect_tensor(run_forward(student, module, x), mlp_oracle(x, w1, b1, w2, b2), call=f"make_mlp({i}, {h}, {o})(x)",
+    expect_tensor(run_forward(api, module, x), mlp_oracle(x, w1, b1, w2, b2), call=f"make_mlp({i}, {h}, {o})(x)",
                   inputs={"x": x, "W1": w1, "b1": b1, "W2": w2, "b2": b2}, hint=MLP_HINT, rtol=1e-4, atol=1e-5,
                   device=device)
 
@@ -257,51 +271,46 @@ def check_make_mlp_forward(student: Student, rng: torch.Generator, device: str) 
 # -- train ---------------------------------------------------------------------
 
 
-@pytest.mark.task("train")
-@pytest.mark.points(2)
-@pytest.mark.visible
-def check_train_fits_line(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="train", points=2, visible=True)
+def check_train_fits_line(api: Api, rng: torch.Generator, device: str) -> None:
     """fits y = 5x + 3 + noise to within 0.1 on both coefficients with the default steps and lr"""
     x = torch.rand(100, generator=rng) * 2 - 1
     y = _line_data(rng, x, noise=0.1)
-    result, a, b, call = _train_line(student, rng, "Line", x, y, device)
+    result, a, b, call = _train_line(api, rng, api.Line, x, y, device)
     _expect_line(result, a, b, call, x, y, noise=0.1)
 
 
-@pytest.mark.task("train")
-@pytest.mark.points(2)
-def check_train_follows_steps_and_lr(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="train", points=2)
+def check_train_follows_steps_and_lr(api: Api, rng: torch.Generator, device: str) -> None:
     """on the guide's x in [0, 1), fits the line with the steps=2000 and lr=0.2 it is given"""
     x = torch.arange(200, dtype=torch.float32) / 200
     y = _line_data(rng, x, noise=0.05)
-    result, a, b, call = _train_line(student, rng, "Line", x, y, device, steps=2000, lr=0.2)
+    result, a, b, call = _train_line(api, rng, api.Line, x, y, device, steps=2000, lr=0.2)
     _expect_line(result, a, b, call, x, y, noise=0.05)
 
 
-@pytest.mark.task("train")
-@pytest.mark.points(2)
-def check_train_returns_final_loss(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="train", points=2)
+def check_train_returns_final_loss(api: Api, rng: torch.Generator, device: str) -> None:
     """returns the final loss as a Python float, equal to the MSE of the trained model"""
     x = torch.rand(100, generator=rng) * 2 - 1
     y = _line_data(rng, x, noise=0.1)
-    result, a, b, call = _train_line(student, rng, "Line", x, y, device)
+    result, a, b, call = _train_line(api, rng, api.Line, x, y, device)
     want = mse(a.double() * x + b.double(), y)
     if not isinstance(result, float):
-        raise CheckFailure(f"Call: {call}\nExpected: a Python float, about {want:.6g}\nGot:      {show(result)}\n"
-                           f"Problem:  train returned {type(result).__name__}, not float.\nHint:     {LOSS_HINT}")
+        raise failure(call=call, expected=f"a Python float, about {want:.6g}", got=show(result),
+                      problem=f"train returned {type(result).__name__}, not float.", hint=LOSS_HINT)
     if not math.isclose(result, want, rel_tol=1e-3, abs_tol=1e-6):
         found = "" if math.isfinite(result) else f" ({result} is not a finite number)"
-        raise CheckFailure(f"Call: {call}\n  x = {show(x)}\n  y = {show(y)}\n"
-                           f"Expected: {want:.6g}, the MSE of the trained model (a = {a.item():.4f}, "
-                           f"b = {b.item():.4f}) on x, y\nGot:      {number(result, want)}\n"
-                           f"Problem:  that is not the loss at the end of training{found}.\nHint:     {LOSS_HINT}")
+        raise failure(call=call, inputs=[f"x = {show(x)}", f"y = {show(y)}"],
+                      expected=f"{want:.6g}, the MSE of the trained model (a = {a.item():.4f}, b = {b.item():.4f}) "
+                               "on x, y", got=number(result, want),
+                      problem=f"that is not the loss at the end of training{found}.", hint=LOSS_HINT)
 
 
-@pytest.mark.task("train")
-@pytest.mark.points(1)
-def check_train_any_module(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="train", points=1)
+def check_train_any_module(api: Api, rng: torch.Generator, device: str) -> None:
     """trains every parameter of any Module, here one whose line sits in an nn.Linear submodule"""
     x = torch.rand(100, generator=rng) * 2 - 1
     y = _line_data(rng, x, noise=0.1)
-    result, a, b, call = _train_line(student, rng, "WrappedLinear", x, y, device)
+    result, a, b, call = _train_line(api, rng, api.WrappedLinear, x, y, device)
     _expect_line(result, a, b, call, x, y, noise=0.1)

@@ -9,40 +9,54 @@ weight is split into two blocks and copied into the student's `linear1` and
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-import pytest
 import torch
 import torch.nn as nn
 from torch import Tensor
 
-from autograder.expect import CheckFailure, call_explained, expect_tensor, output_shape_checked
-from autograder.remote import Student, summarize
+from autograder.api import StudentApi, answer, harness
+from autograder.expect import expect_tensor, failure, output_shape_checked
+from autograder.plugin import check
+from autograder.remote import summarize
 from autograder.wire import RemoteObject
 
-# -- the seam: typed adapters to the student's code ------------------------------
+# -- the API: what the notebook asks for, as the judge calls it -----------------
+
+# The notebook's example: a call every working paired_sums answers.
+PAIRED_SUMS_EXAMPLE = (torch.tensor([[1.0], [2.0]]), torch.tensor([1.0, 2.0]))
 
 
-def build_merge(student: Student, in1: int, in2: int, out: int, device: str,
-                activation: str | None = None) -> RemoteObject:
+class Api(StudentApi):
+    @answer
+    def Merge(self, in_features1: int, in_features2: int, out_features: int) -> RemoteObject:
+        """A Module computing activation(linear1(a) + linear2(b)), b broadcast over a's N axis."""
+
+    @harness()
+    def make_merge(self, in_features1: int, in_features2: int, out_features: int, activation: str) -> RemoteObject:
+        """The student's Merge with activation= the torch function named (functions cannot cross the wire)."""
+
+    @answer(example=PAIRED_SUMS_EXAMPLE)
+    def paired_sums(self, a: Tensor, b: Tensor) -> Tensor:
+        """a[i, 0] + b[i] for a of shape [N, 1] and b of shape [N]."""
+
+
+def build_merge(api: Api, in1: int, in2: int, out: int, device: str, activation: str | None = None) -> RemoteObject:
     """Merge(in1, in2, out) or, with `activation` named, the harness's make_merge; moved to `device`."""
     # Constructing it directly first gives the clearest message when Merge is missing or raises.
-    merge = student.call("Merge", in1, in2, out)
+    merge = api.Merge(in1, in2, out)
     if activation is not None:
-        merge = student.call("kit.make_merge", in1, in2, out, activation)
+        merge = api.make_merge(in1, in2, out, activation)
     if not isinstance(merge, RemoteObject):
-        raise CheckFailure(f"Call: Merge({in1}, {in2}, {out})\nExpected: an nn.Module instance\n"
-                           f"Got:      {summarize(merge)}\nHint:     {STRUCTURE_HINT}")
-    student.method(merge, ["to"], device)
+        raise failure(call=f"Merge({in1}, {in2}, {out})", expected="an nn.Module instance", got=summarize(merge),
+                      hint=STRUCTURE_HINT)
+    api.student.method(merge, ["to"], device)
     return merge
 
 
-def run_merge(student: Student, merge: RemoteObject, a: Tensor, b: Tensor, wrt: tuple[int, ...] = (),
-              grad_output: Tensor | None = None, trace: bool = False) -> dict:
-    return student.method(merge, ["forward"], a, b, wrt=wrt, grad_output=grad_output, trace=trace)
-
-
-def run_paired_sums(student: Student, a: Tensor, b: Tensor) -> Tensor:
-    return call_explained(student, "paired_sums", (torch.tensor([[1.0], [2.0]]), torch.tensor([1.0, 2.0])), a, b)
+def run_merge(api: Api, merge: RemoteObject, a: Tensor, b: Tensor, wrt: tuple[int, ...] = (),
+              grad_output: Tensor | None = None, trace: bool = False) -> dict[str, Any]:
+    return api.student.method(merge, ["forward"], a, b, wrt=wrt, grad_output=grad_output, trace=trace)
 
 
 # -- oracles -----------------------------------------------------------------------
@@ -129,18 +143,17 @@ def _merge_inputs(rng: torch.Generator, rank: int, in1: int, in2: int) -> tuple[
     return a, b
 
 
-def _merge_with(student: Student, params: dict[str, Tensor], in1: int, in2: int, out: int, device: str,
+def _merge_with(api: Api, params: dict[str, Tensor], in1: int, in2: int, out: int, device: str,
                 activation: str | None = None) -> RemoteObject:
     """A student Merge on `device` holding the judge's weights; a clear failure if its parameters do not fit."""
-    merge = build_merge(student, in1, in2, out, device, activation)
-    found = {name: list(t.shape) for name, t in student.inspect(merge)["parameters"].items()}
+    merge = build_merge(api, in1, in2, out, device, activation)
+    found = {name: list(t.shape) for name, t in api.student.inspect(merge)["parameters"].items()}
     wanted = {name: list(t.shape) for name, t in params.items()}
     if found != wanted:
-        raise CheckFailure(f"Call: Merge({in1}, {in2}, {out})\nExpected parameters: {wanted}\n"
-                           f"Got parameters:      {found}\nProblem:  the parameters are not those of two "
-                           f"nn.Linear layers named linear1 and linear2, so the judge cannot load known weights "
-                           f"into them.\nHint:     {STRUCTURE_HINT}")
-    student.set_parameters(merge, params)
+        raise failure(call=f"Merge({in1}, {in2}, {out})", expected=f"parameters {wanted}", got=f"parameters {found}",
+                      problem="the parameters are not those of two nn.Linear layers named linear1 and linear2, so "
+                              "the judge cannot load known weights into them.", hint=STRUCTURE_HINT)
+    api.student.set_parameters(merge, params)
     return merge
 
 
@@ -154,65 +167,59 @@ def _merge_call(a: Tensor, b: Tensor, out: int, activation: str | None = None) -
 # -- Merge ---------------------------------------------------------------------------
 
 
-@pytest.mark.task("Merge")
-@pytest.mark.points(1)
-@pytest.mark.visible
-def check_merge_guide_example(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="Merge", points=1, visible=True)
+def check_merge_guide_example(api: Api, rng: torch.Generator, device: str) -> None:
     """the guide's shapes: a [5, 3, 5] and b [5, 1, 6] through Merge(5, 6, 10) give [5, 3, 10]"""
     ref, params = reference_linear(rng, 5, 6, 10)
-    merge = _merge_with(student, params, 5, 6, 10, device)
+    merge = _merge_with(api, params, 5, 6, 10, device)
     a, b = torch.rand(5, 3, 5, generator=rng), torch.rand(5, 1, 6, generator=rng)
-    got = run_merge(student, merge, a, b)["value"]
+    got = run_merge(api, merge, a, b)["value"]
     _expect(got, merge_oracle(ref, a, b).float(), _merge_call(a, b, 10), {"a": a, "b": b}, MERGE_HINT, device)
 
 
-@pytest.mark.task("Merge")
-@pytest.mark.points(1)
-def check_merge_structure(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="Merge", points=1)
+def check_merge_structure(api: Api, rng: torch.Generator, device: str) -> None:
     """Merge holds two nn.Linear layers, linear1 (in1 -> out) and linear2 (in2 -> out)"""
     in1, in2, out = _sizes(rng, 3)
-    merge = build_merge(student, in1, in2, out, device)
-    info = student.inspect(merge)
+    merge = build_merge(api, in1, in2, out, device)
+    info = api.student.inspect(merge)
     kinds = {name: kind for name, kind in info["modules"].items() if name in ("linear1", "linear2")}
     found = {name: list(t.shape) for name, t in info["parameters"].items()}
     wanted = {"linear1.weight": [out, in1], "linear1.bias": [out], "linear2.weight": [out, in2],
               "linear2.bias": [out]}
     if kinds != {"linear1": "Linear", "linear2": "Linear"} or found != wanted:
-        raise CheckFailure(
-            f"Call: Merge({in1}, {in2}, {out})\n"
-            f"Expected: submodules linear1: Linear, linear2: Linear with parameters {wanted}\n"
-            f"Got:      submodules {dict(info['modules'])} with parameters {found}\n"
-            f"Problem:  the layers are not the guide's two nn.Linear layers.\nHint:     {STRUCTURE_HINT}")
+        raise failure(call=f"Merge({in1}, {in2}, {out})",
+                      expected=f"submodules linear1: Linear, linear2: Linear with parameters {wanted}",
+                      got=f"submodules {dict(info['modules'])} with parameters {found}",
+                      problem="the layers are not the guide's two nn.Linear layers.", hint=STRUCTURE_HINT)
 
 
-@pytest.mark.task("Merge")
-@pytest.mark.points(2)
-def check_merge_random_shapes(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="Merge", points=2)
+def check_merge_random_shapes(api: Api, rng: torch.Generator, device: str) -> None:
     """equals a Linear on [a, b tiled] for random shapes of rank 2 to 4, b broadcast over N"""
     for rank in (2, 3, 4, 3):
         in1, in2, out = _sizes(rng, 3, 1, 9)
         ref, params = reference_linear(rng, in1, in2, out)
-        merge = _merge_with(student, params, in1, in2, out, device)
+        merge = _merge_with(api, params, in1, in2, out, device)
         a, b = _merge_inputs(rng, rank, in1, in2)
-        got = run_merge(student, merge, a, b)["value"]
+        got = run_merge(api, merge, a, b)["value"]
         _expect(got, merge_oracle(ref, a, b).float(), _merge_call(a, b, out), {"a": a, "b": b}, MERGE_HINT, device)
 
 
-@pytest.mark.task("Merge")
-@pytest.mark.points(2)
-def check_merge_gradients(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="Merge", points=2)
+def check_merge_gradients(api: Api, rng: torch.Generator, device: str) -> None:
     """the gradients with respect to a and b equal those of the Linear on [a, b tiled]"""
     for rank in (2, 3, 4):
         in1, in2, out = _sizes(rng, 3)
         ref, params = reference_linear(rng, in1, in2, out)
-        merge = _merge_with(student, params, in1, in2, out, device, "tanh")
+        merge = _merge_with(api, params, in1, in2, out, device, "tanh")
         a, b = _merge_inputs(rng, rank, in1, in2)
         g = torch.randn(*torch.broadcast_shapes(a.shape[:-1], b.shape[:-1]), out, generator=rng)
         call = _merge_call(a, b, out, "tanh")
-        _expect(run_merge(student, merge, a, b)["value"], merge_oracle(ref, a, b, "tanh").float(), call,
+        _expect(run_merge(api, merge, a, b)["value"], merge_oracle(ref, a, b, "tanh").float(), call,
                 {"a": a, "b": b}, MERGE_HINT, device)  # the value first
         with output_shape_checked():
-            grads = run_merge(student, merge, a, b, wrt=(0, 1), grad_output=g)["grads"]
+            grads = run_merge(api, merge, a, b, wrt=(0, 1), grad_output=g)["grads"]
         a64, b64 = a.double().requires_grad_(True), b.double().requires_grad_(True)
         want = torch.autograd.grad(merge_oracle(ref, a64, b64, "tanh"), (a64, b64), g.double())
         for which, got, w in zip("ab", grads, want, strict=True):
@@ -222,16 +229,15 @@ def check_merge_gradients(student: Student, rng: torch.Generator, device: str) -
                     {"a": a, "b": b, "grad_output": g}, hint, device)
 
 
-@pytest.mark.task("Merge")
-@pytest.mark.points(2)
-def check_merge_activation(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="Merge", points=2)
+def check_merge_activation(api: Api, rng: torch.Generator, device: str) -> None:
     """activation=torch.relu or torch.tanh is applied once, to the sum"""
     for activation in ("relu", "tanh"):
         in1, in2, out = _sizes(rng, 3)
         ref, params = reference_linear(rng, in1, in2, out)
-        merge = _merge_with(student, params, in1, in2, out, device, activation)
+        merge = _merge_with(api, params, in1, in2, out, device, activation)
         a, b = _merge_inputs(rng, 3, in1, in2)
-        got = run_merge(student, merge, a, b)["value"]
+        got = run_merge(api, merge, a, b)["value"]
         _expect(got, merge_oracle(ref, a, b, activation).float(), _merge_call(a, b, out, activation),
                 {"a": a, "b": b}, ACTIVATION_HINT, device)
 
@@ -245,87 +251,79 @@ def _tiling_ops(ops: list[str]) -> list[str]:
     return flagged
 
 
-@pytest.mark.task("Merge")
-@pytest.mark.points(2)
-def check_merge_never_tiles(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="Merge", points=2)
+def check_merge_never_tiles(api: Api, rng: torch.Generator, device: str) -> None:
     """forward never builds the tiled tensor: no repeat, cat or expanded copy of b"""
     for rank in (3, 4):
         in1, in2, out = _sizes(rng, 3)
         _, params = reference_linear(rng, in1, in2, out)
-        merge = _merge_with(student, params, in1, in2, out, device)
+        merge = _merge_with(api, params, in1, in2, out, device)
         *batch, n = _sizes(rng, rank - 1, 3, 7)
         a, b = torch.randn(*batch, n, in1, generator=rng), torch.randn(*batch, 1, in2, generator=rng)
-        ops = run_merge(student, merge, a, b, trace=True)["ops"]
+        ops = run_merge(api, merge, a, b, trace=True)["ops"]
         flagged = _tiling_ops(ops)
         if flagged:
-            raise CheckFailure(
-                f"Call: m = Merge({in1}, {in2}, {out}); m(a, b), traced\n  a = {summarize(a)}\n  b = {summarize(b)}\n"
-                f"Expected: only the two linear layers and an add (for example view, t, addmm, add); nothing "
-                f"that copies b along the N axis\n"
-                f"Got:      these operators, in order: {', '.join(ops)}\n"
-                f"Problem:  {', '.join(dict.fromkeys(flagged))} build the tiled tensor that broadcasting avoids.\n"
-                f"Hint:     {TILING_HINT}")
+            raise failure(call=f"m = Merge({in1}, {in2}, {out}); m(a, b), traced",
+                          inputs=[f"a = {summarize(a)}", f"b = {summarize(b)}"],
+                          expected="only the two linear layers and an add (for example view, t, addmm, add); nothing "
+                                   "that copies b along the N axis",
+                          got=f"these operators, in order: {', '.join(ops)}",
+                          problem=f"{', '.join(dict.fromkeys(flagged))} build the tiled tensor that broadcasting "
+                                  "avoids.", hint=TILING_HINT)
 
 
 # -- paired_sums -----------------------------------------------------------------
 
 
-@pytest.mark.task("paired_sums")
-@pytest.mark.points(1)
-@pytest.mark.visible
-def check_paired_sums_guide_example(student: Student, device: str) -> None:
+@check(task="paired_sums", points=1, visible=True)
+def check_paired_sums_guide_example(api: Api, device: str) -> None:
     """the guide's a = [[1.], [2.]], b = [1., 2.] give [2., 4.], not a 2 x 2 table"""
     a, b = torch.tensor([[1.0], [2.0]]), torch.tensor([1.0, 2.0])
-    _expect(run_paired_sums(student, a, b), torch.tensor([2.0, 4.0]), "paired_sums(a, b)", {"a": a, "b": b},
+    _expect(api.paired_sums(a, b), torch.tensor([2.0, 4.0]), "paired_sums(a, b)", {"a": a, "b": b},
             BROADCAST_HINT, device)
 
 
-@pytest.mark.task("paired_sums")
-@pytest.mark.points(2)
-def check_paired_sums_random(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="paired_sums", points=2)
+def check_paired_sums_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random a [N, 1] and b [N] give the [N] sums a[i, 0] + b[i]"""
     # one small N, and two above 36 so that messages show the inputs compactly
     for n in _sizes(rng, 1, 2, 7) + _sizes(rng, 2, 37, 65):
         a, b = torch.randn(n, 1, generator=rng), torch.randn(n, generator=rng)
-        _expect(run_paired_sums(student, a, b), paired_sums_oracle(a, b), "paired_sums(a, b)",
+        _expect(api.paired_sums(a, b), paired_sums_oracle(a, b), "paired_sums(a, b)",
                 {"a": a, "b": b}, BROADCAST_HINT, device)
 
 
-@pytest.mark.task("paired_sums")
-@pytest.mark.points(1)
-@pytest.mark.visible
-def check_paired_sums_single_pair(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="paired_sums", points=1, visible=True)
+def check_paired_sums_single_pair(api: Api, rng: torch.Generator, device: str) -> None:
     """N = 1: a [1, 1] and b [1] give shape [1], not a 0-d scalar"""
     a, b = torch.randn(1, 1, generator=rng), torch.randn(1, generator=rng)
-    _expect(run_paired_sums(student, a, b), paired_sums_oracle(a, b), "paired_sums(a, b)", {"a": a, "b": b},
+    _expect(api.paired_sums(a, b), paired_sums_oracle(a, b), "paired_sums(a, b)", {"a": a, "b": b},
             SQUEEZE_HINT, device)
 
 
-@pytest.mark.task("paired_sums")
-@pytest.mark.points(1)
-def check_paired_sums_dtypes(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="paired_sums", points=1)
+def check_paired_sums_dtypes(api: Api, rng: torch.Generator, device: str) -> None:
     """the result keeps the inputs' dtype: float64 and int64"""
     n = _sizes(rng, 1, 2, 20)[0]
     f64 = torch.float64
     pairs = [(torch.randn(n, 1, generator=rng, dtype=f64), torch.randn(n, generator=rng, dtype=f64)),
              (torch.randint(-100, 100, (n, 1), generator=rng), torch.randint(-100, 100, (n,), generator=rng))]
     for a, b in pairs:
-        expect_tensor(run_paired_sums(student, a, b), paired_sums_oracle(a, b), call="paired_sums(a, b)",
+        expect_tensor(api.paired_sums(a, b), paired_sums_oracle(a, b), call="paired_sums(a, b)",
                       inputs={"a": a, "b": b}, hint=BROADCAST_HINT, dtype_hint=DTYPE_HINT, rtol=1e-12, atol=0.0,
                       device=device)
 
 
-@pytest.mark.task("paired_sums")
-@pytest.mark.points(1)
-def check_paired_sums_gradient(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="paired_sums", points=1)
+def check_paired_sums_gradient(api: Api, rng: torch.Generator, device: str) -> None:
     """the gradient flows back to a (shape [N, 1]) and to b (shape [N])"""
     n = _sizes(rng, 1, 2, 20)[0]
     a, b = torch.randn(n, 1, generator=rng), torch.randn(n, generator=rng)
     g = torch.randn(n, generator=rng)
-    _expect(run_paired_sums(student, a, b), paired_sums_oracle(a, b), "paired_sums(a, b)", {"a": a, "b": b},
+    _expect(api.paired_sums(a, b), paired_sums_oracle(a, b), "paired_sums(a, b)", {"a": a, "b": b},
             BROADCAST_HINT, device)  # the value first
     with output_shape_checked():
-        _, grads = student.vjp("paired_sums", (a, b), {}, wrt=(0, 1), grad_output=g)
+        _, grads = api.paired_sums.vjp(g, wrt=(0, 1))(a, b)
     for which, got, want in zip("ab", grads, (g.unsqueeze(1), g), strict=True):
         _expect(got, want, f"gradient of paired_sums(a, b) with respect to {which}",
                 {"a": a, "b": b, "grad_output": g}, GRAD_HINT, device)

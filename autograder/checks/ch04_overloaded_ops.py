@@ -8,36 +8,45 @@ input's size. Random inputs come from `rng`, seeded by the grading's secret seed
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
+
 import torch
 from torch import Tensor
 
-from autograder.expect import CheckFailure, call_explained, expect_tensor, on_every_call, output_shape_checked
-from autograder.remote import Student, StudentError, summarize
+from autograder.api import Remote, StudentApi, answer, harness
+from autograder.expect import expect_tensor, failure, output_shape_checked
+from autograder.plugin import check
+from autograder.remote import StudentError, summarize
 from autograder.timing import RecordProperty, compare_speed, expect_speedup, randn, reference_process
 
-# -- the seam: typed adapters to the student's functions ----------------------
-
+# -- the API: what the notebook asks for, as the judge calls it -----------------
 
 # The notebook's examples: calls every working implementation answers.
 ROW_SUM_EXAMPLE = (torch.rand(500, 10),)
 PAIRWISE_EXAMPLE = (torch.tensor([[0.0, 0.0], [1.0, 1.0]]), torch.tensor([[1.0, 0.0], [0.0, 0.0], [3.0, 4.0]]))
 
 
-def run_row_sum(student: Student, x: Tensor) -> Tensor:
-    return call_explained(student, "row_sum", ROW_SUM_EXAMPLE, x)
+class Api(StudentApi):
+    @answer(example=ROW_SUM_EXAMPLE)
+    def row_sum(self, x: Tensor) -> Tensor:
+        """The column totals of an [N, D] matrix: shape [D]."""
+
+    @answer(example=PAIRWISE_EXAMPLE)
+    def pairwise_sq_distances(self, x: Tensor, y: Tensor) -> Tensor:
+        """[N, M] squared Euclidean distances between the rows of x [N, D] and y [M, D]."""
+
+    @harness()
+    def row_sum_of_view(self, view: str, base: Tensor) -> Tensor:
+        """The student's row_sum of VIEWS[view](base), a non-contiguous view taken in the student's process
+        (the wire sends contiguous copies)."""
 
 
-def run_pairwise(student: Student, x: Tensor, y: Tensor) -> Tensor:
-    return call_explained(student, "pairwise_sq_distances", PAIRWISE_EXAMPLE, x, y)
-
-
-def run_row_sum_on_view(student: Student, base: Tensor, view: str, how: str) -> Tensor:
-    """row_sum of a view of `base` taken in the student's process (the wire sends contiguous copies)."""
+def run_row_sum_on_view(api: Api, base: Tensor, view: str, how: str) -> Tensor:
+    """row_sum of a view of `base` taken in the student's process; a failure says which view."""
     try:
-        return student.call("kit.call_on_view", "row_sum", view, base)
+        return api.row_sum_of_view(view, base)
     except StudentError as e:
-        every = on_every_call(e, "row_sum", lambda: student.call("row_sum", *ROW_SUM_EXAMPLE))
+        every = api.row_sum.on_every_call(e)
         raise every or StudentError(f"row_sum(x) with {how}, a non-contiguous view of base = "
                                     f"{summarize(base)}, failed.\n{e}\nHint:     {STRIDE_HINT}") from None
 
@@ -98,150 +107,135 @@ def _expect(got: Tensor, want: Tensor, call: str, inputs: dict[str, Tensor], hin
                   device=device)
 
 
-def _expect_row_sum(student: Student, x: Tensor, hint: str, device: str) -> None:
+def _expect_row_sum(api: Api, x: Tensor, hint: str, device: str) -> None:
     rtol, atol = ROW_SUM_TOL[x.dtype]
-    _expect(run_row_sum(student, x), row_sum_oracle(x), "row_sum(x)", {"x": x}, hint, device, rtol, atol)
+    _expect(api.row_sum(x), row_sum_oracle(x), "row_sum(x)", {"x": x}, hint, device, rtol, atol)
 
 
-def _expect_pairwise(student: Student, x: Tensor, y: Tensor, hint: str, device: str) -> None:
+def _expect_pairwise(api: Api, x: Tensor, y: Tensor, hint: str, device: str) -> None:
     rel = PAIRWISE_TOL[x.dtype]
-    _expect(run_pairwise(student, x, y), pairwise_oracle(x, y), "pairwise_sq_distances(x, y)", {"x": x, "y": y},
+    _expect(api.pairwise_sq_distances(x, y), pairwise_oracle(x, y), "pairwise_sq_distances(x, y)", {"x": x, "y": y},
             hint, device, rel, pairwise_atol(x, y, rel))
 
 
-def _traces(student: Student, name: str, small: tuple[Tensor, ...], large: tuple[Tensor, ...]
+def _traces(fn: Remote[..., Any], small: tuple[Tensor, ...], large: tuple[Tensor, ...]
             ) -> tuple[list[str], list[str]]:
-    """The aten operators `name` issues on small and on large inputs."""
-    return student.traced(name, *small)[1], student.traced(name, *large)[1]
+    """The aten operators `fn` issues on small and on large inputs."""
+    return fn.traced(*small)[1], fn.traced(*large)[1]
 
 
 def _expect_no_growth(name: str, ops_small: list[str], ops_large: list[str], sizes: tuple[str, str]) -> None:
     if len(ops_large) > len(ops_small):
         shown = ", ".join(ops_large[:24]) + (", ..." if len(ops_large) > 24 else "")
-        raise CheckFailure(
-            f"Call: {name} traced on two input sizes\n"
-            f"Expected: the same number of tensor operations for {sizes[0]} as for {sizes[1]}\n"
-            f"Got:      {len(ops_small)} operations for {sizes[0]}, {len(ops_large)} for {sizes[1]}: {shown}\n"
-            f"Problem:  the number of operations grows with the input, so your code loops in Python.\n"
-            f"Hint:     {LOOP_HINT}")
+        raise failure(call=f"{name} traced on two input sizes",
+                      expected=f"the same number of tensor operations for {sizes[0]} as for {sizes[1]}",
+                      got=f"{len(ops_small)} operations for {sizes[0]}, {len(ops_large)} for {sizes[1]}: {shown}",
+                      problem="the number of operations grows with the input, so your code loops in Python.",
+                      hint=LOOP_HINT)
 
 
 # -- row_sum -------------------------------------------------------------------
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(1)
-@pytest.mark.visible
-def check_row_sum_guide_example(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="row_sum", points=1, visible=True)
+def check_row_sum_guide_example(api: Api, rng: torch.Generator, device: str) -> None:
     """the guide's x = torch.rand([500, 10]) gives its 10 column totals"""
-    _expect_row_sum(student, torch.rand(500, 10, generator=rng), AXIS_HINT, device)
+    _expect_row_sum(api, torch.rand(500, 10, generator=rng), AXIS_HINT, device)
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(2)
-def check_row_sum_random(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="row_sum", points=2)
+def check_row_sum_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random [N, D] float32 matrices with N != D give shape [D]"""
     for _ in range(4):
         n, d = _sizes(rng, 2, 2, 64)
         n = n if n != d else d + 1
-        _expect_row_sum(student, torch.randn(n, d, generator=rng), AXIS_HINT, device)
+        _expect_row_sum(api, torch.randn(n, d, generator=rng), AXIS_HINT, device)
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(1)
-def check_row_sum_dtypes(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="row_sum", points=1)
+def check_row_sum_dtypes(api: Api, rng: torch.Generator, device: str) -> None:
     """float64 and int64 inputs keep their dtype and precision"""
     n, d = _sizes(rng, 2, 2, 40)
-    _expect_row_sum(student, torch.randn(n, d + 40, generator=rng, dtype=torch.float64), DTYPE_HINT, device)
-    _expect_row_sum(student, torch.randint(-1000, 1000, (n, d + 40), generator=rng), DTYPE_HINT, device)
+    _expect_row_sum(api, torch.randn(n, d + 40, generator=rng, dtype=torch.float64), DTYPE_HINT, device)
+    _expect_row_sum(api, torch.randint(-1000, 1000, (n, d + 40), generator=rng), DTYPE_HINT, device)
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(1)
-def check_row_sum_non_contiguous(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="row_sum", points=1)
+def check_row_sum_non_contiguous(api: Api, rng: torch.Generator, device: str) -> None:
     """a transposed matrix and a strided slice (views, not copies) are summed correctly"""
     n, d = _sizes(rng, 2, 3, 30)
     views = {"transpose": (torch.randn(d + 31, n, generator=rng), "x = base.T", lambda t: t.T),
              "every_other_row": (torch.randn(2 * n, d + 33, generator=rng), "x = base[::2, 1:]", lambda t: t[::2, 1:])}
     for view, (base, how, take) in views.items():
         x = take(base)
-        _expect_row_sum(student, x.contiguous(), STRIDE_HINT, device)  # the same numbers, laid out plainly
+        _expect_row_sum(api, x.contiguous(), STRIDE_HINT, device)  # the same numbers, laid out plainly
         rtol, atol = ROW_SUM_TOL[x.dtype]
-        _expect(run_row_sum_on_view(student, base, view, how), row_sum_oracle(x), f"row_sum(x) with {how}, a view",
+        _expect(run_row_sum_on_view(api, base, view, how), row_sum_oracle(x), f"row_sum(x) with {how}, a view",
                 {"base": base, "x": x}, STRIDE_HINT, device, rtol, atol)
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(1)
-def check_row_sum_edge_shapes(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="row_sum", points=1)
+def check_row_sum_edge_shapes(api: Api, rng: torch.Generator, device: str) -> None:
     """one row gives that row, one column gives a [1] total, [1, 1] gives [1]"""
     n, d = _sizes(rng, 2, 2, 20)
     for shape in ((1, d), (n, 1), (1, 1)):
-        _expect_row_sum(student, torch.randn(*shape, generator=rng), SHAPE_HINT, device)
+        _expect_row_sum(api, torch.randn(*shape, generator=rng), SHAPE_HINT, device)
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(2)
-@pytest.mark.forgeable
-def check_row_sum_vectorized(student: Student, rng: torch.Generator) -> None:
+@check(task="row_sum", points=2, forgeable=True)
+def check_row_sum_vectorized(api: Api, rng: torch.Generator) -> None:
     """no Python loop: the operations issued do not grow from 4 x 3 to 64 x 24 inputs"""
     small, large = torch.randn(4, 3, generator=rng), torch.randn(64, 24, generator=rng)
-    _expect_no_growth("row_sum", *_traces(student, "row_sum", (small,), (large,)), ("x [4, 3]", "x [64, 24]"))
+    _expect_no_growth("row_sum", *_traces(api.row_sum, (small,), (large,)), ("x [4, 3]", "x [64, 24]"))
 
 
 # -- pairwise_sq_distances -----------------------------------------------------
 
 
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(1)
-@pytest.mark.visible
-def check_pairwise_small_example(student: Student, device: str) -> None:
+@check(task="pairwise_sq_distances", points=1, visible=True)
+def check_pairwise_small_example(api: Api, device: str) -> None:
     """x = [[0, 0], [1, 1]], y = [[1, 0], [0, 0], [3, 4]] give [[1, 0, 25], [1, 2, 13]]"""
     x, y = torch.tensor([[0.0, 0.0], [1.0, 1.0]]), torch.tensor([[1.0, 0.0], [0.0, 0.0], [3.0, 4.0]])
-    _expect_pairwise(student, x, y, SQUARED_HINT, device)
+    _expect_pairwise(api, x, y, SQUARED_HINT, device)
 
 
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(2)
-def check_pairwise_random(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="pairwise_sq_distances", points=2)
+def check_pairwise_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random float32 clouds, centred and off-centre, match torch.cdist(x, y) ** 2"""
     for offset in (0.0, 0.0, 5.0):
         n, m, d = _sizes(rng, 3, 2, 40)
         x = torch.randn(n, d, generator=rng) + offset
         y = torch.randn(m + 40, d, generator=rng) + offset
-        _expect_pairwise(student, x, y, SQUARED_HINT, device)
+        _expect_pairwise(api, x, y, SQUARED_HINT, device)
 
 
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(1)
-def check_pairwise_float64(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="pairwise_sq_distances", points=1)
+def check_pairwise_float64(api: Api, rng: torch.Generator, device: str) -> None:
     """float64 inputs give a float64 result, accurate to float64"""
     n, m, d = _sizes(rng, 3, 2, 30)
     x = torch.randn(n, d, generator=rng, dtype=torch.float64) * 3
     y = torch.randn(m, d, generator=rng, dtype=torch.float64) * 3
-    _expect_pairwise(student, x, y, DTYPE_HINT, device)
+    _expect_pairwise(api, x, y, DTYPE_HINT, device)
 
 
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(1)
-def check_pairwise_edge_shapes(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="pairwise_sq_distances", points=1)
+def check_pairwise_edge_shapes(api: Api, rng: torch.Generator, device: str) -> None:
     """one point on either side, and points with one coordinate, keep the [N, M] shape"""
     n, m, d = _sizes(rng, 3, 2, 12)
     for (rows, cols, dims) in ((1, m, d), (n, 1, d), (1, 1, d), (n, m, 1)):
         x, y = torch.randn(rows, dims, generator=rng), torch.randn(cols, dims, generator=rng)
-        _expect_pairwise(student, x, y, SHAPE_HINT, device)
+        _expect_pairwise(api, x, y, SHAPE_HINT, device)
 
 
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(1)
-def check_pairwise_gradient(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="pairwise_sq_distances", points=1)
+def check_pairwise_gradient(api: Api, rng: torch.Generator, device: str) -> None:
     """the gradients with respect to x and y match those of the squared distances"""
     n, m, d = _sizes(rng, 3, 2, 9)
     x, y = torch.randn(n, d, generator=rng), torch.randn(m, d, generator=rng)
     g = torch.randn(n, m, generator=rng)
-    _expect_pairwise(student, x, y, SQUARED_HINT, device)  # the value first
+    _expect_pairwise(api, x, y, SQUARED_HINT, device)  # the value first
     with output_shape_checked():
-        _, grads = student.vjp("pairwise_sq_distances", (x, y), {}, wrt=(0, 1), grad_output=g)
+        _, grads = api.pairwise_sq_distances.vjp(g, wrt=(0, 1))(x, y)
     x64, y64 = x.double().requires_grad_(True), y.double().requires_grad_(True)
     want = torch.autograd.grad(((x64[:, None] - y64[None]) ** 2).sum(-1), (x64, y64), g.double())
     atol = 1e-4 * (1.0 + float(x.abs().max() + y.abs().max()) * float(g.abs().sum(1).max()))
@@ -250,24 +244,22 @@ def check_pairwise_gradient(student: Student, rng: torch.Generator, device: str)
                 {"x": x, "y": y, "grad_output": g}, GRAD_HINT, device, 1e-4, atol)
 
 
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(2)
-@pytest.mark.forgeable
-def check_pairwise_vectorized(student: Student, rng: torch.Generator) -> None:
+@check(task="pairwise_sq_distances", points=2, forgeable=True)
+def check_pairwise_vectorized(api: Api, rng: torch.Generator) -> None:
     """no Python loop and no torch.cdist: the operations issued do not grow with N, M or D"""
     small = (torch.randn(4, 3, generator=rng), torch.randn(5, 3, generator=rng))
     large = (torch.randn(64, 24, generator=rng), torch.randn(80, 24, generator=rng))
-    ops_small, ops = _traces(student, "pairwise_sq_distances", small, large)
+    ops_small, ops = _traces(api.pairwise_sq_distances, small, large)
     library = sorted(set(ops_small + ops) & LIBRARY_DISTANCE_OPS)
     if library:
-        raise CheckFailure(
-            f"Call: pairwise_sq_distances(x, y), traced\n  x = {summarize(large[0])}\n  y = {summarize(large[1])}\n"
-            f"Expected: the distances built from overloaded operators (-, *, **, @) and broadcasting\n"
-            f"Got:      these operators: {', '.join(ops)}\n"
-            f"Problem:  {', '.join(library)} come from torch.cdist, the library's distance function, which this "
-            f"exercise asks you to write yourself (the grader uses it as its reference).\n"
-            f"Hint:     ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1), or the expansion "
-            f"||x_i||^2 + ||y_j||^2 - 2 x_i . y_j with x @ y.T.")
+        raise failure(call="pairwise_sq_distances(x, y), traced",
+                      inputs=[f"x = {summarize(large[0])}", f"y = {summarize(large[1])}"],
+                      expected="the distances built from overloaded operators (-, *, **, @) and broadcasting",
+                      got=f"these operators: {', '.join(ops)}",
+                      problem=f"{', '.join(library)} come from torch.cdist, the library's distance function, which "
+                              "this exercise asks you to write yourself (the grader uses it as its reference).",
+                      hint="((x[:, None, :] - y[None, :, :]) ** 2).sum(-1), or the expansion "
+                           "||x_i||^2 + ||y_j||^2 - 2 x_i . y_j with x @ y.T.")
     _expect_no_growth("pairwise_sq_distances", ops_small, ops, ("x [4, 3], y [5, 3]", "x [64, 24], y [80, 24]"))
 
 
@@ -280,6 +272,15 @@ def row_sum_loop(x):
         z += x[i]
     return z
 """
+
+
+class Loop(StudentApi):
+    """The reference process's code (ROW_SUM_LOOP)."""
+
+    @answer
+    def row_sum_loop(self, x: Tensor) -> Tensor:
+        """The guide's slicing loop."""
+
 # Measured through compare_speed by benchmarks/timing_stability.py: 50 gradings of each form beside a CPU
 # hog on a 2-core machine (1 thread, inputs made inside the timed request and that time subtracted), three
 # runs. x.sum(dim=0), torch.einsum, ones @ x and x.T.sum(-1): 9.6x at worst, medians 42-59x; the slicing
@@ -288,12 +289,11 @@ def row_sum_loop(x):
 ROW_SUM_SPEEDUP = 4.0
 
 
-@pytest.mark.task("row_sum")
-@pytest.mark.points(2)
-def check_row_sum_speed(student: Student, rng: torch.Generator, record_property: RecordProperty) -> None:
+@check(task="row_sum", points=2)
+def check_row_sum_speed(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
     """at least 4x faster than the guide's slicing loop on a [2000, 16] matrix"""
-    with reference_process(student, ROW_SUM_LOOP) as ref:
-        speed = compare_speed(student, "row_sum", ref, "row_sum_loop", [randn(2000, 16)], row_sum_oracle, rng,
+    with reference_process(api.student, ROW_SUM_LOOP) as ref:
+        speed = compare_speed(api.row_sum, Loop(ref).row_sum_loop, [randn(2000, 16)], row_sum_oracle, rng,
                               count=10, rounds=9, warmup=2)
     expect_speedup(speed, ROW_SUM_SPEEDUP, "row_sum", "the slicing loop", LOOP_HINT, record_property)
 
@@ -302,13 +302,12 @@ def check_row_sum_speed(student: Student, rng: torch.Generator, record_property:
 # check_pairwise_vectorized), not for a speed, and at any size a loop over 128 rows was not reliably 2x
 # slower than every correct form (the broadcast difference measured 0.8-2.3x). Its points grade large,
 # off-centre clouds instead, where the expansion's cancellation matters.
-@pytest.mark.task("pairwise_sq_distances")
-@pytest.mark.points(2)
-def check_pairwise_large_clouds(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="pairwise_sq_distances", points=2)
+def check_pairwise_large_clouds(api: Api, rng: torch.Generator, device: str) -> None:
     """100-200 points in 16-64 dimensions, centred and far from the origin, match torch.cdist(x, y) ** 2"""
     for offset in (0.0, 10.0):
         n, m = _sizes(rng, 2, 100, 201)
         d = _sizes(rng, 1, 16, 65)[0]
         x = torch.randn(n, d, generator=rng) + offset
         y = torch.randn(m, d, generator=rng) + offset
-        _expect_pairwise(student, x, y, SQUARED_HINT, device)
+        _expect_pairwise(api, x, y, SQUARED_HINT, device)

@@ -4,48 +4,54 @@ The oracle is plain advanced indexing in the judge, tensor[rows, indices]
 with rows = arange(B) shaped to broadcast against indices; gradients come
 from autograd through it in float64. Random shapes and dtypes come from
 `rng`, seeded by the grading's secret seed; the inputs go to the grading's
-device, and the harness (kit.gather_on) sends them to the other device too.
+device, and the harness's gather_on sends them to the other device too.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, TypedDict
 
-import pytest
 import torch
 from torch import Tensor
 
-from autograder.expect import CheckFailure, expect_tensor, explain_error, fail, output_shape_checked
-from autograder.remote import Student, StudentError
+from autograder.api import StudentApi, answer, harness
+from autograder.expect import expect_tensor, fail, failure, output_shape_checked
+from autograder.plugin import check
+from autograder.remote import StudentError
 from autograder.timing import RecordProperty, compare_speed, expect_speedup, randint, randn, reference_process
 
-# -- the seam: typed adapters to the student's function ---------------------------
-
+# -- the API: what the notebook asks for, as the judge calls it -----------------
 
 # The notebook's example: a call every working batch_gather answers.
 EXAMPLE = (torch.tensor([[10.0, 11.0, 12.0], [20.0, 21.0, 22.0]]), torch.tensor([2, 0]))
 
 
-def run_gather(student: Student, tensor: Tensor, indices: Tensor, hint: str = "") -> Tensor:
-    """batch_gather(tensor, indices); an error it raises gets `hint` added, or is said to happen on every
-    call when the notebook's example raises too."""
-    try:
-        return student.call("batch_gather", tensor, indices)
-    except StudentError as e:
-        raise explain_error(e, "batch_gather", lambda: student.call("batch_gather", *EXAMPLE), hint) from None
+class GatheredOn(TypedDict):
+    value: Any  # what batch_gather returned
+    devices: list[str]  # the device types of every tensor its operators made
 
 
-def gather_error(student: Student, tensor: Tensor, indices: Tensor) -> dict[str, Any]:
-    """batch_gather's own exception, if it raises one: {"type", "index_error", "message"} or {"type": None}."""
-    return student.call("kit.gather_error", tensor, indices)
+class Raised(TypedDict, total=False):
+    type: str | None  # the exception's type name; None when batch_gather returned
+    index_error: bool  # whether it is an IndexError (or a subclass)
+    message: str  # its own message
+    value: Any  # what it returned instead
 
 
-def run_gather_on(student: Student, device: str, tensor: Tensor, indices: Tensor) -> tuple[Tensor, list[str]]:
-    """batch_gather with its inputs on `device`, and the device types of every tensor its operators made."""
-    result = student.call("kit.gather_on", device, tensor, indices)
-    return result["value"], list(result["devices"])
+class Api(StudentApi):
+    @answer(example=EXAMPLE)
+    def batch_gather(self, tensor: Tensor, indices: Tensor) -> Tensor:
+        """output[i] = tensor[i, indices[i]]: shape indices.shape + tensor.shape[2:]."""
+
+    @harness()
+    def gather_on(self, device: str, tensor: Tensor, indices: Tensor) -> GatheredOn:
+        """batch_gather with both inputs on `device` (not the grading's), its operators' devices recorded."""
+
+    @harness()
+    def gather_error(self, tensor: Tensor, indices: Tensor) -> Raised:
+        """The exception batch_gather(tensor, indices) raises, as plain data (nothing of the grader's)."""
 
 
 # -- oracles -------------------------------------------------------------------------
@@ -71,6 +77,15 @@ def batch_gather_loop(tensor, indices):
         output += [tensor[i][indices[i]]]
     return torch.stack(output)
 '''
+
+
+class Loop(StudentApi):
+    """The reference process's code (LOOP_SRC)."""
+
+    @answer
+    def batch_gather_loop(self, tensor: Tensor, indices: Tensor) -> Tensor:
+        """The guide's loop over rows."""
+
 
 # Speed: [B, N, D] = [1024, 16, 2] tensors with [B, K] = [1024, 4] indices, 10 calls per timed request:
 # the loop's cost is per row, so small rows keep the vectorized forms' copies and digests cheap. Measured
@@ -158,68 +173,61 @@ def _dtype_order(trials: int) -> list[torch.dtype]:
 # -- batch_gather ------------------------------------------------------------------------
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(1)
-@pytest.mark.visible
-def check_batch_gather_notebook_example(student: Student, device: str) -> None:
+@check(task="batch_gather", points=1, visible=True)
+def check_batch_gather_notebook_example(api: Api, device: str) -> None:
     """the notebook's examples: [2, 3] with indices [2, 0] and [[0, 2], [1, 1]]"""
     tensor = torch.tensor([[10.0, 11.0, 12.0], [20.0, 21.0, 22.0]])
     for indices in (torch.tensor([2, 0]), torch.tensor([[0, 2], [1, 1]])):
-        got = run_gather(student, tensor, indices, OFFSET_HINT)
+        got = api.batch_gather.using(hint=OFFSET_HINT)(tensor, indices)
         _expect(got, gather_oracle(tensor, indices), tensor, indices, OFFSET_HINT, device)
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(2)
-def check_batch_gather_row_indices(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="batch_gather", points=2)
+def check_batch_gather_row_indices(api: Api, rng: torch.Generator, device: str) -> None:
     """one index per row ([B] indices) into random tensors of rank 2 to 4, float and integer dtypes"""
     dtypes = _dtype_order(len(ROW_CASES))
     for trial, (shape, index_shape) in enumerate(ROW_CASES):
         tensor, indices = _case(rng, shape, index_shape, dtypes[trial], INDEX_DTYPES[trial % 2])
-        got = run_gather(student, tensor, indices, SHAPE_HINT)
+        got = api.batch_gather.using(hint=SHAPE_HINT)(tensor, indices)
         _expect(got, gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT, device)
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(3)
-def check_batch_gather_index_tensors(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="batch_gather", points=3)
+def check_batch_gather_index_tensors(api: Api, rng: torch.Generator, device: str) -> None:
     """[B, K] and [B, K1, K2] indices into random tensors of rank 2 to 4, float and integer dtypes"""
     dtypes = _dtype_order(len(INDEX_CASES))
     for trial, (shape, index_shape) in enumerate(INDEX_CASES):
         tensor, indices = _case(rng, shape, index_shape, dtypes[trial], INDEX_DTYPES[trial % 2])
-        got = run_gather(student, tensor, indices, OFFSET_HINT)
+        got = api.batch_gather.using(hint=OFFSET_HINT)(tensor, indices)
         _expect(got, gather_oracle(tensor, indices), tensor, indices, OFFSET_HINT, device)
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(2)
-@pytest.mark.forgeable
-def check_batch_gather_device(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="batch_gather", points=2, forgeable=True)
+def check_batch_gather_device(api: Api, rng: torch.Generator, device: str) -> None:
     """CPU inputs give a CPU result with no CUDA call, and CUDA inputs a CUDA result"""
     tensor, indices = _random_case(rng, 3, 2)
     want = gather_oracle(tensor, indices)
-    devices = ["cpu", "cuda"] if student.cuda_available else ["cpu"]
+    devices = ["cpu", "cuda"] if api.student.cuda_available else ["cpu"]
     try:
-        _expect(run_gather(student, tensor, indices), want, tensor, indices, DEVICE_HINT, device)
+        _expect(api.batch_gather(tensor, indices), want, tensor, indices, DEVICE_HINT, device)
         for on in devices:
-            got, used = run_gather_on(student, on, tensor, indices)
+            gathered = api.gather_on(on, tensor, indices)
             call = f"batch_gather(tensor, indices) with both inputs on {on}"
-            _expect(got, want, tensor, indices, DEVICE_HINT, on, call)
-            if on == "cpu" and "cuda" in used:
-                raise CheckFailure(f"Call: {call}\nProblem:  for CPU inputs your code made tensors on the GPU "
-                                   f"(devices used: {', '.join(used)}).\nHint:     {DEVICE_HINT}")
+            _expect(gathered["value"], want, tensor, indices, DEVICE_HINT, on, call)
+            if on == "cpu" and "cuda" in gathered["devices"]:
+                raise failure(call=call, problem="for CPU inputs your code made tensors on the GPU (devices used: "
+                                                 f"{', '.join(gathered['devices'])}).", hint=DEVICE_HINT)
     except StudentError as e:
         text = str(e)
         if "cuda" in text.lower() or "nvidia" in text.lower():
-            raise CheckFailure(f"{text}\nProblem:  your code put a tensor on another device than the inputs' "
-                               f"(CUDA for CPU inputs fails outright on a machine without a GPU).\n"
-                               f"Hint:     {DEVICE_HINT}") from None
+            raise failure(after=text, problem="your code put a tensor on another device than the inputs' (CUDA for "
+                                              "CPU inputs fails outright on a machine without a GPU).",
+                          hint=DEVICE_HINT) from None
         raise
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(3)
-def check_batch_gather_gradient(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="batch_gather", points=3)
+def check_batch_gather_gradient(api: Api, rng: torch.Generator, device: str) -> None:
     """gradients flow to `tensor` and match indexing's; an index used twice gets its gradient added up"""
     for dtype, shape, index_shape in ((torch.float32, [3, 5, 2], [3, 2]), (torch.float64, [4, 6], [4]),
                                       (torch.float64, [2, 5, 3, 2], [2, 2, 3])):
@@ -227,88 +235,83 @@ def check_batch_gather_gradient(student: Student, rng: torch.Generator, device: 
         if indices.dim() > 1:
             indices = torch.cat([indices, indices[:, :1]], dim=1)  # every row gathers some entries twice
         want = gather_oracle(tensor, indices)
-        _expect(run_gather(student, tensor, indices, SHAPE_HINT), want, tensor, indices, SHAPE_HINT, device)
+        _expect(api.batch_gather.using(hint=SHAPE_HINT)(tensor, indices), want, tensor, indices, SHAPE_HINT, device)
         grad_output = torch.randn(want.shape, generator=rng, dtype=torch.float64).to(dtype)
         with output_shape_checked():
-            _, grads = student.vjp("batch_gather", (tensor, indices), {}, wrt=(0,), grad_output=grad_output)
+            _, grads = api.batch_gather.vjp(grad_output, wrt=(0,))(tensor, indices)
         inputs = {"tensor": tensor, "indices": indices, "grad_output": grad_output}
         call = "gradient of batch_gather(tensor, indices) with respect to tensor, for a random output gradient"
         if not grads or grads[0] is None:
-            raise CheckFailure(f"Call: {call}\nProblem:  no gradient reached `tensor`: the result does not "
-                               f"depend on it through autograd.\nHint:     {GRAD_HINT}")
+            raise failure(call=call, problem="no gradient reached `tensor`: the result does not depend on it through "
+                                             "autograd.", hint=GRAD_HINT)
         rtol, atol = (1e-12, 1e-12) if dtype == torch.float64 else (1e-6, 1e-6)
         expect_tensor(grads[0], gather_grad_oracle(tensor, indices, grad_output), call=call, inputs=inputs,
                       hint=GRAD_HINT, rtol=rtol, atol=atol, device=device)
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(3)
-@pytest.mark.forgeable
-def check_batch_gather_vectorized(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="batch_gather", points=3, forgeable=True)
+def check_batch_gather_vectorized(api: Api, rng: torch.Generator, device: str) -> None:
     """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""
     counts: dict[int, Counter[str]] = {}
     for batch in (4, 64):
         tensor, indices = _random_case(rng, 3, 2, batch=batch)
-        value, ops = student.traced("batch_gather", tensor, indices)
+        value, ops = api.batch_gather.traced(tensor, indices)
         _expect(value, gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT, device)
         counts[batch] = Counter(ops)
     small, large = counts[4], counts[64]
     if small.total() != large.total():
         grown = ", ".join(f"{op} {small[op]} -> {large[op]}" for op in large if large[op] != small[op])
-        raise CheckFailure(
-            "Call: batch_gather(tensor, indices) for [B, N, D] tensors and [B, K] indices, B = 4 and B = 64\n"
-            f"Problem:  it issued {small.total()} tensor operations for B = 4 and {large.total()} for B = 64, so "
-            f"the work grows with the batch (a loop over rows). Operations that grew: {grown[:600]}.\n"
-            f"Hint:     {VECTOR_HINT}")
+        raise failure(call="batch_gather(tensor, indices) for [B, N, D] tensors and [B, K] indices, B = 4 and B = 64",
+                      problem=f"it issued {small.total()} tensor operations for B = 4 and {large.total()} for B = 64, "
+                              f"so the work grows with the batch (a loop over rows). Operations that grew: "
+                              f"{grown[:600]}.", hint=VECTOR_HINT)
 
 
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(4)
-def check_batch_gather_speed(student: Student, rng: torch.Generator, device: str,
+@check(task="batch_gather", points=4)
+def check_batch_gather_speed(api: Api, rng: torch.Generator, device: str,
                              record_property: RecordProperty) -> None:
     """at least 3.5x faster than the guide's loop for B = 1024 (median of interleaved runs, fresh inputs)"""
     tensor, indices = _random_case(rng, 3, 2)
-    _expect(run_gather(student, tensor, indices), gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT,
+    _expect(api.batch_gather(tensor, indices), gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT,
             device)
     b, n, d, k = SPEED_SHAPE
-    with reference_process(student, LOOP_SRC) as loop:
-        speed = compare_speed(student, "batch_gather", loop, "batch_gather_loop", [randn(b, n, d), randint(0, n, b, k)],
+    with reference_process(api.student, LOOP_SRC) as loop:
+        speed = compare_speed(api.batch_gather, Loop(loop).batch_gather_loop, [randn(b, n, d), randint(0, n, b, k)],
                               gather_oracle, rng, count=10, rounds=11, warmup=2)
     expect_speedup(speed, SPEEDUP, f"batch_gather on [{b}, {n}, {d}] with [{b}, {k}] indices",
                    "the guide's loop", SPEED_HINT, record_property)
 
 
 # Last in the module: on CUDA, code that indexes out of range breaks the process's CUDA context.
-@pytest.mark.task("batch_gather")
-@pytest.mark.points(2)
-def check_batch_gather_out_of_range(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="batch_gather", points=2)
+def check_batch_gather_out_of_range(api: Api, rng: torch.Generator, device: str) -> None:
     """an index of N raises IndexError naming it, from a batch_gather that answers in-range indices"""
     tensor, indices = _case(rng, [4, 6, 3], [4, 2])
     n = tensor.shape[1]
-    run_gather(student, tensor, indices)  # a function that raises on every call earns nothing here
+    api.batch_gather(tensor, indices)  # a function that raises on every call earns nothing here
     indices[0, 0] = n  # with flat offsets this is row 1's entry 0: valid memory, wrong answer
     call = f"batch_gather(tensor, indices) with indices[0, 0] = {n} on an axis of size N = {n}"
     inputs = {"tensor": tensor, "indices": indices}
     expected = f"IndexError with {n} in its message, since {n} is not a valid index"
     try:
-        outcome = gather_error(student, tensor, indices)
+        outcome = api.gather_error(tensor, indices)
     except StudentError as e:
         text = str(e)
         if "device-side assert" in text:
-            if student.sandbox is not None:
-                student.sandbox.kill()  # its CUDA context is unusable: later checks get a fresh process
-            raise CheckFailure(f"{text}\nProblem:  {call} hit a device-side assert: the GPU kernel read out "
-                               f"of range.\nHint:     {RANGE_HINT}") from None
+            if api.student.sandbox is not None:
+                api.student.sandbox.kill()  # its CUDA context is unusable: later checks get a fresh process
+            raise failure(after=text, problem=f"{call} hit a device-side assert: the GPU kernel read out of range.",
+                          hint=RANGE_HINT) from None
         if "crashed" in text or "did not finish" in text:
-            raise CheckFailure(f"{text}\nProblem:  {call} must raise an exception, not crash or hang.\n"
-                               f"Hint:     {RANGE_HINT}") from None
+            raise failure(after=text, problem=f"{call} must raise an exception, not crash or hang.",
+                          hint=RANGE_HINT) from None
         raise
     if outcome["type"] is None:
         fail(call, inputs, expected, outcome["value"], "returned a result for an out-of-range index: silent garbage",
              RANGE_HINT)
     if "device-side assert" in outcome["message"]:
-        if student.sandbox is not None:
-            student.sandbox.kill()
+        if api.student.sandbox is not None:
+            api.student.sandbox.kill()
         fail(call, inputs, expected, f"{outcome['type']}: {outcome['message'][:300]}",
              "the GPU kernel read out of range (a device-side assert)", RANGE_HINT)
     if not outcome["index_error"]:

@@ -11,51 +11,30 @@ place of the student's, so a softmax bug costs points in softmax only.
 
 from __future__ import annotations
 
-import contextlib
-import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable
 
-import pytest
 import torch
 from torch import Tensor
 
-from autograder.expect import CheckFailure, call_explained, expect_tensor, fail, output_shape_checked
-from autograder.remote import Student, StudentError
+from autograder.api import StudentApi, answer, harness
+from autograder.expect import expect_tensor, fail, failure, output_shape_checked
+from autograder.plugin import check
 
-# -- the seam: typed adapters to the student's functions ----------------------
-
-
-@contextlib.contextmanager
-def _named() -> Iterator[None]:
-    """Errors of the harness's kit.xent, named as the student's softmax_cross_entropy."""
-    try:
-        yield
-    except StudentError as e:
-        raise StudentError(re.sub(r"kit\.xent\b", "softmax_cross_entropy", str(e))) from None
-
+# -- the API: what the notebook asks for, as the judge calls it -----------------
 
 # The notebook's examples: calls every working implementation answers.
 SOFTMAX_EXAMPLE = (torch.tensor([1000.0, 0.0]),)
 XENT_EXAMPLE = (torch.tensor([0.5, 0.5]), torch.tensor([1000.0, 0.0]))
 
 
-def run_softmax(student: Student, logits: Tensor, dim: int | None = None) -> Tensor:
-    kwargs = {} if dim is None else {"dim": dim}
-    return call_explained(student, "softmax", SOFTMAX_EXAMPLE, logits, **kwargs)
+class Api(StudentApi):
+    @answer(example=SOFTMAX_EXAMPLE)
+    def softmax(self, logits: Tensor, dim: int = -1) -> Tensor:
+        """Probabilities along `dim`, computed without overflow."""
 
-
-def run_xent(student: Student, labels: Tensor, logits: Tensor, dim: int | None = None) -> Tensor:
-    kwargs = {} if dim is None else {"dim": dim}
-    with _named():
-        return call_explained(student, "kit.xent", XENT_EXAMPLE, labels, logits, **kwargs)
-
-
-def xent_vjp(student: Student, labels: Tensor, logits: Tensor, kwargs: dict[str, Any],
-             grad_output: Tensor | None = None) -> list[Tensor | None]:
-    """The gradient of softmax_cross_entropy with respect to logits, for an output already checked."""
-    with _named(), output_shape_checked():
-        return student.vjp("kit.xent", (labels, logits), kwargs, wrt=(1,), grad_output=grad_output)[1]
+    @harness("xent", example=XENT_EXAMPLE)
+    def softmax_cross_entropy(self, labels: Tensor, logits: Tensor, dim: int = -1) -> Tensor:
+        """-sum(labels * log_softmax(logits)) along `dim`; the harness runs it with the kit's softmax."""
 
 
 # -- oracles -------------------------------------------------------------------
@@ -126,102 +105,89 @@ def _expect_softmax(got: Tensor, x: Tensor, dim: int, call: str, hint: str, devi
     _expect(got, want, call, {"logits": x}, hint, device)
 
 
-def _gradcheck(student: Student, name: str, args: tuple, kwargs: dict, wrt: int, hint: str) -> None:
-    """torch.autograd.gradcheck in float64: central differences against the backward pass."""
-    fn = student.differentiable(name, args, kwargs, wrt)
-    x = args[wrt].detach().double().requires_grad_(True)
-    shown = "softmax_cross_entropy" if name == "kit.xent" else name
+def _gradcheck(fn: Callable[[Tensor], Tensor], x: Tensor, name: str, hint: str) -> None:
+    """torch.autograd.gradcheck of `fn` at `x` in float64: central differences against the backward pass."""
+    x = x.detach().double().requires_grad_(True)
     try:
         # Expected error of central differences here: about eps**2 = 1e-12, well under atol.
-        with _named():
-            torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-7, rtol=1e-5)
+        torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-7, rtol=1e-5)
     except RuntimeError as e:
-        raise CheckFailure(
-            f"Call: {shown} with {list(x.shape)} float64 input (gradcheck, central differences, eps=1e-6)\n"
-            f"Problem:  your backward pass disagrees with the numerical gradient.\n"
-            f"{str(e).strip()[:1200]}\nHint:     {hint}"
-        ) from None
+        raise failure(call=f"{name} with {list(x.shape)} float64 input (gradcheck, central differences, eps=1e-6)",
+                      problem="your backward pass disagrees with the numerical gradient.",
+                      detail=str(e).strip()[:1200], hint=hint) from None
 
 
 # -- softmax -------------------------------------------------------------------
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(1)
-@pytest.mark.visible
-def check_softmax_guide_example(student: Student, device: str) -> None:
+@check(task="softmax", points=1, visible=True)
+def check_softmax_guide_example(api: Api, device: str) -> None:
     """softmax([1000., 0.]) is [1., 0.], as in the notebook's visible check"""
     x = torch.tensor([1000.0, 0.0])
-    _expect(run_softmax(student, x), torch.tensor([1.0, 0.0]), "softmax(logits)", {"logits": x},
+    _expect(api.softmax(x), torch.tensor([1.0, 0.0]), "softmax(logits)", {"logits": x},
             OVERFLOW_HINT, device)
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(2)
-def check_softmax_random_batches(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="softmax", points=2)
+def check_softmax_random_batches(api: Api, rng: torch.Generator, device: str) -> None:
     """softmax matches torch.softmax on [B, C] batches, square and with size-1 axes (default dim and dim=1)"""
     for trial, shape in enumerate(BATCH_SHAPES):
         x = _random_logits(rng, shape)
         dim = None if trial % 2 == 0 else 1
         call = "softmax(logits)" if dim is None else "softmax(logits, dim=1)"
-        _expect_softmax(run_softmax(student, x, dim), x, -1, call, DIM_HINT, device)
+        _expect_softmax(api.softmax(x) if dim is None else api.softmax(x, dim=dim), x, -1, call, DIM_HINT, device)
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(2)
-def check_softmax_other_dims(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="softmax", points=2)
+def check_softmax_other_dims(api: Api, rng: torch.Generator, device: str) -> None:
     """softmax normalises along the `dim` it is given, every axis of tensors of rank 1 to 4"""
     for shape in DIM_SHAPES:
         x = _random_logits(rng, shape)
         for dim in _dims(len(shape)):
-            _expect_softmax(run_softmax(student, x, dim), x, dim, f"softmax(logits, dim={dim})", DIM_HINT, device)
+            _expect_softmax(api.softmax(x, dim=dim), x, dim, f"softmax(logits, dim={dim})", DIM_HINT, device)
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(2)
-def check_softmax_rows_far_apart(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="softmax", points=2)
+def check_softmax_rows_far_apart(api: Api, rng: torch.Generator, device: str) -> None:
     """rows (or columns) on very different scales each get their own maximum (no 0/0)"""
     for (b, c), dim in (([4, 5], 1), ([3, 6], 1), ([5, 3], 0)):
         offsets = -1000.0 * torch.arange(b, dtype=torch.float64).unsqueeze(1)
         x = (_random_logits(rng, [b, c]).double() + offsets).float()
         x = x if dim == 1 else x.T.contiguous()
-        _expect_softmax(run_softmax(student, x, dim), x, dim, f"softmax(logits, dim={dim})", ROWWISE_HINT, device)
+        _expect_softmax(api.softmax(x, dim=dim), x, dim, f"softmax(logits, dim={dim})", ROWWISE_HINT, device)
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(1)
-def check_softmax_huge_and_infinite_logits(student: Student, device: str) -> None:
+@check(task="softmax", points=1)
+def check_softmax_huge_and_infinite_logits(api: Api, device: str) -> None:
     """logits of 1e4 and 1e30 do not overflow, and -inf entries get probability 0"""
     inf = float("inf")
     x = torch.tensor([[1e4, 0.0, -1e4], [1e30, 1e30, -1e30], [89.0, 88.0, 0.0], [-inf, 0.0, 1.0]])
-    _expect(run_softmax(student, x, -1), softmax_oracle(x), "softmax(logits, dim=-1)", {"logits": x},
+    _expect(api.softmax(x, dim=-1), softmax_oracle(x), "softmax(logits, dim=-1)", {"logits": x},
             OVERFLOW_HINT, device)
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(1)
-def check_softmax_keeps_dtype(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="softmax", points=1)
+def check_softmax_keeps_dtype(api: Api, rng: torch.Generator, device: str) -> None:
     """the result has the input's dtype and accuracy: float64 and bfloat16"""
     for dtype in (torch.float64, torch.bfloat16):
         x = _random_logits(rng, [4, 6], dtype=dtype)
-        _expect_softmax(run_softmax(student, x, -1), x, -1, "softmax(logits, dim=-1)", DTYPE_HINT, device)
+        _expect_softmax(api.softmax(x, dim=-1), x, -1, "softmax(logits, dim=-1)", DTYPE_HINT, device)
 
 
-@pytest.mark.task("softmax")
-@pytest.mark.points(1)
-def check_softmax_gradient(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="softmax", points=1)
+def check_softmax_gradient(api: Api, rng: torch.Generator, device: str) -> None:
     """the gradient passes gradcheck in float64 and matches torch.softmax's"""
     x = _random_logits(rng, [3, 4], dtype=torch.float64)
     g = torch.randn([3, 4], generator=rng, dtype=torch.float64)
     call = "softmax(logits, dim=0)"
-    _expect_softmax(run_softmax(student, x, 0), x, 0, call, DIM_HINT, device)  # the value first
+    _expect_softmax(api.softmax(x, dim=0), x, 0, call, DIM_HINT, device)  # the value first
     with output_shape_checked():
-        _, grads = student.vjp("softmax", (x,), {"dim": 0}, wrt=(0,), grad_output=g)
+        _, grads = api.softmax.vjp(g, wrt=(0,))(x, dim=0)
     xr = x.clone().requires_grad_(True)
     (want,) = torch.autograd.grad(torch.softmax(xr, 0), xr, g)
     _expect(grads[0], want, f"gradient of {call} with a random output gradient",
             {"logits": x, "grad_output": g}, GRAD_HINT, device)
-    _gradcheck(student, "softmax", (x,), {"dim": 1}, 0, GRAD_HINT)
+    _gradcheck(api.softmax.differentiable(0)(x, dim=1), x, api.softmax.name, GRAD_HINT)
 
 
 # -- softmax_cross_entropy -----------------------------------------------------
@@ -231,76 +197,76 @@ def _xent_call(dim: int | None) -> str:
     return "softmax_cross_entropy(labels, logits" + (")" if dim is None else f", dim={dim})")
 
 
-@pytest.mark.task("softmax_cross_entropy")
-@pytest.mark.points(2)
-@pytest.mark.visible
-def check_xent_guide_example(student: Student, device: str) -> None:
+@check(task="softmax_cross_entropy", points=2, visible=True)
+def check_xent_guide_example(api: Api, device: str) -> None:
     """labels [0.5, 0.5], logits [1000., 0.] give 500 and the gradient [0.5, -0.5]"""
     labels, logits = torch.tensor([0.5, 0.5]), torch.tensor([1000.0, 0.0])
     inputs = {"labels": labels, "logits": logits}
-    _expect(run_xent(student, labels, logits), torch.tensor(500.0), _xent_call(None), inputs, LOG_HINT, device)
-    grads = xent_vjp(student, labels, logits, {})
+    _expect(api.softmax_cross_entropy(labels, logits), torch.tensor(500.0), _xent_call(None), inputs, LOG_HINT,
+            device)
+    with output_shape_checked():
+        _, grads = api.softmax_cross_entropy.vjp(None, wrt=(1,))(labels, logits)
     _expect(grads[0], torch.tensor([0.5, -0.5]), "gradient with respect to logits", inputs, LOG_HINT, device)
 
 
-@pytest.mark.task("softmax_cross_entropy")
-@pytest.mark.points(2)
-def check_xent_random_batches(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="softmax_cross_entropy", points=2)
+def check_xent_random_batches(api: Api, rng: torch.Generator, device: str) -> None:
     """matches -sum(labels * log_softmax(logits)) on [B, C] batches, square and with size-1 axes"""
     for trial, shape in enumerate(BATCH_SHAPES):
         labels, logits = _random_labels(rng, shape), _random_logits(rng, shape)
         dim = None if trial % 2 == 0 else 1
-        _expect(run_xent(student, labels, logits, dim), xent_oracle(labels, logits), _xent_call(dim),
+        xent = api.softmax_cross_entropy
+        _expect(xent(labels, logits) if dim is None else xent(labels, logits, dim=dim), xent_oracle(labels, logits),
+                _xent_call(dim),
                 {"labels": labels, "logits": logits}, "The result has `dim` reduced: shape [B].", device)
 
 
-@pytest.mark.task("softmax_cross_entropy")
-@pytest.mark.points(1)
-def check_xent_other_dims(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="softmax_cross_entropy", points=1)
+def check_xent_other_dims(api: Api, rng: torch.Generator, device: str) -> None:
     """reduces exactly the `dim` it is given, every axis of rank-3 inputs"""
     for shape in ([2, 3, 4], [3, 3, 3]):
         for dim in _dims(3):
             labels, logits = _random_labels(rng, shape, dim), _random_logits(rng, shape)
-            _expect(run_xent(student, labels, logits, dim), xent_oracle(labels, logits, dim), _xent_call(dim),
-                    {"labels": labels, "logits": logits}, DIM_HINT, device)
+            _expect(api.softmax_cross_entropy(labels, logits, dim=dim), xent_oracle(labels, logits, dim),
+                    _xent_call(dim), {"labels": labels, "logits": logits}, DIM_HINT, device)
 
 
-@pytest.mark.task("softmax_cross_entropy")
-@pytest.mark.points(2)
-def check_xent_extreme_logits(student: Student, device: str) -> None:
+@check(task="softmax_cross_entropy", points=2)
+def check_xent_extreme_logits(api: Api, device: str) -> None:
     """stays finite and exact for logits of 1e4 and 1e30 and rows far apart"""
     logits = torch.tensor([[1e4, 0.0, -1e4], [1e30, 0.0, -1e30], [0.0, 1.0, 2.0], [-5000.0, -5001.0, -7000.0]])
     labels = torch.tensor([[0.2, 0.3, 0.5], [0.5, 0.25, 0.25], [1.0, 0.0, 0.0], [0.1, 0.1, 0.8]])
-    _expect(run_xent(student, labels, logits, 1), xent_oracle(labels, logits, 1), _xent_call(1),
+    _expect(api.softmax_cross_entropy(labels, logits, dim=1), xent_oracle(labels, logits, 1), _xent_call(1),
             {"labels": labels, "logits": logits}, LOG_HINT, device)
 
 
-@pytest.mark.task("softmax_cross_entropy")
-@pytest.mark.points(2)
-def check_xent_gradient(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="softmax_cross_entropy", points=2)
+def check_xent_gradient(api: Api, rng: torch.Generator, device: str) -> None:
     """the gradient passes gradcheck in float64 and stays finite for huge logits"""
     labels = _random_labels(rng, [3, 4]).double()
     logits = _random_logits(rng, [3, 4], dtype=torch.float64)
-    _expect(run_xent(student, labels, logits, 1), xent_oracle(labels, logits, 1), _xent_call(1),
+    _expect(api.softmax_cross_entropy(labels, logits, dim=1), xent_oracle(labels, logits, 1), _xent_call(1),
             {"labels": labels, "logits": logits}, DIM_HINT, device)  # the value first
-    _gradcheck(student, "kit.xent", (labels, logits), {"dim": 1}, 1, GRAD_HINT)
+    _gradcheck(api.softmax_cross_entropy.differentiable(1)(labels, logits, dim=1), logits,
+               api.softmax_cross_entropy.name, GRAD_HINT)
     big = torch.tensor([[1e4, 0.0, -1e4], [1e30, 0.0, 1.0]])
     soft = torch.tensor([[0.2, 0.3, 0.5], [0.5, 0.25, 0.25]])
     g = torch.tensor([1.0, 2.0])
     inputs = {"labels": soft, "logits": big, "grad_output": g}
-    _expect(run_xent(student, soft, big, 1), xent_oracle(soft, big, 1), _xent_call(1), inputs, LOG_HINT, device)
-    grads = xent_vjp(student, soft, big, {"dim": 1}, g)
+    _expect(api.softmax_cross_entropy(soft, big, dim=1), xent_oracle(soft, big, 1), _xent_call(1), inputs, LOG_HINT,
+            device)
+    with output_shape_checked():
+        _, grads = api.softmax_cross_entropy.vjp(g, wrt=(1,))(soft, big, dim=1)
     bigr = big.double().requires_grad_(True)
     (want,) = torch.autograd.grad(xent_oracle(soft, bigr, 1), bigr, g.double())
     _expect(grads[0], want.float(), f"gradient of {_xent_call(1)}", inputs, LOG_HINT, device)
 
 
-@pytest.mark.task("softmax_cross_entropy")
-@pytest.mark.points(1)
-def check_xent_keeps_dtype(student: Student, rng: torch.Generator, device: str) -> None:
+@check(task="softmax_cross_entropy", points=1)
+def check_xent_keeps_dtype(api: Api, rng: torch.Generator, device: str) -> None:
     """the result has the logits' dtype and accuracy: float64 and bfloat16"""
     for dtype in (torch.float64, torch.bfloat16):
         labels = _random_labels(rng, [4, 6]).to(dtype)
         logits = _random_logits(rng, [4, 6], dtype=dtype)
-        _expect(run_xent(student, labels, logits, -1), xent_oracle(labels, logits), _xent_call(-1),
+        _expect(api.softmax_cross_entropy(labels, logits, dim=-1), xent_oracle(labels, logits), _xent_call(-1),
                 {"labels": labels, "logits": logits}, "Compute in the logits' dtype and return that dtype.", device)

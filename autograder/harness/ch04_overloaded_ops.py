@@ -15,6 +15,6 @@ VIEWS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-def call_on_view(name: str, view: str, x: torch.Tensor) -> Any:
-    """student[name](x viewed through VIEWS[view]); the view shares x's memory."""
-    return globals()["student"][name](VIEWS[view](x))  # the child puts the student's namespace here
+def row_sum_of_view(view: str, base: torch.Tensor) -> Any:
+    """The student's row_sum(VIEWS[view](base)); the view shares base's memory."""
+    return globals()["student"]["row_sum"](VIEWS[view](base))  # the child puts the student's namespace here

@@ -55,8 +55,9 @@ def _collect(dataset: Any, num_workers: int, timeout: float, limit: int) -> list
                         timeout=timeout if num_workers else 0,
                         multiprocessing_context="fork" if num_workers else None)
     items: list[Any] = []
+    iterator = iter(loader)
     try:
-        for item in loader:
+        for item in iterator:
             items.append(item)
             if len(items) >= limit:  # an endless stream must not fill the memory
                 break
@@ -69,6 +70,12 @@ def _collect(dataset: Any, num_workers: int, timeout: float, limit: int) -> list
         except Exception:
             error = RuntimeError(short)
         raise error from None
+    finally:
+        # Stop the workers now. A worker's error keeps this iterator alive in a reference cycle until some
+        # later garbage collection, and torch's __del__ may then wait 5 s per worker for them to exit.
+        stop = getattr(iterator, "_shutdown_workers", None)
+        if stop is not None:
+            stop()
     return items
 
 

@@ -92,14 +92,17 @@ def _scaler(device_type: str, config: dict[str, float]) -> torch.amp.GradScaler:
     return scaler
 
 
-def observe_step(params: dict[str, torch.Tensor], sizes: list[int], inputs: torch.Tensor, targets: torch.Tensor,
-                 lr: float, scaler_config: dict[str, float], device_type: str, dtype: torch.dtype,
-                 max_grad_norm: float | None = None, poison: float | None = None) -> dict[str, Any]:
-    """One call of the student's amp_train_step on an MLP with the judge's weights, watched from outside."""
-    model = _mlp(sizes).to(inputs.device)
+def observe_step(case: dict[str, Any], device_type: str, dtype: torch.dtype, max_grad_norm: float | None = None,
+                 poison: float | None = None) -> dict[str, Any]:
+    """One call of the student's amp_train_step on an MLP with the judge's weights, watched from outside.
+
+    `case` holds the MLP's `sizes` and weights (`params`), the batch (`inputs`, `targets`), SGD's `lr` and
+    the GradScaler's settings (`scaler`)."""
+    inputs, targets = case["inputs"], case["targets"]
+    model = _mlp(case["sizes"]).to(inputs.device)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            p.copy_(params[name])
+            p.copy_(case["params"][name])
     forward: list[dict[str, Any]] = []
 
     def hook(module: nn.Module, args: Any, output: torch.Tensor) -> None:
@@ -108,8 +111,8 @@ def observe_step(params: dict[str, torch.Tensor], sizes: list[int], inputs: torc
     for m in model.modules():
         if isinstance(m, LINEAR_OR_CONV):
             m.register_forward_hook(hook)
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-    scaler = _scaler(device_type, scaler_config)
+    optimizer = torch.optim.SGD(model.parameters(), lr=case["lr"])
+    scaler = _scaler(device_type, case["scaler"])
     loss_fn, loss_calls, loss_backward = observed_loss(device_type, poison)
     scale_before = scaler.get_scale()
     kwargs = {} if max_grad_norm is None else {"max_grad_norm": max_grad_norm}

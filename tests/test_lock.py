@@ -1,0 +1,32 @@
+"""requirements.lock (scripts/lock.sh) pins what pyproject.toml asks for, and never torch or CUDA."""
+
+from __future__ import annotations
+
+import re
+
+import tomllib
+
+from tests.kit import ROOT
+
+
+def _name(requirement: str) -> str:
+    return re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9._-]+", requirement)[0]).lower()  # type: ignore[index]
+
+
+def _pins() -> dict[str, str]:
+    lines = (ROOT / "requirements.lock").read_text().splitlines()
+    return {_name(line): line.split("==")[1].split(";")[0].strip() for line in lines if "==" in line
+            and not line.startswith((" ", "#"))}
+
+
+def test_every_dependency_of_the_kit_is_pinned() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_name(r) for r in project["dependencies"] + project["optional-dependencies"]["dev"]} - {"torch"}
+    missing = wanted - set(_pins())
+    assert not missing, f"not in requirements.lock: {sorted(missing)}; run `bash scripts/lock.sh`"
+
+
+def test_the_lock_never_installs_torch_or_cuda() -> None:
+    """setup.sh installs the pinned CPU torch first; a lock that named torch or its CUDA wheels would replace it."""
+    heavy = [n for n in _pins() if n in {"torch", "triton"} or n.startswith(("nvidia-", "cuda-"))]
+    assert heavy == []
