@@ -8,7 +8,8 @@ kit's scores through nbgrader's own SaveAutoGrades. For each submitted notebook 
   the call grade-all's workers make: same seed for the same student, so the same score), or takes the
   result grade-all already made of these very bytes (`results_dir`);
 - writes into each check cell `check_<task>` the task's checks, points and messages as stdout text,
-  and the task's points as a numeric execute_result, which nbgrader reads as partial credit.
+  and the task's points as a numeric execute_result, which nbgrader reads as partial credit (a
+  stretch task's check cell is worth 0: its points go in as that cell's extra credit).
 
 No other cell is executed: answer and lesson cells keep no output in the autograded notebook.
 Sources, metadata and checksums are nbgrader's (its sanitizing step has already restored locked
@@ -66,40 +67,46 @@ def _indent(text: str) -> str:
     return "\n".join("           " + line for line in text.splitlines())
 
 
-def task_verdict(task: str, tests: list[dict[str, Any]], cell_points: float, device: str) -> tuple[str, float]:
+def task_verdict(task: str, tests: list[dict[str, Any]], cell_points: float, device: str,
+                 bonus: bool = False) -> tuple[str, float]:
     """(the text shown in the check cell, the points recorded) for one task's checks.
 
     When the checks that ran are worth other than the cell's points (the CUDA-only speed check of 08
-    runs on CUDA only), the task's share of the cell's points is recorded, and the text says so."""
+    runs on CUDA only), the task's share of the cell's points is recorded, and the text says so.
+    A stretch task's (`bonus`) points are extra credit worth `cell_points`, the registry's kit.bonus."""
     earned = sum(float(t["score"]) for t in tests)
     possible = sum(float(t["max_score"]) for t in tests)
     if possible <= 0:
         raise KitGradingError(f"no check of task '{task}' ran on this machine ({device}): nothing to score")
     recorded = earned if possible == cell_points else min(cell_points, earned * cell_points / possible)
-    lines = [f"{task}: {earned:g} / {possible:g} points from the kit's checks (visible and hidden)"]
+    label, kind = (f"bonus: {task}", "extra-credit points") if bonus else (task, "points")
+    lines = [f"{label}: {earned:g} / {possible:g} {kind} from the kit's checks (visible and hidden)"]
     if possible != cell_points:
-        lines.append(f"This cell is worth {cell_points:g} points, so it records {recorded:g} "
+        lines.append(f"This cell is worth {cell_points:g} {kind}, so it records {recorded:g} "
                      f"({earned:g}/{possible:g} of them).")
     for t in tests:
         status = t.get("status", "skipped")
         hidden = "" if t.get("visibility") == "visible" else " (hidden)"
-        name = t["name"].removeprefix(f"[{task}] ")
+        name = t["name"].removeprefix(f"[{label}] ")
         lines.append(f"  {MARK.get(status, 'SKIP')} {t['score']:g}/{t['max_score']:g}  {name}{hidden}")
         if t["output"]:
             lines.append(_indent(t["output"]))
     return clean("\n".join(lines)) + "\n", recorded
 
 
-def write_verdicts(nb: NotebookNode, result: dict[str, Any]) -> dict[str, float]:
-    """Write the kit's result into the notebook's check cells; returns the points recorded per cell.
+def write_verdicts(nb: NotebookNode, result: dict[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+    """Write the kit's result into the notebook's check cells; returns the points recorded per cell, and
+    the extra credit of stretch tasks' check cells (0 points in nbgrader, kit.bonus in the registry).
 
     Each code grade cell `check_<task>` gets exactly two outputs: stdout text (never stderr, which
     nbgrader scores 0) and the points as an execute_result. Notes on the whole notebook (a missing
     answer cell, code reaching into the grader) go above the first check cell's checks."""
     tasks = _by_task(result)
     device = result["extra_data"].get("device", "cpu")
+    chapter = CHAPTERS.get(result["extra_data"].get("assignment") or "")
     notes = clean(result.get("output", ""))
     recorded: dict[str, float] = {}
+    extra_credit: dict[str, float] = {}
     for cell in nb.cells:
         if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
             continue  # markdown and answer grade cells are nbgrader's manual grading
@@ -110,7 +117,14 @@ def write_verdicts(nb: NotebookNode, result: dict[str, Any]) -> dict[str, float]
             raise KitGradingError(f"grade cell '{grade_id}' has no checks in the kit (it grades the cells "
                                   f"check_<task> for the tasks {', '.join(tasks)}); nbgrader would give it "
                                   "full marks unexecuted")
-        if tasks:
+        bonus = bool(tasks.get(task)) and "bonus" in tasks[task][0]["tags"]
+        if bonus:  # a stretch task: nbgrader's 0 points, its share of the registry's bonus as extra credit
+            worth = chapter.bonus[task] if chapter is not None and task in chapter.bonus else None
+            text, extra_credit[grade_id] = task_verdict(
+                task, tasks[task], worth if worth is not None else sum(t["max_score"] for t in tasks[task]), device,
+                bonus=True)
+            score = 0.0
+        elif tasks:
             text, score = task_verdict(task, tasks[task], points, device)
         else:  # a notebook the grader could not read: zero, with the reason
             text, score = f"{task}: 0 / {points:g}: the notebook could not be graded.\n", 0.0
@@ -120,7 +134,18 @@ def write_verdicts(nb: NotebookNode, result: dict[str, Any]) -> dict[str, float]
                         new_output("execute_result", data={"text/plain": repr(score)}, execution_count=None)]
         cell.execution_count = None
         recorded[grade_id] = score
-    return recorded
+    return recorded, extra_credit
+
+
+def record_extra_credit(db_url: str, nbgrader: dict[str, str], extra_credit: dict[str, float]) -> None:
+    """Stretch tasks' points as the extra credit of their check cells (SaveAutoGrades sets auto scores only)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        for grade_id, points in extra_credit.items():
+            gb.find_grade(grade_id, nbgrader["notebook"], nbgrader["assignment"], nbgrader["student"]).extra_credit \
+                = points
+        gb.db.commit()
 
 
 class KitAutograde(NbGraderPreprocessor):
@@ -167,7 +192,9 @@ class KitAutograde(NbGraderPreprocessor):
             raise KitGradingError(f"the submitted notebook {submitted} is gone")
         job = Job(info["student"], info["assignment"], str(submitted), file_sha256(submitted))
         result = self._result(job, Path(coursedir.root))
-        recorded = write_verdicts(nb, result)
+        recorded, extra_credit = write_verdicts(nb, result)
+        if extra_credit:
+            record_extra_credit(info["db_url"], info, extra_credit)
         if not isinstance(nb.metadata.get("kit"), dict):
             nb.metadata["kit"] = {}
         nb.metadata["kit"][GRADED_SHA256] = job.sha256  # what grade-all --gradebook compares
@@ -176,5 +203,6 @@ class KitAutograde(NbGraderPreprocessor):
                 self.log.warning("kit: %s/%s has no check cell check_%s: nbgrader records no score for it",
                                  job.student, job.assignment, task)
         self.log.info("kit: %s/%s: %s", job.student, job.assignment,
-                      ", ".join(f"{cell} {score:g}" for cell, score in recorded.items()))
+                      ", ".join(f"{cell} {score:g}" + (f" +{extra_credit[cell]:g} extra credit" if cell in
+                                                     extra_credit else "") for cell, score in recorded.items()))
         return nb, resources

@@ -8,13 +8,16 @@ marks. These tests write verdicts into the real release notebook and score them 
 from __future__ import annotations
 
 import copy
+import os
+from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 from nbgrader import utils
 
-from autograder.nbgrader_autograde import KitGradingError, write_verdicts
+from autograder.gradebook import interpreter_bin_first
+from autograder.nbgrader_autograde import KitGradingError, record_extra_credit, write_verdicts
 from tests.kit import release_path
 
 CH = "07_numerical_stability"
@@ -53,7 +56,7 @@ def _text(cell: nbformat.NotebookNode) -> str:
 
 def test_partial_credit_is_what_nbgrader_reads() -> None:
     nb = _notebook()
-    assert write_verdicts(nb, NO_MAX) == {"check_softmax": 6.0, "check_softmax_cross_entropy": 10.0}
+    assert write_verdicts(nb, NO_MAX) == ({"check_softmax": 6.0, "check_softmax_cross_entropy": 10.0}, {})
     softmax, xent = _cell(nb, "check_softmax"), _cell(nb, "check_softmax_cross_entropy")
     assert utils.determine_grade(softmax) == (6.0, 10.0)
     assert utils.determine_grade(xent) == (10.0, 10.0)
@@ -96,7 +99,7 @@ def test_points_are_scaled_when_the_checks_that_ran_are_worth_more_than_the_cell
     result = _result([_test("softmax", "on CUDA", 13, 14), _test("softmax", "speed on CUDA", 2, 2),
                       _test("softmax_cross_entropy", "xent", 0, 10, "failed", "wrong")], device="cuda")
     result["tests"][0]["score"] = 13  # 15 of 16
-    assert write_verdicts(nb, result)["check_softmax"] == 13.125
+    assert write_verdicts(nb, result)[0]["check_softmax"] == 13.125
     cell = _cell(nb, "check_softmax")
     assert utils.determine_grade(cell) == (13.125, 14.0)
     assert "This cell is worth 14 points, so it records 13.125 (15/16 of them)." in _text(cell)
@@ -113,8 +116,8 @@ def test_a_task_whose_checks_all_skipped_fails_the_autograde() -> None:
 def test_an_unreadable_notebook_scores_zero_with_its_reason_once() -> None:
     nb = _notebook()
     reason = "07_numerical_stability.ipynb is damaged: cell 3 is not a JSON object. Re-download the release."
-    assert write_verdicts(nb, _result([], notes=reason)) == {"check_softmax": 0.0,
-                                                             "check_softmax_cross_entropy": 0.0}
+    assert write_verdicts(nb, _result([], notes=reason)) == ({"check_softmax": 0.0,
+                                                              "check_softmax_cross_entropy": 0.0}, {})
     first, second = _cell(nb, "check_softmax"), _cell(nb, "check_softmax_cross_entropy")
     assert utils.determine_grade(first) == (0.0, 10.0) and utils.determine_grade(second) == (0.0, 10.0)
     assert reason in _text(first) and reason not in _text(second)
@@ -127,3 +130,47 @@ def test_text_from_student_code_cannot_drive_a_terminal() -> None:
     write_verdicts(nb, hostile)
     text = _text(_cell(nb, "check_softmax"))
     assert "\x1b" not in text and "\r" not in text and "\\x1b[2J" in text
+
+
+def _with_stretch_cell(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A stretch exercise's check cell, as docs/authoring.md has it: 0 points in nbgrader, kit.bonus."""
+    cell = copy.deepcopy(_cell(nb, "check_softmax"))
+    cell.metadata.nbgrader.update(grade_id="check_stretch", points=0)
+    cell.metadata["kit"] = {"bonus": 4}
+    nb.cells.append(cell)
+    return cell
+
+
+def test_a_stretch_task_is_extra_credit_and_nbgrader_reads_zero_points() -> None:
+    nb = _notebook()
+    cell = _with_stretch_cell(nb)
+    cell.metadata["kit"]["bonus"] = 400  # the student's copy: never read, the points are the checks'
+    stretch = [{**_test("stretch", "faster than the loop", 3, 3), "tags": ["stretch", "bonus"],
+                "name": "[bonus: stretch] faster than the loop"},
+               {**_test("stretch", "handles empty input", 0, 1, "failed", "Got: an IndexError"),
+                "tags": ["stretch", "bonus"], "name": "[bonus: stretch] handles empty input"}]
+    recorded, extra = write_verdicts(nb, _result([*NO_MAX["tests"], *stretch]))
+    assert recorded["check_stretch"] == 0.0 and extra == {"check_stretch": 3.0}
+    assert utils.determine_grade(cell) == (0.0, 0.0)  # more than 0 would make nbgrader's SaveAutoGrades fail
+    text = _text(cell)
+    assert "bonus: stretch: 3 / 4 extra-credit points" in text and "FAIL 0/1  handles empty input (hidden)" in text
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own, on add_submission
+def test_extra_credit_goes_into_the_gradebook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbgrader.api import Gradebook
+
+    monkeypatch.setenv("PATH", os.environ["PATH"])
+    interpreter_bin_first()  # nbgrader makes the database with `alembic` from PATH
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gb:
+        gb.add_assignment(CH)
+        gb.add_notebook(CH, CH)
+        for name, points in (("check_softmax", 10), ("check_stretch", 0)):
+            gb.add_grade_cell(name, CH, CH, max_score=points, cell_type="code")
+        gb.add_student("ada")
+        gb.add_submission(CH, "ada")
+    record_extra_credit(url, {"notebook": CH, "assignment": CH, "student": "ada"}, {"check_stretch": 3.0})
+    with Gradebook(url) as gb:
+        grades = {g.name: g.extra_credit for g in gb.find_submission_notebook(CH, CH, "ada").grades}
+    assert grades == {"check_softmax": None, "check_stretch": 3.0}
