@@ -642,7 +642,114 @@ CH08 = _single("08_mixed_precision", {
         "amp_train_step"),
 })
 
-MUTANTS: tuple[Mutant, ...] = (*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08)
+
+# -- stretch exercises of 01_basics and 02_modules (bonus) --------------------------------
+
+_HVP = "def hessian_vector_product(fn, x, v):\n    x_ = x.detach().requires_grad_(True)\n"
+_CURVED = "    if not g.requires_grad:\n        return torch.zeros_like(x)\n"
+_FIRST = "    (g,) = torch.autograd.grad(fn(x_), x_, create_graph=True)\n"
+HVP_NO_CREATE_GRAPH = (_HVP + "    (g,) = torch.autograd.grad(fn(x_), x_)\n"
+                       "    return torch.autograd.grad((g * v).sum(), x_)[0]\n")
+HVP_GRAD_TIMES_V = _HVP + "    (g,) = torch.autograd.grad(fn(x_), x_)\n    return g * v\n"
+HVP_LINEAR_RAISES = _HVP + _FIRST + "    return torch.autograd.grad(g, x_, v)[0]\n"
+HVP_GRAPH_KEPT = _HVP + _FIRST + _CURVED + "    return torch.autograd.grad(g, x_, v, create_graph=True)[0]\n"
+HVP_FLAG_LEFT_ON = '''
+def hessian_vector_product(fn, x, v):
+    x.requires_grad_(True)
+    (g,) = torch.autograd.grad(fn(x), x, create_graph=True)
+    if not g.requires_grad:
+        return torch.zeros_like(x)
+    return torch.autograd.grad(g, x, v)[0]
+'''
+HVP_FULL_HESSIAN = '''
+def hessian_vector_product(fn, x, v):
+    h = torch.func.hessian(fn)(x.detach())
+    return (h.reshape(x.numel(), x.numel()) @ v.reshape(-1)).reshape(x.shape)
+'''
+HVP_FINITE_DIFFERENCES = '''
+def hessian_vector_product(fn, x, v):
+    def gradient(t):
+        t = t.detach().requires_grad_(True)
+        return torch.autograd.grad(fn(t), t)[0]
+    return (gradient(x + 1e-3 * v) - gradient(x - 1e-3 * v)) / 2e-3
+'''
+
+STRETCH01 = _single("01_basics", {
+    "HVP: no create_graph": ("hessian_vector_product", HVP_NO_CREATE_GRAPH, "check_hvp_quadratic_form",
+                             "does not require grad"),
+    "HVP: gradient times v": ("hessian_vector_product", HVP_GRAD_TIMES_V, "check_hvp_matches_torch_func",
+                              "values differ"),
+    "HVP: a linear fn raises": ("hessian_vector_product", HVP_LINEAR_RAISES, "check_hvp_constant_gradient",
+                                "does not depend on x"),
+    "HVP: result keeps its graph": ("hessian_vector_product", HVP_GRAPH_KEPT, "check_hvp_leaves_x_alone",
+                                    "requires_grad=True"),
+    "HVP: requires_grad left on": ("hessian_vector_product", HVP_FLAG_LEFT_ON, "check_hvp_leaves_x_alone",
+                                   "changed the caller's tensor"),
+    "HVP: the full Hessian": ("hessian_vector_product", HVP_FULL_HESSIAN, "check_hvp_large_input",
+                              "Never build the Hessian"),
+    "HVP: finite differences": ("hessian_vector_product", HVP_FINITE_DIFFERENCES, "check_hvp_quadratic_form",
+                                "values differ"),
+})
+
+
+def _running_norm(change: str, to: str) -> str:
+    """The reference RunningNorm with one piece of its code replaced."""
+    code = solution_cells("02_modules")["RunningNorm"]
+    if change not in code:
+        raise RuntimeError(f"the solution's RunningNorm changed: update {change!r} in " + __file__)
+    return code.replace(change, to)
+
+
+_REGISTER = ('        self.register_buffer("running_mean", torch.zeros(num_features))\n'
+             '        self.register_buffer("running_var", torch.ones(num_features))')
+_UPDATE = ("        with torch.no_grad():\n"
+           "            self.running_mean.lerp_(mean, self.momentum)\n"
+           "            self.running_var.lerp_(var * n / (n - 1), self.momentum)")
+_NORMALISE = "return (x - mean) / torch.sqrt(var + self.eps)"
+_EVAL = ("        if not self.training:\n"
+         "            return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)\n")
+_SAMPLES = "samples = x.reshape(-1, x.shape[-1])"
+
+STRETCH02 = _single("02_modules", {
+    "RunningNorm: plain tensor attributes": (
+        "RunningNorm", _running_norm(_REGISTER, "        self.running_mean = torch.zeros(num_features)\n"
+                                                "        self.running_var = torch.ones(num_features)"),
+        "check_running_norm_buffers", "not a registered buffer"),
+    "RunningNorm: frozen nn.Parameter statistics": (
+        "RunningNorm", _running_norm(_REGISTER, "        self.running_mean = nn.Parameter(torch.zeros(num_features), "
+                                                "requires_grad=False)\n"
+                                                "        self.running_var = nn.Parameter(torch.ones(num_features), "
+                                                "requires_grad=False)"),
+        "check_running_norm_buffers", "must not be parameters"),
+    "RunningNorm: biased running_var": ("RunningNorm", _running_norm("var * n / (n - 1)", "var"),
+                                        "check_running_norm_training", "m.running_var"),
+    "RunningNorm: momentum reversed": (
+        "RunningNorm", _running_norm(_UPDATE, _UPDATE.replace("self.momentum)", "1 - self.momentum)")),
+        "check_running_norm_training", "m.running_mean"),
+    "RunningNorm: statistics over dim 0 only": ("RunningNorm", _running_norm(_SAMPLES, "samples = x"),
+                                                "check_running_norm_training", "every dimension but the last"),
+    "RunningNorm: unbiased variance to normalise": (
+        "RunningNorm", _running_norm("var = samples.var(dim=0, correction=0)", "var = samples.var(dim=0)"),
+        "check_running_norm_training", "values differ"),
+    "RunningNorm: eps outside the square root": (
+        "RunningNorm", _running_norm(_NORMALISE, "return (x - mean) / (torch.sqrt(var) + self.eps)"),
+        "check_running_norm_training", "values differ"),
+    "RunningNorm: eval mode ignored": ("RunningNorm", _running_norm(_EVAL, ""), "check_running_norm_eval",
+                                       "in eval mode"),
+    "RunningNorm: update records autograd history": (
+        "RunningNorm", _running_norm(_UPDATE, _UPDATE.replace("        with torch.no_grad():\n", "")
+                                     .replace("self.running_mean.lerp_(", "self.running_mean = self.running_mean.lerp(")
+                                     .replace("self.running_var.lerp_(", "self.running_var = self.running_var.lerp(")
+                                     .replace("            ", "        ")),
+        "check_running_norm_gradient", "buffers"),
+    "RunningNorm: batch statistics detached": (
+        "RunningNorm", _running_norm(_NORMALISE, "return (x - mean.detach()) / torch.sqrt(var.detach() + self.eps)"),
+        "check_running_norm_gradient", "x.grad"),
+    "RunningNorm: float32 hard-coded": ("RunningNorm", _running_norm(_SAMPLES, _SAMPLES + ".float()"),
+                                        "check_running_norm_state", "double"),
+})
+
+MUTANTS: tuple[Mutant, ...] = (*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08, *STRETCH01, *STRETCH02)
 
 
 def mutants(chapter: str) -> list[Mutant]:

@@ -31,6 +31,13 @@ class GradOf(TypedDict):
     x_grad: Tensor | None  # x.grad after the call
 
 
+class Hvp(TypedDict):
+    hvp: Any  # what the student's hessian_vector_product returned
+    requires_grad: bool  # x.requires_grad after the call
+    x_grad: Tensor | None  # x.grad after the call
+    hvp_requires_grad: bool  # whether the result still carries an autograd graph
+
+
 class Api(StudentApi):
     @harness()
     def grad_of(self, name: str, x: Tensor, w: Tensor, requires_grad: bool = False, grad: Tensor | None = None
@@ -40,6 +47,11 @@ class Api(StudentApi):
     @answer
     def fit_polynomial(self, x: Tensor, y: Tensor, degree: int = 2, steps: int = 1000, lr: float = 0.1) -> Tensor:
         """The degree + 1 coefficients of the polynomial fitted to y(x), highest power first."""
+
+    @harness()
+    def hessian_vector_product(self, name: str, x: Tensor, w: Tensor, v: Tensor, requires_grad: bool = False,
+                               grad: Tensor | None = None) -> Hvp:
+        """The student's hessian_vector_product(FUNCTIONS[name], x, v), with x's autograd state set up."""
 
 
 # -- oracles -------------------------------------------------------------------
@@ -57,6 +69,12 @@ FUNCTIONS: dict[str, tuple[str, Fn]] = {
     "norm_of_tanh": ("torch.linalg.vector_norm(torch.tanh(x) * w)",
                      lambda x, w: torch.linalg.vector_norm(torch.tanh(x) * w)),
     "row_logsumexp": ("torch.logsumexp(x * w, dim=-1).sum()", lambda x, w: torch.logsumexp(x * w, dim=-1).sum()),
+    "quadratic_form": ("0.5 * x @ (w @ x)", lambda x, w: 0.5 * x @ (w @ x)),
+    "linear_dot": ("(w * x).sum()", lambda x, w: (w * x).sum()),
+    "scaled_sum": ("3 * x.sum()", lambda x, w: 3 * x.sum()),
+    "relu_dot": ("(w * torch.relu(x)).sum()", lambda x, w: (w * torch.relu(x)).sum()),
+    "first_squared_plus_linear": ("x.reshape(-1)[0] ** 2 + (w * x).sum()",
+                                  lambda x, w: x.reshape(-1)[0] ** 2 + (w * x).sum()),
 }
 
 # Gradients worked out by hand.
@@ -276,3 +294,114 @@ def check_fit_polynomial_uses_steps_and_lr(api: Api, rng: torch.Generator, devic
     x, y = _samples(want, radius=1.0)
     _expect_coefficients(api.fit_polynomial(x, y, degree=1, steps=500, lr=2.0), want,
                          "fit_polynomial(x, y, degree=1, steps=500, lr=2.0)", x, y, device, STEPS_LR_HINT)
+
+
+# -- hessian_vector_product (stretch: bonus) ----------------------------------------
+
+
+def hvp_oracle(name: str, x: Tensor, w: Tensor, v: Tensor) -> Tensor:
+    """H(x) @ v in float64, forward-over-reverse with torch.func (never the Hessian itself)."""
+    fn = FUNCTIONS[name][1]
+    w64 = w.double()
+    _, hv = torch.func.jvp(torch.func.grad(lambda t: fn(t, w64)), (x.double(),), (v.double(),))
+    return hv.to(x.dtype)
+
+
+# float32 Hessian-vector products round a little more than gradients (two passes, sums of products).
+HVP_TOL = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-9, 1e-11)}
+HVP_HINT = ("H @ v is the gradient, with respect to x, of the dot product of the gradient with v. Take the first "
+            "gradient with torch.autograd.grad(..., create_graph=True) on x_ = x.detach().requires_grad_(True), "
+            "so that it can be differentiated again, then differentiate its dot product with v.")
+CONSTANT_HINT = ("When the gradient does not depend on x (a linear fn), the first torch.autograd.grad returns a "
+                 "tensor with no grad_fn, and differentiating it again raises. The Hessian is 0 then: check "
+                 "g.requires_grad and return zeros of x's shape, dtype and device.")
+GRAPH_HINT = ("Only the first torch.autograd.grad needs create_graph=True. Return a plain tensor: the second "
+              "differentiation without create_graph, or .detach() the result.")
+LARGE_HINT = ("Never build the Hessian (torch.func.hessian, torch.autograd.functional.hessian or a loop over "
+              "coordinates): for n entries it has n * n numbers and needs n backward passes. Two passes of "
+              "autograd give H @ v for the cost of about two gradients.")
+HVP_LARGE = 200_000  # entries of x: its Hessian would hold 4e10 numbers (160 GB in float32)
+
+
+def _describe_hvp(name: str) -> str:
+    return f"hessian_vector_product(f, x, v) with f = lambda x: {FUNCTIONS[name][0]}"
+
+
+def _expect_hvp(out: Hvp, want: Tensor, name: str, x: Tensor, w: Tensor, v: Tensor, device: str,
+                hint: str = HVP_HINT) -> None:
+    rtol, atol = HVP_TOL[x.dtype]
+    inputs = {"x": x, "v": v, "w": w} if re.search(r"\bw\b", FUNCTIONS[name][0]) else {"x": x, "v": v}
+    expect_tensor(out["hvp"], want, call=_describe_hvp(name), inputs=inputs, hint=hint, rtol=rtol, atol=atol,
+                  device=device)
+
+
+@check(task="hessian_vector_product", points=1, visible=True)
+def check_hvp_quadratic_form(api: Api, rng: torch.Generator, device: str) -> None:
+    """on 0.5 * x @ A @ x, H @ v is the symmetric part of A times v, even for a non-symmetric A or a large x"""
+    a = torch.tensor([[2.0, 1.0, 0.0], [3.0, 4.0, -1.0], [0.0, 1.0, 1.0]])
+    x, v = torch.tensor([1.0, -1.0, 2.0]), torch.tensor([1.0, 0.0, -1.0])
+    hvp = api.hessian_vector_product.using(hint=HVP_HINT)
+    _expect_hvp(hvp("quadratic_form", x, a, v), 0.5 * (a + a.T) @ v, "quadratic_form", x, a, v, device)
+    # Far from 0 the gradient is large while H stays small: differencing gradients loses the digits.
+    x = torch.tensor([1000.0, -2000.0, 500.0])
+    _expect_hvp(hvp("quadratic_form", x, a, v), 0.5 * (a + a.T) @ v, "quadratic_form", x, a, v, device)
+    n = int(torch.randint(4, 9, (1,), generator=rng))
+    a, x, v = _randn(rng, [n, n]), _randn(rng, [n]), _randn(rng, [n])
+    _expect_hvp(hvp("quadratic_form", x, a, v), hvp_oracle("quadratic_form", x, a, v), "quadratic_form", x, a, v,
+                device)
+
+
+@check(task="hessian_vector_product", points=1)
+def check_hvp_matches_torch_func(api: Api, rng: torch.Generator, device: str) -> None:
+    """matches forward-over-reverse torch.func on curved functions, ranks 0 to 3, float32 and float64"""
+    hvp = api.hessian_vector_product.using(hint=HVP_HINT)
+    for dtype in (torch.float32, torch.float64):
+        for rank, name in ((0, "sin_dot"), (1, "logsumexp"), (1, "cube_mean"), (2, "softplus_dot"),
+                           (3, "norm_of_tanh"), (3, "row_logsumexp")):
+            shape = _shape(rng, rank)
+            x, w, v = (_randn(rng, shape, dtype) for _ in range(3))
+            _expect_hvp(hvp(name, x, w, v), hvp_oracle(name, x, w, v), name, x, w, v, device)
+
+
+@check(task="hessian_vector_product", points=1)
+def check_hvp_constant_gradient(api: Api, rng: torch.Generator, device: str) -> None:
+    """gives zeros where the gradient does not depend on x (linear, piecewise linear), and the one curved entry"""
+    for dtype in (torch.float32, torch.float64):
+        for name in ("linear_dot", "scaled_sum", "relu_dot", "first_squared_plus_linear"):
+            shape = _shape(rng, 2)
+            x, w, v = (_randn(rng, shape, dtype) for _ in range(3))
+            out = api.hessian_vector_product.using(hint=CONSTANT_HINT)(name, x, w, v)
+            _expect_hvp(out, hvp_oracle(name, x, w, v), name, x, w, v, device, CONSTANT_HINT)
+
+
+@check(task="hessian_vector_product", points=1)
+def check_hvp_leaves_x_alone(api: Api, rng: torch.Generator, device: str) -> None:
+    """x.requires_grad and x.grad are as before the call, and the result carries no autograd graph"""
+    hvp = api.hessian_vector_product.using(hint=HVP_HINT)
+    for requires_grad, stale in ((False, None), (True, None), (True, _randn(rng, [4, 3]))):
+        x, w, v = (_randn(rng, [4, 3]) for _ in range(3))
+        out = hvp("sin_dot", x, w, v, requires_grad=requires_grad, grad=stale)
+        state = f"x = {show(x)} with x.requires_grad = {requires_grad}, x.grad = {show(stale)}"
+        kept = out["x_grad"] is None if stale is None else isinstance(out["x_grad"], Tensor) and torch.equal(
+            out["x_grad"], stale)
+        if out["requires_grad"] != requires_grad or not kept:
+            raise failure(call=_describe_hvp("sin_dot"), inputs=[state, f"v = {show(v)}"],
+                          expected=f"x.requires_grad = {requires_grad} and x.grad = {show(stale)} after the call",
+                          got=f"x.requires_grad = {out['requires_grad']} and x.grad = {show(out['x_grad'])}",
+                          problem="hessian_vector_product changed the caller's tensor.",
+                          hint=REQUIRES_GRAD_HINT + " " + X_GRAD_HINT)
+        if out["hvp_requires_grad"]:
+            raise failure(call=_describe_hvp("sin_dot"), inputs=[state, f"v = {show(v)}"],
+                          expected="a result with requires_grad=False", got="a result with requires_grad=True",
+                          problem="the result still holds the graph of both passes (memory the caller cannot free).",
+                          hint=GRAPH_HINT)
+        _expect_hvp(out, hvp_oracle("sin_dot", x, w, v), "sin_dot", x, w, v, device)
+
+
+@check(task="hessian_vector_product", points=1)
+def check_hvp_large_input(api: Api, rng: torch.Generator, device: str) -> None:
+    """works on x with 200 000 entries, whose Hessian would need 160 GB: H is never built"""
+    x, w, v = (_randn(rng, [HVP_LARGE]) for _ in range(3))
+    want = (-w.double() * torch.sin(x.double()) * v.double()).float()  # sin_dot's Hessian is diagonal
+    _expect_hvp(api.hessian_vector_product.using(hint=LARGE_HINT)("sin_dot", x, w, v), want, "sin_dot", x, w, v,
+                device, LARGE_HINT)

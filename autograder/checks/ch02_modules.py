@@ -11,7 +11,7 @@ back and computes the loss itself. Random inputs come from `rng`.
 from __future__ import annotations
 
 import math
-from typing import Any, ParamSpec
+from typing import Any, ParamSpec, TypedDict
 
 import torch
 from torch import Tensor
@@ -25,6 +25,21 @@ from autograder.wire import RemoteObject
 P = ParamSpec("P")
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
+
+
+class NormStep(TypedDict):
+    out: Any  # what forward returned
+    x_grad: Tensor | None  # x.grad after backward(grad_output), when the step had one
+    buffers: dict[str, Tensor]  # named_buffers() after the step
+    graph_in_buffers: list[str]  # buffers that require grad after the step
+
+
+class NormRun(TypedDict, total=False):
+    parameters: list[str]  # named_parameters() of a fresh module
+    state_dict: list[str]  # its state_dict keys
+    initial: dict[str, Tensor]  # its buffers
+    steps: list[NormStep]
+    reloaded: dict[str, Any]  # eval outputs of the module and of a fresh one loaded from its state_dict
 
 
 class Api(StudentApi):
@@ -43,6 +58,11 @@ class Api(StudentApi):
     @answer
     def train(self, model: RemoteObject, x: Tensor, y: Tensor, steps: int = 1000, lr: float = 0.01) -> float:
         """Fits `model` to y(x) with SGD and MSE; the last step's loss."""
+
+    @harness()
+    def running_norm(self, num_features: int, steps: list[list[Any]], options: dict[str, float],
+                     dtype: str = "float32", reload: bool = False) -> NormRun:
+        """The student's RunningNorm(num_features, **options) run through steps [mode, x, grad_output or None]."""
 
     @harness()
     def Line(self) -> RemoteObject:
@@ -314,3 +334,184 @@ def check_train_any_module(api: Api, rng: torch.Generator, device: str) -> None:
     y = _line_data(rng, x, noise=0.1)
     result, a, b, call = _train_line(api, rng, api.WrappedLinear, x, y, device)
     _expect_line(result, a, b, call, x, y, noise=0.1)
+
+
+# -- RunningNorm (stretch: bonus) ------------------------------------------------
+
+BUFFERS = ("running_mean", "running_var")
+NORM_TOL = {"float32": (1e-4, 1e-4), "float64": (1e-9, 1e-10)}
+# eps sizes that make a misplaced or missing eps cost the same points under every seed: the eval check
+# never sees it (1e-8 moves no output past the tolerance) and the gradient check always does (0.1 moves
+# every output of these batches by more than 0.5%).
+EPS_NEGLIGIBLE, EPS_FELT = 1e-8, 0.1
+BUFFER_HINT = ("Running statistics are state, not parameters: in __init__, self.register_buffer('running_mean', "
+               "torch.zeros(num_features)) and the same for running_var with torch.ones. A buffer is in "
+               "state_dict() and follows .to(), but parameters() and optimisers never see it; a plain tensor "
+               "attribute gets neither, and an nn.Parameter, even with requires_grad=False, is a parameter.")
+TRAIN_NORM_HINT = ("In training mode, normalise with the batch's own statistics over every dimension but the last "
+                   "(x.reshape(-1, num_features)): (x - mean) / sqrt(var + eps), var the biased variance "
+                   "(unbiased=False). Then running = (1 - momentum) * running + momentum * batch statistic, with "
+                   "the unbiased variance for running_var, as nn.BatchNorm1d does.")
+EVAL_HINT = ("In eval mode (self.training is False), normalise with running_mean and running_var and leave them "
+             "unchanged: model.eval() is how a trained model is used on new data, one sample at a time if need be.")
+GRAD_NORM_HINT = ("The output must stay differentiable through the batch mean and variance (do not detach them "
+                  "there), while the running statistics are updated outside autograd: under torch.no_grad(), "
+                  "or from detached statistics. Otherwise every batch's graph stays attached to the buffers.")
+STATE_HINT = ("Keep the running statistics in registered buffers and create every new tensor from them or from "
+              "x (same device and dtype), so that .to(torch.float64) converts them and load_state_dict restores "
+              "them.")
+
+
+def norm_oracle(x: Tensor, mean: Tensor, var: Tensor, momentum: float, eps: float, training: bool
+                ) -> tuple[Tensor, Tensor, Tensor]:
+    """(output, running_mean, running_var after the step), in float64."""
+    x64, mean, var = x.double(), mean.double(), var.double()
+    flat = x64.reshape(-1, x64.shape[-1])
+    if not training:
+        return (x64 - mean) / torch.sqrt(var + eps), mean, var
+    n = flat.shape[0]
+    batch_mean, batch_var = flat.mean(0), flat.var(0, correction=0)
+    out = (x64 - batch_mean) / torch.sqrt(batch_var + eps)
+    return (out, (1 - momentum) * mean + momentum * batch_mean,
+            (1 - momentum) * var + momentum * batch_var * n / (n - 1))
+
+
+def norm_grad_oracle(x: Tensor, g: Tensor, mean: Tensor, var: Tensor, eps: float, training: bool) -> Tensor:
+    """d(sum(out * g))/dx through the batch statistics, in float64."""
+    _, vjp = torch.func.vjp(lambda t: norm_oracle(t, mean, var, 0.0, eps, training)[0], x.double())
+    return vjp(g.double())[0]
+
+
+def _batch(rng: torch.Generator, shape: list[int]) -> Tensor:
+    """Features on their own scales and offsets, as real inputs are before normalisation."""
+    scale = 0.5 + 2.5 * torch.rand(shape[-1], generator=rng, dtype=torch.float64)
+    offset = 6 * torch.rand(shape[-1], generator=rng, dtype=torch.float64) - 3
+    return (torch.randn(shape, generator=rng, dtype=torch.float64) * scale + offset).float()
+
+
+def _hard_batch() -> Tensor:
+    """[6, 3]: a constant feature (variance 0: eps keeps it finite) and one with variance 1e-4 (eps matters)."""
+    steps = torch.tensor([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], dtype=torch.float64)
+    return torch.stack([steps * 3 + 1, torch.full((6,), 0.3, dtype=torch.float64), 0.5 + 0.006 * steps], 1).float()
+
+
+def _describe_norm(num_features: int, options: dict[str, float], dtype: str) -> str:
+    args = "".join(f", {k}={v}" for k, v in options.items())
+    return f"RunningNorm({num_features}{args})" + (f".to(torch.{dtype})" if dtype != "float32" else "")
+
+
+def _expect_registered(run: NormRun, call: str, num_features: int) -> None:
+    initial = run["initial"]
+    shapes = {name: list(t.shape) for name, t in initial.items()}
+    problems = []
+    if run["parameters"]:
+        problems.append(f"parameters() lists {run['parameters']}: the statistics must not be parameters")
+    problems += [f"{name} is not a registered buffer (named_buffers() has {sorted(shapes)})" for name in BUFFERS
+                 if name not in initial]
+    problems += [f"{name} is not in state_dict() (keys {run['state_dict']})" for name in BUFFERS
+                 if name in initial and name not in run["state_dict"]]
+    if not problems:
+        want = {"running_mean": torch.zeros(num_features), "running_var": torch.ones(num_features)}
+        problems += [f"{name} starts as {show(initial[name])}, not {show(t)}" for name, t in want.items()
+                     if initial[name].shape != t.shape or not torch.equal(initial[name].double().cpu(), t.double())]
+    if problems:
+        raise failure(call=call, expected="no parameters; buffers running_mean = zeros and running_var = ones, "
+                      f"of shape [{num_features}], in state_dict()",
+                      got=f"parameters {run['parameters']}, buffers {shapes}", problem="; ".join(problems) + ".",
+                      hint=BUFFER_HINT)
+
+
+def _judge_norm(run: NormRun, steps: list[list[Any]], num_features: int, options: dict[str, float], device: str,
+                dtype: str = "float32") -> None:
+    """Every step's output, buffers and input gradient against the float64 oracle, from the initial state."""
+    call = _describe_norm(num_features, options, dtype)
+    _expect_registered(run, call, num_features)
+    momentum, eps = options.get("momentum", 0.1), options.get("eps", 1e-5)
+    mean, var = torch.zeros(num_features, dtype=torch.float64), torch.ones(num_features, dtype=torch.float64)
+    rtol, atol = NORM_TOL[dtype]
+    want_dtype = getattr(torch, dtype)
+    history: list[str] = []
+    for (mode, x, g), got in zip(steps, run["steps"], strict=True):
+        training = mode == "train"
+        out, new_mean, new_var = norm_oracle(x, mean, var, momentum, eps, training)
+        before = f"running_mean = {show(mean.to(want_dtype))}, running_var = {show(var.to(want_dtype))}"
+        inputs = {"x": x.to(want_dtype)}
+        where = f"{'; '.join(history) + '; then ' if history else ''}in {mode} mode, with {before}"
+        hint = TRAIN_NORM_HINT if training else EVAL_HINT
+        expect_tensor(got["out"], out.to(want_dtype), call=f"m = {call}; {where}: m(x)", inputs=inputs, hint=hint,
+                      rtol=rtol, atol=atol, device=device, dtype_hint=STATE_HINT)
+        for name, want in (("running_mean", new_mean), ("running_var", new_var)):
+            expect_tensor(got["buffers"][name], want.to(want_dtype), call=f"m = {call}; {where}: m(x), then m.{name}",
+                          inputs=inputs, hint=hint, rtol=rtol, atol=atol, device=device, dtype_hint=STATE_HINT)
+        if got["graph_in_buffers"]:
+            raise failure(call=f"m = {call}; {where}: m(x)", inputs=[f"x = {show(x)} with requires_grad=True"],
+                          expected="buffers that do not require grad after the step",
+                          got=f"{got['graph_in_buffers']} require grad",
+                          problem="the update recorded autograd history into the buffers: every batch's graph stays "
+                                  "alive, and a later backward() can reach into old batches.", hint=GRAD_NORM_HINT)
+        if g is not None:
+            want_grad = norm_grad_oracle(x, g, mean, var, eps, training).to(want_dtype)
+            expect_tensor(got["x_grad"], want_grad, call=f"m = {call}; {where}: m(x).backward(g), then x.grad",
+                          inputs={**inputs, "g": g}, hint=GRAD_NORM_HINT, rtol=rtol, atol=atol, device=device)
+        mean, var = new_mean, new_var
+        history.append(f"a {mode} step on {list(x.shape)}")
+
+
+def _features(rng: torch.Generator) -> int:
+    return int(torch.randint(2, 7, (1,), generator=rng))
+
+
+def _momentum(rng: torch.Generator) -> float:
+    return round(float(0.2 + 0.4 * torch.rand(1, generator=rng, dtype=torch.float64)), 3)
+
+
+@check(task="RunningNorm", points=1, visible=True)
+def check_running_norm_buffers(api: Api, rng: torch.Generator, device: str) -> None:
+    """RunningNorm(4) has no parameters and registers buffers running_mean (zeros) and running_var (ones)"""
+    steps = [["eval", _batch(rng, [5, 4]), None]]
+    _judge_norm(api.running_norm.using(hint=BUFFER_HINT)(4, steps, {}), steps, 4, {}, device)
+
+
+@check(task="RunningNorm", points=1)
+def check_running_norm_training(api: Api, rng: torch.Generator, device: str) -> None:
+    """in training mode, normalises with the batch's statistics over all but the last dimension and updates the
+    running ones (momentum, unbiased variance), also for a constant feature and one of tiny variance"""
+    steps = [["train", _hard_batch(), None], ["train", _hard_batch() * 2 - 1, None]]
+    _judge_norm(api.running_norm.using(hint=TRAIN_NORM_HINT)(3, steps, {}), steps, 3, {}, device)
+    f, options = _features(rng), {"momentum": _momentum(rng), "eps": 1e-3}
+    steps = [["train", _batch(rng, [4, 5, f]), None], ["train", _batch(rng, [7, f]), None],
+             ["train", _batch(rng, [2, 3, 2, f]), None]]
+    _judge_norm(api.running_norm.using(hint=TRAIN_NORM_HINT)(f, steps, options), steps, f, options, device)
+
+
+@check(task="RunningNorm", points=1)
+def check_running_norm_eval(api: Api, rng: torch.Generator, device: str) -> None:
+    """in eval mode, normalises with the running statistics and leaves them alone; training resumes after"""
+    f, options = _features(rng), {"momentum": _momentum(rng), "eps": EPS_NEGLIGIBLE}
+    steps = [["train", _batch(rng, [8, f]), None], ["train", _batch(rng, [3, 4, f]), None],
+             ["eval", _batch(rng, [1, f]), None], ["eval", _batch(rng, [5, 2, f]), None],
+             ["train", _batch(rng, [6, f]), None]]
+    _judge_norm(api.running_norm.using(hint=EVAL_HINT)(f, steps, options), steps, f, options, device)
+
+
+@check(task="RunningNorm", points=1)
+def check_running_norm_gradient(api: Api, rng: torch.Generator, device: str) -> None:
+    """gradients flow to x through the batch mean and variance, and never into the running buffers"""
+    f, options = _features(rng), {"momentum": _momentum(rng), "eps": EPS_FELT}
+    steps = [["train", _batch(rng, [3, 4, f]), _batch(rng, [3, 4, f])],
+             ["train", _batch(rng, [6, f]), _batch(rng, [6, f])],
+             ["eval", _batch(rng, [5, f]), _batch(rng, [5, f])]]
+    _judge_norm(api.running_norm.using(hint=GRAD_NORM_HINT)(f, steps, options), steps, f, options, device)
+
+
+@check(task="RunningNorm", points=1)
+def check_running_norm_state(api: Api, rng: torch.Generator, device: str) -> None:
+    """.to(torch.float64) converts the buffers, and load_state_dict into a fresh RunningNorm restores them"""
+    f, options = _features(rng), {"momentum": _momentum(rng), "eps": 1e-4}
+    steps = [["train", _batch(rng, [9, f]), None], ["train", _batch(rng, [2, 5, f]), None],
+             ["eval", _batch(rng, [4, f]), None]]
+    run = api.running_norm.using(hint=STATE_HINT)(f, steps, options, dtype="float64", reload=True)
+    _judge_norm(run, steps, f, options, device, dtype="float64")
+    call = f"m = {_describe_norm(f, options, 'float64')} after the steps above; fresh.load_state_dict(m.state_dict())"
+    expect_tensor(run["reloaded"]["fresh"], run["steps"][-1]["out"], call=f"{call}; fresh.eval()(x)",
+                  inputs={"x": steps[-1][1].double()}, hint=STATE_HINT, rtol=0, atol=0, device=device)

@@ -24,6 +24,13 @@ FUNCTIONS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "softplus_dot": lambda x, w: (w * F.softplus(x)).sum(),
     "norm_of_tanh": lambda x, w: torch.linalg.vector_norm(torch.tanh(x) * w),
     "row_logsumexp": lambda x, w: torch.logsumexp(x * w, dim=-1).sum(),
+    # for hessian_vector_product: w is an [n, n] matrix here
+    "quadratic_form": lambda x, w: 0.5 * x @ (w @ x),
+    # gradients that do not depend on x (the Hessian is 0), or only partly
+    "linear_dot": lambda x, w: (w * x).sum(),
+    "scaled_sum": lambda x, w: 3 * x.sum(),
+    "relu_dot": lambda x, w: (w * torch.relu(x)).sum(),
+    "first_squared_plus_linear": lambda x, w: x.reshape(-1)[0] ** 2 + (w * x).sum(),
 }
 
 
@@ -39,3 +46,19 @@ def grad_of(name: str, x: torch.Tensor, w: torch.Tensor, requires_grad: bool = F
     x.requires_grad_(requires_grad)
     result = student["grad_of"](lambda t: fn(t, w), x)
     return {"grad": result, "requires_grad": x.requires_grad, "x_grad": x.grad}
+
+
+def hessian_vector_product(name: str, x: torch.Tensor, w: torch.Tensor, v: torch.Tensor, requires_grad: bool = False,
+                           grad: torch.Tensor | None = None) -> dict[str, Any]:
+    """The student's hessian_vector_product(FUNCTIONS[name], x, v) with x's state set up; the state after it."""
+    if "hessian_vector_product" not in student:
+        raise NameError("`hessian_vector_product` is not defined: keep the name and signature of the stub in its "
+                        "answer cell")
+    fn = FUNCTIONS[name]
+    x = x.detach().clone()
+    if grad is not None:
+        x.grad = grad.clone()
+    x.requires_grad_(requires_grad)
+    result = student["hessian_vector_product"](lambda t: fn(t, w), x, v)
+    return {"hvp": result, "requires_grad": x.requires_grad, "x_grad": x.grad,
+            "hvp_requires_grad": bool(getattr(result, "requires_grad", False))}
