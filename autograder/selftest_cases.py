@@ -534,6 +534,73 @@ CH07 = _single("07_numerical_stability", {
     "hard-coded xent": ("softmax_cross_entropy", XENT_HARD_CODED, "check_xent_random_batches", "Expected"),
 })
 
+# The stretch log_softmax (bonus): named wrong forms of the Function, each a whole answer cell.
+LOG_SOFTMAX = '''
+class LogSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, dim):
+        {forward}
+        ctx.save_for_backward({saved})
+        ctx.dim = dim
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        ({saved},) = ctx.saved_tensors
+        return {backward}
+
+
+def log_softmax(logits, dim=-1):
+    return LogSoftmax.apply(logits, dim)
+'''
+SHIFTED = ("shifted = logits - logits.amax(dim=dim, keepdim=True)\n"
+           "        out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()")
+RIGHT_BACKWARD = "grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True), None"
+
+
+def _log_softmax(forward: str = SHIFTED, saved: str = "out", backward: str = RIGHT_BACKWARD) -> str:
+    return LOG_SOFTMAX.format(forward=forward, saved=saved, backward=backward)
+
+
+AUTOGRAD_LOG_SOFTMAX = '''
+def log_softmax(logits, dim=-1):
+    shifted = logits - logits.amax(dim=dim, keepdim=True)
+    return shifted - torch.logsumexp(shifted, dim=dim, keepdim=True)
+'''
+
+CH07 += _single("07_numerical_stability", {
+    "log_softmax: no shift": ("log_softmax", _log_softmax(
+        forward="out = logits - logits.exp().sum(dim=dim, keepdim=True).log()"),
+        "check_log_softmax_values", "overflows"),
+    "log_softmax: the max added back": ("log_softmax", _log_softmax(
+        forward="m = logits.amax(dim=dim, keepdim=True)\n"
+                "        out = logits - (m + (logits - m).exp().sum(dim=dim, keepdim=True).log())"),
+        "check_log_softmax_values", "1e30 + log 2"),
+    "log_softmax: float32 inside": ("log_softmax", _log_softmax(
+        forward="x = logits.float()\n        shifted = x - x.amax(dim=dim, keepdim=True)\n"
+                "        out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()"),
+        "check_log_softmax_values", "dtype torch.float32"),
+    "log_softmax: backward without the sum": ("log_softmax", _log_softmax(backward="grad_out - out.exp(), None"),
+                                             "check_log_softmax_gradient", "sums to 1"),
+    "log_softmax: diagonal of the Jacobian": ("log_softmax", _log_softmax(
+        backward="grad_out * (1 - out.exp()), None"), "check_log_softmax_gradient", "diagonal"),
+    "log_softmax: backward sums along the last axis": ("log_softmax", _log_softmax(
+        backward="grad_out - out.exp() * grad_out.sum(dim=-1, keepdim=True), None"),
+        "check_log_softmax_gradient", "not along dim=0"),
+    "log_softmax: no gradient for dim": ("log_softmax", _log_softmax(
+        backward="grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True)"),
+        "check_log_softmax_gradient", "gradients"),
+    "log_softmax: autograd through the forward": ("log_softmax", AUTOGRAD_LOG_SOFTMAX,
+                                                 "check_log_softmax_own_backward", "not your own"),
+    "log_softmax: the library's forward": ("log_softmax", _log_softmax(
+        forward="out = torch.log_softmax(logits, dim)"), "check_log_softmax_own_backward", "torch's own"),
+})
+CH07.append(Mutant("07_numerical_stability", "log_softmax: naive softmax recomputed from the saved input", {
+    "log_softmax": _log_softmax(saved="logits", backward=(
+        "grad_out - logits.exp() / logits.exp().sum(dim=ctx.dim, keepdim=True) "
+        "* grad_out.sum(dim=ctx.dim, keepdim=True), None"))},
+    {"check_log_softmax_gradient_extremes": "saved output", "check_log_softmax_own_backward": "the logits saved"}))
+
 # -- 08_mixed_precision ------------------------------------------------------------------
 
 STEP = '''
@@ -749,8 +816,252 @@ STRETCH02 = _single("02_modules", {
                                         "check_running_norm_state", "double"),
 })
 
-MUTANTS: tuple[Mutant, ...] = (*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08, *STRETCH01, *STRETCH02)
+
+# The stretch LossScaler (bonus): the reference class with one method swapped out.
+SCALER_METHODS = {
+    "init": '''
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        self._scale = float(init_scale)
+        self.growth_factor, self.backoff_factor, self.growth_interval = growth_factor, backoff_factor, growth_interval
+        self._clean_steps = 0
+        self._unscaled = set()
+        self._found_inf = False
+
+    def get_scale(self):
+        return self._scale
+''',
+    "scale": '''
+    def scale(self, loss):
+        return loss * self._scale
+''',
+    "unscale_": '''
+    def unscale_(self, optimizer):
+        if id(optimizer) in self._unscaled:
+            return
+        self._unscaled.add(id(optimizer))
+        with torch.no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.grad.div_(self._scale)
+                        self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
+''',
+    "step": '''
+    def step(self, optimizer):
+        self.unscale_(optimizer)
+        if not self._found_inf:
+            optimizer.step()
+''',
+    "update": '''
+    def update(self):
+        if self._found_inf:
+            self._scale *= self.backoff_factor
+            self._clean_steps = 0
+        else:
+            self._clean_steps += 1
+            if self._clean_steps == self.growth_interval:
+                self._scale *= self.growth_factor
+                self._clean_steps = 0
+        self._found_inf = False
+        self._unscaled.clear()
+''',
+}
+
+
+def _scaler(**swap: str) -> str:
+    return "class LossScaler:" + "".join(swap.get(name, code) for name, code in SCALER_METHODS.items())
+
+
+def _swapped(method: str, old: str, new: str) -> str:
+    if old not in SCALER_METHODS[method]:
+        raise RuntimeError(f"{old!r} is not in the reference LossScaler.{method}")
+    return _scaler(**{method: SCALER_METHODS[method].replace(old, new)})
+
+
+CH08 += _single("08_mixed_precision", {
+    "LossScaler: steps on scaled gradients": ("LossScaler", _swapped(
+        "step", "self.unscale_(optimizer)\n", "self._found_inf = any(not bool(torch.isfinite(p.grad).all()) "
+        "for g in optimizer.param_groups for p in g['params'] if p.grad is not None)\n"),
+        "check_loss_scaler_clean_steps", "still scaled"),
+    "LossScaler: detached scaled loss": ("LossScaler", _swapped(
+        "scale", "return loss * self._scale", "return torch.tensor(loss.item() * self._scale, requires_grad=True)"),
+        "check_loss_scaler_clean_steps", "parameters differ"),
+    "LossScaler: divides twice after unscale_": ("LossScaler", _swapped(
+        "unscale_", "        if id(optimizer) in self._unscaled:\n            return\n", ""),
+        "check_loss_scaler_unscale_then_clip", "divided twice"),
+    "LossScaler: isinf misses nan": ("LossScaler", _swapped(
+        "unscale_", "not bool(torch.isfinite(p.grad).all())", "bool(torch.isinf(p.grad).any())"),
+        "check_loss_scaler_skips_bad_steps", "nan written"),
+    "LossScaler: first gradient only": ("LossScaler", _swapped(
+        "unscale_", "or not bool(", "or p is group['params'][0] and not bool("),
+        "check_loss_scaler_skips_bad_steps", "parameter 5"),
+    "LossScaler: clean count kept after a skip": ("LossScaler", _swapped(
+        "update", "            self._clean_steps = 0\n        else:", "        else:"),
+        "check_loss_scaler_skips_bad_steps", "then departs"),
+    "LossScaler: grows a step late": ("LossScaler", _swapped(
+        "update", "self._clean_steps == self.growth_interval", "self._clean_steps > self.growth_interval"),
+        "check_loss_scaler_grows", "then departs"),
+    "LossScaler: inf record never cleared": ("LossScaler", _swapped(
+        "update", "        self._found_inf = False\n", ""), "check_loss_scaler_skips_bad_steps", "then departs"),
+    "LossScaler: fixed scale": ("LossScaler", _swapped(
+        "update", "        if self._found_inf:", "        if False:"), "check_loss_scaler_float16_dynamics",
+        "float16"),
+})
+
+
+# In chapter order (a stable sort keeps each chapter's own order), as the self-test reports them.
+MUTANTS: tuple[Mutant, ...] = tuple(sorted((*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08, *STRETCH01,
+                                            *STRETCH02), key=lambda m: m.chapter))
 
 
 def mutants(chapter: str) -> list[Mutant]:
     return [m for m in MUTANTS if m.chapter == chapter]
+
+
+# -- 05_batch_gather, stretch: batch_scatter_add ----------------------------------------
+
+CH05_STRETCH = [Mutant("05_batch_gather", name, {"batch_scatter_add": code}, fails) for name, (code, fails) in {
+    "+= on advanced index": ("""
+def batch_scatter_add(values, indices, n):
+    b = indices.shape[0]
+    rows = torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))
+    out = values.new_zeros((b, n, *values.shape[indices.dim():]))
+    out[rows, indices.long()] += values
+    return out
+""",
+        {"check_scatter_add_notebook_example": "accumulate", "check_scatter_add_collisions": "add up"}),
+    "index_put without accumulate": ("""
+def batch_scatter_add(values, indices, n):
+    b = indices.shape[0]
+    rows = torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1)).expand(indices.shape)
+    out = values.new_zeros((b, n, *values.shape[indices.dim():]))
+    return out.index_put((rows, indices.long()), values)
+""",
+        {"check_scatter_add_collisions": "index_put_(..., accumulate=True)"}),
+    "loop over rows": ("""
+def batch_scatter_add(values, indices, n):
+    rows = [values.new_zeros((n, *values.shape[indices.dim():])).index_add(0, indices[i].reshape(-1).long(),
+            values[i].reshape(-1, *values.shape[indices.dim():])) for i in range(indices.shape[0])]
+    return torch.stack(rows)
+""",
+        {"check_scatter_add_vectorized": "grows with the batch"}),
+    "float32 result": ("""
+def batch_scatter_add(values, indices, n):
+    b, e = indices.shape[0], values.shape[indices.dim():]
+    flat = (indices + n * torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))).reshape(-1)
+    out = torch.zeros((b * n, *e), device=values.device)
+    return out.index_add(0, flat, values.reshape(-1, *e).float()).reshape(b, n, *e)
+""",
+        {"check_scatter_add_shapes_and_dtypes": "values.dtype"}),
+    "n slots taken from the indices": ("""
+def batch_scatter_add(values, indices, n):
+    n = int(indices.max()) + 1
+    b, e = indices.shape[0], values.shape[indices.dim():]
+    flat = (indices + n * torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))).reshape(-1)
+    return values.new_zeros((b * n, *e)).index_add(0, flat, values.reshape(-1, *e)).reshape(b, n, *e)
+""",
+        {"check_scatter_add_notebook_example": "indices.max() + 1",
+         "check_scatter_add_collisions": "indices.max() + 1"}),
+    "trailing axes flattened into K": ("""
+def batch_scatter_add(values, indices, n):
+    b = indices.shape[0]
+    idx, src = indices.long().reshape(b, -1), values.reshape(b, -1)
+    return values.new_zeros((b, n)).scatter_add(1, idx, src[:, :idx.shape[1]])
+""",
+        {"check_scatter_add_shapes_and_dtypes": "trailing axis"}),
+    "detached values": ("""
+def batch_scatter_add(values, indices, n):
+    b, e = indices.shape[0], values.shape[indices.dim():]
+    flat = (indices + n * torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))).reshape(-1)
+    return values.new_zeros((b * n, *e)).index_add(0, flat, values.detach().reshape(-1, *e)).reshape(b, n, *e)
+""",
+        {"check_scatter_add_gradient": "autograd graph"}),
+}.items()]
+
+MUTANTS = tuple(sorted((*MUTANTS, *CH05_STRETCH), key=lambda m: m.chapter))  # chapter order, as selftest runs them
+
+
+# -- 06_data_loaders, stretch: ShuffleBuffer ----------------------------------------------
+
+# A compact ShuffleBuffer on random.Random whose parts the wrong forms replace (tests/test_ch06 grades it whole).
+SHUFFLE_BASE = '''
+import random
+
+class ShuffleBuffer(IterableDataset):
+    def __init__(self, source, buffer_size, seed=0):
+        super().__init__()
+        self.source, self.size, self.seed = source, buffer_size, seed
+        self.epoch, self.pending, self.live = 0, None, None
+
+    def __iter__(self):
+        state, self.pending = self.pending, None
+        epoch = self.epoch if state is None else state["epoch"]
+        self.epoch = epoch + 1
+        rng = random.Random(SEEDING)
+        if state is not None and state["rng"] is not None:
+            RESTORE
+        live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
+                            "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
+        buf, skip = live["buffer"], live["read"]
+        for i, item in enumerate(iter(self.source)):
+            if i < skip:
+                continue
+            live["read"] += 1
+            buf.append(item)
+            if len(buf) > self.size:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+        while buf:
+            j = rng.randrange(len(buf))
+            buf[j], buf[-1] = buf[-1], buf[j]
+            yield buf.pop()
+
+    def state_dict(self):
+        if self.pending is not None:
+            return dict(self.pending)
+        if self.live is None:
+            return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
+        live = self.live
+        return STATE
+
+    def load_state_dict(self, state):
+        self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+'''
+
+
+def shuffle_buffer(seeding="self.seed * 7919 + epoch", restore='rng.setstate(state["rng"])',
+         state='{"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]), '
+               '"rng": live["rng"].getstate()}') -> str:
+    return SHUFFLE_BASE.replace("SEEDING", seeding).replace("RESTORE", restore).replace("STATE", state)
+
+
+SHUFFLE_WHOLE = shuffle_buffer().replace('''        for i, item in enumerate(iter(self.source)):''',
+                                 '''        everything = list(self.source)
+        rng.shuffle(everything)
+        for i, item in enumerate(everything):''')
+SHUFFLE_BLOCKS = shuffle_buffer().replace('''            if len(buf) > self.size:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()''', '''            if len(buf) == self.size:
+                rng.shuffle(buf)
+                while buf:
+                    yield buf.pop()''')
+CH06_STRETCH = [Mutant("06_data_loaders", name, {"ShuffleBuffer": code}, fails) for name, (code, fails) in {
+    "whole stream in memory": (SHUFFLE_WHOLE, {"check_shuffle_each_once_bounded": "memory grows"}),
+    "shuffled in blocks": (SHUFFLE_BLOCKS, {"check_shuffle_random_and_reproducible": "in blocks"}),
+    "global random generator": (shuffle_buffer(seeding="None"), {"check_shuffle_notebook_example": "same seed",
+                                                                 "check_shuffle_random_and_reproducible": "same seed"}),
+    "same order every epoch": (shuffle_buffer(seeding="self.seed"),
+                               {"check_shuffle_random_and_reproducible": "new order"}),
+    "state without the buffer": (shuffle_buffer(state='{"epoch": live["epoch"], "read": live["read"], "buffer": [], '
+                                            '"rng": live["rng"].getstate()}'),
+                                 {"check_shuffle_resume": "differs from the original's rest"}),
+    "state without the generator": (shuffle_buffer(restore="pass"), {"check_shuffle_resume": "generator's state"}),
+    "live generator in the state": (shuffle_buffer(state='{"epoch": live["epoch"], "read": live["read"], '
+                                               '"buffer": list(live["buffer"]), "rng": live["rng"]}',
+                                         restore='rng = state["rng"]'),
+                                    {"check_shuffle_resume": "plain data"}),
+}.items()]
+
+MUTANTS = tuple(sorted((*MUTANTS, *CH06_STRETCH), key=lambda m: m.chapter))

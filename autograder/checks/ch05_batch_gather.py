@@ -53,6 +53,10 @@ class Api(StudentApi):
     def gather_error(self, tensor: Tensor, indices: Tensor) -> Raised:
         """The exception batch_gather(tensor, indices) raises, as plain data (nothing of the grader's)."""
 
+    @answer(example=(torch.tensor([[1.0, 2.0]]), torch.tensor([[1, 1]]), 2))
+    def batch_scatter_add(self, values: Tensor, indices: Tensor, n: int) -> Tensor:
+        """The stretch task: out[i, j] = sum of values[i, k] over indices[i, k] == j, shape [B, n] + trailing."""
+
 
 # -- oracles -------------------------------------------------------------------------
 
@@ -61,6 +65,16 @@ def gather_oracle(tensor: Tensor, indices: Tensor) -> Tensor:
     """output[i] = tensor[i, indices[i]], by advanced indexing with one row number per index."""
     rows = torch.arange(tensor.shape[0]).reshape([-1] + [1] * (indices.dim() - 1))
     return tensor[rows, indices.long()]
+
+
+def scatter_oracle(values: Tensor, indices: Tensor, n: int) -> Tensor:
+    """out[i, j] = the sum of values[i, k] over indices[i, k] == j, accumulated in float64 (int64 for integers)."""
+    wide = values.double() if values.dtype.is_floating_point else values.long()
+    trailing = values.shape[indices.dim():]
+    out = torch.zeros((indices.shape[0], n, *trailing), dtype=wide.dtype)
+    rows = torch.arange(indices.shape[0]).reshape([-1] + [1] * (indices.dim() - 1)).expand(indices.shape)
+    out.index_put_((rows, indices.long()), wide, accumulate=True)
+    return out.to(values.dtype)
 
 
 def gather_grad_oracle(tensor: Tensor, indices: Tensor, grad_output: Tensor) -> Tensor:
@@ -280,6 +294,130 @@ def check_batch_gather_speed(api: Api, rng: torch.Generator, device: str,
                               gather_oracle, rng, count=10, rounds=11, warmup=2)
     expect_speedup(speed, SPEEDUP, f"batch_gather on [{b}, {n}, {d}] with [{b}, {k}] indices",
                    "the guide's loop", SPEED_HINT, record_property)
+
+
+# -- batch_scatter_add (the stretch task, bonus points) ------------------------------------
+
+COLLIDE_HINT = ("Values sent to the same slot must add up. `out[idx] += v` runs as `out[idx] = out[idx] + v`: "
+                "each repeated slot is written once, and all but one of its values are lost. Accumulate with "
+                "index_add, index_put_(..., accumulate=True) or scatter_add.")
+SLOTS_HINT = ("The result has shape [B, n] + E, where E = values.shape[indices.dim():]: n slots per row (not "
+              "indices.max() + 1), every trailing axis of values kept. With flat offsets, row i starts at i * n.")
+SCATTER_DTYPE_HINT = ("Make the result in values' dtype and on its device: values.new_zeros(...) or torch.zeros(..., "
+                      "dtype=values.dtype, device=values.device); torch.zeros(...) alone is float32.")
+SCATTER_GRAD_HINT = ("Build the result from `values` with differentiable operations (index_add, index_put, "
+                     "scatter_add, out-of-place or on a fresh zeros tensor): no .detach(), .data or torch.no_grad(). "
+                     "The gradient of a scatter-add is the gather of the output's gradient.")
+SCATTER_VECTOR_HINT = ("Do the whole batch in one accumulating operation: offset each row's indices by i * n into a "
+                       "[B * n, ...] result (or pass a column of row numbers to index_put_), as in batch_gather. A "
+                       "Python loop over rows issues operations per row.")
+
+# (values shape, index rank, n): collisions everywhere. Every index of a row the same, more values than slots,
+# slots that no index names (the last ones included), [B] indices and [B, K1, K2] indices with trailing axes.
+COLLISION_CASES = (([3, 6], 2, 4), ([2, 9, 2], 2, 3), ([4], 1, 3), ([2, 3, 4, 2], 3, 5), ([1, 7, 1], 2, 2))
+# (values shape, index rank, n): random slots, trailing axes E of rank 0 to 2, K equal to B and not.
+SCATTER_CASES = (([3, 4], 2, 6), ([4, 2, 3], 2, 5), ([2, 3, 2, 2], 2, 4), ([5], 1, 7), ([2, 2, 3, 4], 3, 6),
+                 ([1, 5, 3], 2, 8))
+SCATTER_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32)
+
+
+def _scatter_case(rng: torch.Generator, shape: list[int], rank: int, n: int, dtype: torch.dtype,
+                  collide: bool = False, top: int | None = None) -> tuple[Tensor, Tensor]:
+    """Values of `shape` and indices of shape[:rank] in [0, top or n). With rank >= 2, every row's first two
+    indices are equal (a collision whatever the seed). With `collide`, row i's indices all lie in one pair of
+    neighbouring slots below n - 1, so that every row repeats slots and slot n - 1 stays empty."""
+    values = _random_tensor(rng, shape, dtype)
+    if collide and n > 2:
+        low = torch.randint(0, n - 2, (shape[0],) + (1,) * (rank - 1), generator=rng)
+        indices = low + torch.randint(0, 2, shape[:rank], generator=rng)
+    elif collide:
+        indices = torch.zeros(shape[:rank], dtype=torch.long)
+    else:
+        indices = torch.randint(0, top or n, shape[:rank], generator=rng)
+    if rank >= 2:
+        rows = indices.reshape(shape[0], -1)
+        rows[:, 1] = rows[:, 0]
+    return values, indices.to(INDEX_DTYPES[rank % 2])
+
+
+def _expect_scatter(api: Api, values: Tensor, indices: Tensor, n: int, hint: str, device: str) -> Tensor:
+    got = api.batch_scatter_add.using(hint=hint)(values, indices, n)
+    want = scatter_oracle(values, indices, n)
+    if isinstance(got, Tensor) and got.shape != want.shape:
+        hint = SLOTS_HINT
+    exact = not values.dtype.is_floating_point
+    expect_tensor(got, want, call=f"batch_scatter_add(values, indices, n={n})",
+                  inputs={"values": values, "indices": indices}, hint=hint, rtol=0.0 if exact else 1e-5,
+                  atol=0.0 if exact else 1e-5, dtype_hint=SCATTER_DTYPE_HINT, device=device)
+    return got
+
+
+@check(task="batch_scatter_add", points=1, visible=True)
+def check_scatter_add_notebook_example(api: Api, device: str) -> None:
+    """the notebook's examples: two slots hit twice and thrice, n = 4 keeps an empty last slot; int64 vectors"""
+    _expect_scatter(api, torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), torch.tensor([[0, 0, 2], [1, 1, 1]]), 4,
+                    COLLIDE_HINT, device)
+    _expect_scatter(api, torch.arange(12).reshape(2, 3, 2), torch.tensor([[2, 0, 2], [1, 1, 0]]), 3, SLOTS_HINT,
+                    device)
+
+
+@check(task="batch_scatter_add", points=1)
+def check_scatter_add_collisions(api: Api, rng: torch.Generator, device: str) -> None:
+    """every row sends many values to the same few slots ([B] to [B, K1, K2] indices): they all add up"""
+    for trial, (shape, rank, n) in enumerate(COLLISION_CASES):
+        values, indices = _scatter_case(rng, shape, rank, n, (torch.int64, torch.float64)[trial % 2], collide=True)
+        _expect_scatter(api, values, indices, n, COLLIDE_HINT, device)
+
+
+@check(task="batch_scatter_add", points=1)
+def check_scatter_add_shapes_and_dtypes(api: Api, rng: torch.Generator, device: str) -> None:
+    """random slots, trailing axes of rank 0 to 2; float32, float64, int64 and int32 values keep their dtype"""
+    for trial, (shape, rank, n) in enumerate(SCATTER_CASES):
+        # The first case leaves slot n - 1 empty whatever the seed.
+        values, indices = _scatter_case(rng, shape, rank, n, SCATTER_DTYPES[trial % len(SCATTER_DTYPES)],
+                                        top=n - 1 if trial == 0 else None)
+        _expect_scatter(api, values, indices, n, SLOTS_HINT, device)
+
+
+@check(task="batch_scatter_add", points=1)
+def check_scatter_add_gradient(api: Api, rng: torch.Generator, device: str) -> None:
+    """gradients flow to `values`: the gradient of the scatter is the gather of the output's gradient"""
+    for dtype, shape, rank, n in ((torch.float64, [3, 5], 2, 4), (torch.float32, [2, 4, 3], 2, 6),
+                                  (torch.float64, [2, 2, 3, 2], 3, 3)):
+        values, indices = _scatter_case(rng, shape, rank, n, dtype, collide=True)
+        want = _expect_scatter(api, values, indices, n, SLOTS_HINT, device)
+        grad_output = torch.randn(want.shape, generator=rng, dtype=torch.float64).to(dtype)
+        with output_shape_checked():
+            _, grads = api.batch_scatter_add.vjp(grad_output, wrt=(0,))(values, indices, n)
+        call = f"gradient of batch_scatter_add(values, indices, n={n}) with respect to values"
+        inputs = {"values": values, "indices": indices, "grad_output": grad_output}
+        if not grads or grads[0] is None:
+            raise failure(call=call, problem="no gradient reached `values`: the result does not depend on it through "
+                                             "autograd.", hint=SCATTER_GRAD_HINT)
+        rtol, atol = (1e-12, 1e-12) if dtype == torch.float64 else (1e-6, 1e-6)
+        expect_tensor(grads[0], gather_oracle(grad_output, indices), call=call, inputs=inputs, hint=SCATTER_GRAD_HINT,
+                      rtol=rtol, atol=atol, device=device)
+
+
+@check(task="batch_scatter_add", points=1, forgeable=True)
+def check_scatter_add_vectorized(api: Api, rng: torch.Generator, device: str) -> None:
+    """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""
+    counts: dict[int, Counter[str]] = {}
+    for batch in (4, 64):
+        values, indices = _scatter_case(rng, [batch, 6, 3], 2, 8, torch.float32)
+        indices[:, -1] = 7  # the last slot used in every row: only the operation count decides here
+        value, ops = api.batch_scatter_add.traced(values, indices, 8)
+        expect_tensor(value, scatter_oracle(values, indices, 8), call="batch_scatter_add(values, indices, n=8)",
+                      inputs={"values": values, "indices": indices}, hint=SLOTS_HINT, device=device)
+        counts[batch] = Counter(ops)
+    small, large = counts[4], counts[64]
+    if small.total() != large.total():
+        grown = ", ".join(f"{op} {small[op]} -> {large[op]}" for op in large if large[op] != small[op])
+        raise failure(call="batch_scatter_add(values, indices, 8) for [B, 6, 3] values and [B, 6] indices, B = 4 and "
+                           "B = 64", problem=f"it issued {small.total()} tensor operations for B = 4 and "
+                                             f"{large.total()} for B = 64, so the work grows with the batch (a loop "
+                                             f"over rows). Operations that grew: {grown[:600]}.",
+                      hint=SCATTER_VECTOR_HINT)
 
 
 # Last in the module: on CUDA, code that indexes out of range breaks the process's CUDA context.

@@ -49,6 +49,25 @@ class Raised(TypedDict, total=False):
     count: int  # the items streamed when none was raised
 
 
+class Orders(TypedDict):
+    orders: list[list[list[Any]]]  # per seed, per epoch: the items in the order yielded
+    ahead: int  # the most items read from the source beyond those yielded, at any yield
+
+
+class Endless(TypedDict):
+    order: list[Any]
+    ahead: int
+
+
+class Resumed(TypedDict, total=False):
+    epoch0: list[Any]  # the original's epoch 0, with a checkpoint taken during it
+    epoch1: list[Any]  # the original's next epoch
+    state_error: str  # why the checkpoint did not survive torch.save / torch.load(weights_only=True)
+    state_type: str
+    resumed0: list[Any]  # a new ShuffleBuffer after load_state_dict: its first epoch, then its next
+    resumed1: list[Any]
+
+
 class Api(StudentApi):
     @answer
     def ImageDirectoryDataset(self, path: str, pattern: str = "*.png") -> RemoteObject:
@@ -73,6 +92,28 @@ class Api(StudentApi):
     @harness()
     def stream_error(self, dataset: RemoteObject, num_workers: int, timeout: float, limit: int) -> Raised:
         """Streams like stream_tar; the exception it raises, as plain data (nothing of the grader's)."""
+
+    @answer
+    def ShuffleBuffer(self, source: Any, buffer_size: int, seed: int = 0) -> RemoteObject:
+        """The stretch task: an IterableDataset streaming `source` shuffled by a buffer, checkpointed and resumed
+        with state_dict() and load_state_dict()."""
+
+    @harness()
+    def shuffle_orders(self, items: list[int], buffer_size: int, seeds: list[int], epochs: int) -> Orders:
+        """`epochs` epochs of a fresh ShuffleBuffer(items, buffer_size, seed) for each seed."""
+
+    @harness()
+    def shuffle_endless(self, buffer_size: int, seed: int, take: int) -> Endless:
+        """The first `take` items of a ShuffleBuffer over an endless count."""
+
+    @harness()
+    def shuffle_resume(self, items: list[int], buffer_size: int, seed: int, cut: int | None) -> Resumed:
+        """Epoch 0 checkpointed after `cut` items and continued, epoch 1, and both from a resumed copy."""
+
+    @harness()
+    def shuffle_loader(self, n: int, buffer_size: int, seed: int, num_workers: int, timeout: float,
+                       limit: int) -> list[Any]:
+        """The items of DataLoader(ShuffleBuffer(a range(n) sharded between workers, ...), batch_size=None)."""
 
 
 def dataset(made: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> RemoteObject:
@@ -355,3 +396,194 @@ def check_tar_second_epoch(api: Api, rng: torch.Generator) -> None:
         items = read_through_loader(api.stream_tar, ds, workers, len(images), f"epoch {epoch} of the same dataset")
         call = f"epoch {epoch}: " + loader_call("TarImageDataset", "[2 tar files]", workers)
         expect_each_once(items, images, call, SHARD_HINT if workers else ONCE_HINT, EPOCH_HINT)
+
+
+# -- ShuffleBuffer (the stretch task, bonus points) ------------------------------------------
+
+BOUND_HINT = ("Keep at most buffer_size items: fill the buffer, then for every new item yield one from a random slot "
+              "and put the new item there; at the end of the stream, yield what is left in random order. Never "
+              "read the whole source first (list(source), sorted, random.shuffle of everything).")
+ONCE_SHUFFLE_HINT = ("Every item of the source must come out exactly once per epoch: one yielded for every item read "
+                     "once the buffer is full, and the whole buffer emptied when the source ends.")
+MIX_HINT = ("Items must leave the buffer from a random slot, one per item read, so that an item can stay in it for a "
+            "long time. Shuffling blocks of buffer_size items and emptying the buffer each time keeps every item "
+            "within its block.")
+SEED_HINT = ("Draw every random number from a generator of your own, seeded from (seed, epoch): "
+             "torch.Generator().manual_seed(...), random.Random(...) or numpy.random.default_rng(...). The global "
+             "generators (random.shuffle, torch.randint without generator=) give another order on every run.")
+EPOCH_HINT_SB = ("Count the epochs: each iter(dataset) starts the next one, and its generator is seeded from the seed "
+                 "and the epoch number, so that every epoch gets a new order.")
+RESUME_HINT = ("The state after an item is everything the rest of the epoch depends on: the epoch number, how many "
+               "items were read from the source, the items in the buffer, and the generator's state "
+               "(torch.Generator.get_state(), random.Random.getstate()). Update it before each yield; on resume, "
+               "read past the items already read and restore buffer and generator.")
+PLAIN_HINT = ("state_dict() must return plain data that a checkpoint file holds: numbers, strings, lists, tuples, "
+              "dicts and tensors. Save a generator's state (get_state() / getstate()), not the generator; never an "
+              "iterator or a Python generator.")
+LAZY_HINT = ("Call iter(source) inside __iter__: in each DataLoader worker that gives the source's share for that "
+             "worker, and every epoch starts from the beginning of the source.")
+
+
+def _distinct_items(rng: torch.Generator, n: int) -> list[int]:
+    return torch.randperm(10 * n + 10, generator=rng)[:n].tolist()
+
+
+def _seeds(rng: torch.Generator, count: int) -> list[int]:
+    return torch.randperm(100_000, generator=rng)[:count].tolist()
+
+
+def _expect_each_once(order: list[Any], items: list[int], call: str) -> None:
+    if sorted(order) != sorted(items):
+        twice = sorted({x for x in order if order.count(x) > 1})
+        lost = sorted(set(items) - set(order))
+        raise failure(call=call, inputs=[f"source = {summarize(items)}"],
+                      expected=f"each of the {len(items)} items once",
+                      got=f"{len(order)} items: {summarize(order)}",
+                      problem=f"{len(twice)} came out more than once ({summarize(twice)}), {len(lost)} never came out "
+                              f"({summarize(lost)})", hint=ONCE_SHUFFLE_HINT)
+
+
+def _expect_bounded(ahead: int, buffer_size: int, call: str) -> None:
+    if ahead > buffer_size:
+        raise failure(call=call,
+                      expected=f"at most k + {buffer_size} items read from the source when the k-th is yielded",
+                      got=f"{ahead} items read beyond those yielded",
+                      problem=f"it read {ahead - buffer_size} items more than the buffer holds: memory grows with the "
+                              "stream", hint=BOUND_HINT)
+
+
+def _shuffle_call(n: int | str, buffer_size: int, what: str = "seed") -> str:
+    return f"ShuffleBuffer(source of {n} items, buffer_size={buffer_size}, {what})"
+
+
+@check(task="ShuffleBuffer", points=1, visible=True)
+def check_shuffle_notebook_example(api: Api) -> None:
+    """the notebook's example: 30 items with a buffer of 4, two epochs, a checkpoint after 11 items"""
+    items = list(range(30))
+    call = _shuffle_call(30, 4, "seed=1")
+    run = api.shuffle_orders(items, 4, [1, 1], 2)
+    (first, second), (again, _) = run["orders"]
+    _expect_each_once(first, items, call)
+    _expect_bounded(run["ahead"], 4, call)
+    if first == items:
+        raise failure(call=call, got=summarize(first), problem="the order is unchanged", hint=MIX_HINT)
+    if again != first:
+        raise failure(call=call + ", built twice", expected=summarize(first), got=summarize(again),
+                      problem="the same seed gave another first epoch", hint=SEED_HINT)
+    if second == first:
+        raise failure(call=call + ", iterated twice", got=summarize(second),
+                      problem="the second epoch repeats the first one's order instead of a new order",
+                      hint=EPOCH_HINT_SB)
+    _expect_resumed(api, items, 4, 1, 11, first, second)
+
+
+@check(task="ShuffleBuffer", points=1, forgeable=True)
+def check_shuffle_each_once_bounded(api: Api, rng: torch.Generator) -> None:
+    """every item once per epoch, at most buffer_size items read ahead: empty, short and long sources, endless ones"""
+    for n, buffer_size in ((0, 4), (1, 4), (3, 4), (4, 4), (5, 4), (57, 1), (57, 16), (40, 7)):
+        items = _distinct_items(rng, n)
+        call = _shuffle_call(n, buffer_size)
+        run = api.shuffle_orders(items, buffer_size, _seeds(rng, 1), 2)
+        for order in run["orders"][0]:
+            _expect_each_once(order, items, call)
+        _expect_bounded(run["ahead"], buffer_size, call)
+    call = _shuffle_call("endless", 8)
+    try:
+        endless = api.shuffle_endless(8, _seeds(rng, 1)[0], 50)
+    except StudentError as e:
+        raise failure(after=str(e), call=call, problem="it could not stream an endless source",
+                      hint=BOUND_HINT) from None
+    if len(set(endless["order"])) != 50:
+        raise failure(call=call, expected="50 distinct items", got=summarize(endless["order"]),
+                      problem="items repeated or missing", hint=ONCE_SHUFFLE_HINT)
+    _expect_bounded(endless["ahead"], 8, call)
+
+
+@check(task="ShuffleBuffer", points=1)
+def check_shuffle_random_and_reproducible(api: Api, rng: torch.Generator) -> None:
+    """same seed, same orders; a new order each epoch and each seed; items leave from random slots, not blocks"""
+    items, buffer_size = _distinct_items(rng, 200), 8
+    seed, other = _seeds(rng, 2)
+    call = _shuffle_call(200, buffer_size)
+    (first, second), (again, again_second), (other_first, _) = api.shuffle_orders(items, buffer_size,
+                                                                                  [seed, seed, other], 2)["orders"]
+    for order in (first, second, other_first):
+        _expect_each_once(order, items, call)
+    if first == items:
+        raise failure(call=call, got=summarize(first), problem="the order is unchanged", hint=MIX_HINT)
+    if (again, again_second) != (first, second):
+        raise failure(call=call + ", built twice with the same seed", expected=summarize(first), got=summarize(again),
+                      problem="the same seed gave other orders", hint=SEED_HINT)
+    if second == first:
+        raise failure(call=call + ", iterated twice", got=summarize(second),
+                      problem="the second epoch repeats the first one instead of a new order", hint=EPOCH_HINT_SB)
+    if other_first == first:
+        raise failure(call=call + f", seeds {seed} and {other}", got=summarize(first),
+                      problem="two seeds gave the same order", hint=SEED_HINT)
+    position = {item: p for p, item in enumerate(items)}
+    delay = max(out - position[item] for out, item in enumerate(first))
+    if delay < 2 * buffer_size:
+        raise failure(call=call, got=summarize(first),
+                      problem=f"no item came out more than {delay} places after its position in the source; with a "
+                              f"buffer of {buffer_size} some stay in it for {2 * buffer_size} places or more, so the "
+                              "items are shuffled in blocks", hint=MIX_HINT)
+    starts = api.shuffle_orders(items[:20], buffer_size, _seeds(rng, 24), 1)["orders"]
+    firsts = {run[0][0] for run in starts if run[0]}
+    if len(firsts) < 4:
+        raise failure(call=_shuffle_call(20, buffer_size, "24 seeds"), expected=f"the first item drawn from the first "
+                      f"{buffer_size + 1} items of the source", got=f"only {sorted(firsts)} ever came first",
+                      problem="the first item hardly depends on the seed", hint=MIX_HINT)
+
+
+def _expect_resumed(api: Api, items: list[int], buffer_size: int, seed: int, cut: int | None, first: list[int],
+                    second: list[int]) -> None:
+    """A checkpoint after `cut` items (None: before any epoch) resumes the rest of the epoch, then the next one."""
+    when = "before the first epoch" if cut is None else f"after {cut} items"
+    call = f"{_shuffle_call(len(items), buffer_size, f'seed={seed}')}: state_dict() {when}, then load_state_dict()"
+    out = api.shuffle_resume(items, buffer_size, seed, cut)
+    if out["epoch0"] != first:
+        raise failure(call=call, expected=summarize(first), got=summarize(out["epoch0"]),
+                      problem="taking state_dict() changed the running epoch", hint=RESUME_HINT)
+    if "state_error" in out:
+        raise failure(call=call, got=f"a {out['state_type']} that torch.save / torch.load(weights_only=True) refused: "
+                      f"{out['state_error'][:300]}", problem="the state is not plain data", hint=PLAIN_HINT)
+    rest = first[cut or 0:]
+    if out["resumed0"] != rest:
+        raise failure(call=call, expected=f"the rest of the epoch: {summarize(rest)}",
+                      got=summarize(out["resumed0"]), problem="the resumed epoch differs from the original's rest",
+                      hint=RESUME_HINT)
+    if out["resumed1"] != second:
+        raise failure(call=call, expected=f"the next epoch: {summarize(second)}", got=summarize(out["resumed1"]),
+                      problem="after the resumed epoch, the next epoch differs from the original's next epoch",
+                      hint=RESUME_HINT)
+
+
+@check(task="ShuffleBuffer", points=1)
+def check_shuffle_resume(api: Api, rng: torch.Generator) -> None:
+    """a checkpoint before the first epoch or after 1 to 40 of 40 items resumes the rest, then the next epoch"""
+    items, buffer_size = _distinct_items(rng, 40), 8
+    seed = _seeds(rng, 1)[0]
+    first, second = api.shuffle_orders(items, buffer_size, [seed], 2)["orders"][0]
+    for cut in (None, 1, 7, 8, 9, 20, 39, 40):
+        _expect_resumed(api, items, buffer_size, seed, cut, first, second)
+
+
+@check(task="ShuffleBuffer", points=1)
+def check_shuffle_dataloader_workers(api: Api, rng: torch.Generator) -> None:
+    """through a DataLoader over a source sharded by worker: the same order with 0 workers, each item once with 2"""
+    n, buffer_size = 60, 6
+    seed = _seeds(rng, 1)[0]
+    direct = api.shuffle_orders(list(range(n)), buffer_size, [seed], 1)["orders"][0][0]
+    for workers in (0, 2):
+        call = (f"DataLoader(ShuffleBuffer(sharded range({n}), {buffer_size}, seed), batch_size=None, "
+                f"num_workers={workers})")
+        per_item = api.student.limits.call_seconds
+        loader = api.shuffle_loader.using(timeout=per_item + 5.0 * workers + MARGIN_SECONDS)
+        got = loader(n, buffer_size, seed, workers, per_item, 2 * n + 4)
+        if workers == 0 and got != direct:
+            raise failure(call=call, expected=summarize(direct), got=summarize(got),
+                          problem="with no workers the DataLoader should give the order of iter(dataset)",
+                          hint=SEED_HINT)
+        if sorted(got) != list(range(n)):
+            raise failure(call=call, expected=f"each of 0 .. {n - 1} once", got=summarize(got),
+                          problem="items repeated or lost between the workers", hint=LAZY_HINT)

@@ -13,6 +13,11 @@ gradient.
 train_checkerboard runs with the kit's amp_train_step in place of the
 student's, so that a mistake in amp_train_step costs points there only.
 
+The stretch task (bonus) is LossScaler, a dynamic loss scaler written from
+scratch: the harness trains a small MLP through a schedule of clean, poisoned
+(inf or nan) and clipped steps with it (scaler_run); the oracle is the same
+schedule with torch.amp.GradScaler, run in the judge.
+
 On CPU the low-precision dtype is bfloat16; on CUDA it is float16. Random
 inputs come from `rng`, seeded by the grading's secret seed.
 """
@@ -29,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from autograder.api import StudentApi, harness
+from autograder.api import StudentApi, answer, harness
 from autograder.checks.ch08_inputs import FREQ, SIZE, STEPS, Case, StepCase, grid, low_dtype, make_case
 from autograder.checks.ch08_oracles import (
     STEP_HINT,
@@ -79,6 +84,29 @@ class Steps(TypedDict):
     peak_bytes: int  # CUDA memory at its peak during the steps (0 on CPU)
 
 
+class ScalerStep(TypedDict):
+    poison: float | None  # inf or nan written into one gradient entry after backward, or None
+    param: int  # which parameter (in model.parameters() order) is poisoned
+    clip: float | None  # unscale_ then clip_grad_norm_ to this before the step, or None
+
+
+class ScalerCase(TypedDict):
+    sizes: list[int]
+    params: dict[str, Tensor]
+    inputs: Tensor
+    targets: Tensor
+    lr: float  # SGD with momentum 0.9
+    dtype: str | None  # the autocast dtype on CPU, or None for no autocast
+    config: dict[str, float]  # LossScaler(**config), as GradScaler("cpu", **config)
+    steps: list[ScalerStep]
+
+
+class ScalerRecord(TypedDict):
+    scales: list[float]  # get_scale() after each step's update()
+    ratios: list[float | None]  # scale(loss) / loss at each step
+    params: dict[str, Tensor]  # the parameters after the last step
+
+
 class Api(StudentApi):
     @harness()
     def observe_step(self, case: StepCase, device_type: str, dtype: torch.dtype, max_grad_norm: float | None = None,
@@ -94,6 +122,15 @@ class Api(StudentApi):
     @harness(timeout=SPEED_SECONDS)
     def speed_rig(self, seed: int, width: int, layers: int, batch: int, device: str) -> RemoteObject:
         """The AMP recipe's MLP, optimizer and GradScaler, built identically from `seed` in each process."""
+
+    @answer
+    def LossScaler(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                   growth_interval: int = 2000) -> RemoteObject:
+        """The stretch task: a dynamic loss scaler with GradScaler's scale, unscale_, step, update, get_scale."""
+
+    @harness()
+    def run_loss_scaler(self, case: ScalerCase) -> ScalerRecord:
+        """The case's MLP trained through its schedule of steps with the student's LossScaler(**case["config"])."""
 
     @harness(timeout=SPEED_SECONDS)
     def run_steps(self, rig: RemoteObject, steps: int, amp: bool, seed: int) -> Steps:
@@ -440,3 +477,122 @@ def check_checkerboard_float32_without_amp(api: Api, device: str,
                       hint="With use_amp=False, skip autocast and the GradScaler: loss = loss_fn(model(inputs), "
                            "targets); loss.backward(); optimizer.step(); optimizer.zero_grad().")
     expect_learned(api, record, device, use_amp=False)
+
+
+# -- LossScaler (stretch, bonus): a dynamic loss scaler of the student's own --------------------------------
+
+SCALER_HINT = ("scale(loss) returns loss * scale. unscale_(optimizer) multiplies the .grad of every parameter of "
+               "the optimizer's param_groups by 1 / scale, once per step, and records whether any of them holds "
+               "inf or nan (torch.isfinite(...).all() catches both). step(optimizer) unscales if unscale_ was not "
+               "called, then calls optimizer.step() only if every gradient was finite. update(): after a step with "
+               "inf or nan, scale *= backoff_factor and the count of clean steps restarts at 0; otherwise the count "
+               "grows, and when it reaches growth_interval, scale *= growth_factor and it restarts at 0. Then "
+               "forget this step's unscale and inf records.")
+INF_STEP, NAN_STEP = float("inf"), float("nan")
+
+
+def _scaler_case(rng: torch.Generator, steps: list[ScalerStep], config: dict[str, float],
+                 dtype: str | None = None) -> ScalerCase:
+    case = make_case(rng)
+    return ScalerCase(sizes=case.sizes, params=case.params, inputs=case.inputs, targets=case.targets, lr=0.01,
+                      dtype=dtype, config=config, steps=steps)
+
+
+def _step(poison: float | None = None, param: int = 0, clip: float | None = None) -> ScalerStep:
+    return ScalerStep(poison=poison, param=param, clip=clip)
+
+
+def _event(step: ScalerStep) -> str:
+    if step["poison"] is not None:
+        return f"{step['poison']} written into one gradient entry of parameter {step['param']}"
+    return "clean" + ("" if step["clip"] is None else f", unscale_ then clip_grad_norm_ to {step['clip']:.3g}")
+
+
+def _scaler_call(case: ScalerCase) -> tuple[str, list[str]]:
+    config = ", ".join(f"{k}={v:g}" for k, v in case["config"].items())
+    autocast = f"torch.autocast('cpu', dtype=torch.{case['dtype']})" if case["dtype"] else "no autocast"
+    return (f"scaler = LossScaler({config}), {len(case['steps'])} training steps "
+            "(scale(loss).backward(), [unscale_ + clip], step, update, zero_grad)",
+            [f"model = MLP {case['sizes']} with the judge's weights, SGD(lr={case['lr']:g}, momentum=0.9), "
+             f"F.mse_loss, {autocast}"])
+
+
+def expect_scaler_run(api: Api, case: ScalerCase, hint: str = SCALER_HINT) -> None:
+    """The student's LossScaler through the case's schedule against torch.amp.GradScaler through the same, in the
+    judge: the same scale after every step and the same final parameters."""
+    from autograder.harness.ch08_mixed_precision import scaler_run
+
+    call, inputs = _scaler_call(case)
+    got = api.run_loss_scaler.using(call=call)(case)
+    want = scaler_run(case, torch.amp.GradScaler("cpu", **case["config"]))
+    initial = case["config"].get("init_scale", 2.0**16)
+    for i, (have, expected) in enumerate(zip(got["scales"], want["scales"], strict=True)):
+        if have != expected:
+            before = want["scales"][i - 1] if i else initial
+            schedule = [f"step {j}: {_event(s)}; scale after update {want['scales'][j]:g}"
+                        for j, s in enumerate(case["steps"][: i + 1])]
+            raise failure(call=call, inputs=inputs + schedule, expected=f"get_scale() = {expected:g} after step {i}",
+                          got=f"{have:g} (it was {before:g} before that step)",
+                          problem=f"the scale follows GradScaler's rule until step {i} ({_event(case['steps'][i])}), "
+                          "then departs from it.", hint=hint)
+    # scale(loss) against the student's own scale at the time: the scales are right by now. A nan ratio (a nan loss)
+    # comes from weights already ruined by a step that ran on nan gradients: the parameters say so below.
+    for i, (ratio, expected) in enumerate(zip(got["ratios"], [initial, *got["scales"][:-1]], strict=True)):
+        if ratio is None or not (math.isnan(ratio) or math.isclose(ratio, expected, rel_tol=1e-3)):
+            raise failure(call=call, inputs=inputs, expected=f"scale(loss) = loss * {expected:g} (get_scale()) at "
+                          f"step {i}", got="not a tensor" if ratio is None else f"loss * {ratio:.6g}",
+                          problem="scale(loss) must multiply the loss by the current scale, as a tensor that "
+                          "backward() goes through.", hint=hint)
+    for name, p in want["params"].items():
+        have = got["params"].get(name)
+        if not (isinstance(have, Tensor) and have.shape == p.shape and
+                bool(torch.isclose(have, p, rtol=1e-4, atol=1e-6).all())):
+            events = [f"step {j}: {_event(s)}" for j, s in enumerate(case["steps"])]
+            raise failure(call=call, inputs=inputs + events, expected=f"parameter {name} = {show(p)}",
+                          got=show(have), problem="the scales were right but the parameters differ from training "
+                          "with torch.amp.GradScaler: a step ran on gradients still scaled (or divided twice), or a "
+                          "step with inf/nan was not skipped.", hint=hint)
+
+
+@check(task="LossScaler", points=1, visible=True)
+def check_loss_scaler_clean_steps(api: Api, rng: torch.Generator) -> None:
+    """clean steps: scale(loss) multiplies by the scale, steps use the unscaled gradients, the scale stays put"""
+    config = {"init_scale": float(2 ** int(torch.randint(8, 17, (), generator=rng))), "growth_interval": 100}
+    expect_scaler_run(api, _scaler_case(rng, [_step()] * 6, config))
+
+
+@check(task="LossScaler", points=1)
+def check_loss_scaler_grows(api: Api, rng: torch.Generator) -> None:
+    """after growth_interval clean steps in a row the scale grows by growth_factor, and counting starts again"""
+    for interval, factor in ((3, 2.0), (1, 4.0), (int(torch.randint(2, 5, (), generator=rng)), 2.0)):
+        config = {"init_scale": 256.0, "growth_factor": factor, "growth_interval": interval}
+        expect_scaler_run(api, _scaler_case(rng, [_step()] * 8, config))
+
+
+@check(task="LossScaler", points=1)
+def check_loss_scaler_skips_bad_steps(api: Api, rng: torch.Generator) -> None:
+    """a step with inf or nan in any gradient is skipped, the scale backs off and the clean count restarts"""
+    # inf and nan, in the first and the last parameter, just before a growth, twice in a row.
+    fixed = [_step(), _step(), _step(INF_STEP, 0), _step(), _step(), _step(NAN_STEP, 5), _step(NAN_STEP, 3),
+             _step(), _step(), _step(), _step()]
+    expect_scaler_run(api, _scaler_case(rng, fixed, {"init_scale": 1024.0, "backoff_factor": 0.25,
+                                                     "growth_interval": 3}))
+    draws = torch.rand(14, generator=rng).tolist()
+    steps = [_step(None if d < 0.6 else INF_STEP if d < 0.8 else NAN_STEP, int(d * 1000) % 6) for d in draws]
+    expect_scaler_run(api, _scaler_case(rng, steps, {"init_scale": 2.0**12, "growth_interval": 2}))
+
+
+@check(task="LossScaler", points=1)
+def check_loss_scaler_unscale_then_clip(api: Api, rng: torch.Generator) -> None:
+    """unscale_ before clipping: clipping sees true gradients, and step does not divide them a second time"""
+    steps = [_step(clip=0.05), _step(), _step(clip=0.02), _step(INF_STEP, 2, clip=0.05), _step(clip=0.1)]
+    expect_scaler_run(api, _scaler_case(rng, steps, {"init_scale": 2.0**10, "growth_interval": 2}))
+
+
+@check(task="LossScaler", points=1)
+def check_loss_scaler_float16_dynamics(api: Api) -> None:
+    """float16 autocast from a scale too large: backs off until gradients fit, then grows; bfloat16 never skips"""
+    rng = torch.Generator().manual_seed(8)  # a fixed case: the overflow pattern must not depend on the seed
+    for dtype in ("float16", "bfloat16"):
+        expect_scaler_run(api, _scaler_case(rng, [_step()] * 28, {"init_scale": 2.0**24, "growth_interval": 4},
+                                            dtype=dtype))

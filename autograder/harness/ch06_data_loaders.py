@@ -112,3 +112,122 @@ def stream_error(dataset: Any, num_workers: int, timeout: float, limit: int) -> 
         return {"type": type(e).__name__, "value_error": isinstance(e, ValueError),
                 "message": _own_message(str(e))[:2000]}
     return {"type": None, "count": len(items)}
+
+
+# -- ShuffleBuffer (the stretch task) ---------------------------------------------------
+
+
+class _Counted:
+    """A re-iterable source of `items` that counts what it hands out (None: an endless count that refuses to be
+    read more than `cap` items ahead of what was yielded, so that reading it all fails instead of filling memory)."""
+
+    def __init__(self, items: Any, cap: int = 100_000) -> None:
+        self.items, self.cap, self.taken = items, cap, 0
+
+    def __iter__(self) -> Any:
+        i = 0
+        while self.items is None or i < len(self.items):
+            if self.taken >= self.cap:
+                raise RuntimeError(f"the endless source was read {self.cap} items ahead: the whole stream cannot be "
+                                   "held in memory")
+            self.taken += 1
+            yield i if self.items is None else self.items[i]
+            i += 1
+
+
+def _shuffle_buffer(source: Any, buffer_size: int, seed: int) -> Any:
+    return globals()["student"]["ShuffleBuffer"](source, buffer_size, seed)
+
+
+def _epoch(ds: Any, source: _Counted, limit: int) -> tuple[list[Any], int]:
+    """One epoch of `ds` (at most `limit` items), and how far ahead of its k-th item it had read, at most."""
+    order: list[Any] = []
+    ahead = 0
+    for item in ds:
+        order.append(item)
+        ahead = max(ahead, source.taken - len(order))
+        if len(order) >= limit:
+            break
+    return order, ahead
+
+
+def shuffle_orders(items: list[Any], buffer_size: int, seeds: list[int], epochs: int) -> dict[str, Any]:
+    """For each seed, `epochs` epochs of a fresh ShuffleBuffer(items, buffer_size, seed); the most it read ahead."""
+    orders: list[list[list[Any]]] = []
+    ahead = 0
+    for seed in seeds:
+        source = _Counted(items)
+        ds = _shuffle_buffer(source, buffer_size, seed)
+        runs = []
+        for _ in range(epochs):
+            source.taken = 0
+            order, most = _epoch(ds, source, 2 * len(items) + 4)
+            runs.append(order)
+            ahead = max(ahead, most)
+        orders.append(runs)
+    return {"orders": orders, "ahead": ahead}
+
+
+def shuffle_endless(buffer_size: int, seed: int, take: int) -> dict[str, Any]:
+    """The first `take` items of a ShuffleBuffer over an endless source, and the most it read ahead."""
+    source = _Counted(None, cap=take + 10 * buffer_size + 1000)
+    order, ahead = _epoch(_shuffle_buffer(source, buffer_size, seed), source, take)
+    return {"order": order, "ahead": ahead}
+
+
+def _round_trip(state: Any) -> Any:
+    """`state` through a checkpoint file, read back as torch.load(weights_only=True) reads plain data."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)
+
+
+def shuffle_resume(items: list[Any], buffer_size: int, seed: int, cut: int | None) -> dict[str, Any]:
+    """Epoch 0 of ShuffleBuffer(items, ...) checkpointed after `cut` items (None: before any epoch) and continued;
+    epoch 1; and a new ShuffleBuffer resumed from the checkpoint: the rest of epoch 0, then epoch 1."""
+    limit = 2 * len(items) + 4
+    ds = _shuffle_buffer(_Counted(items), buffer_size, seed)
+    if cut is None:
+        state, head, it = ds.state_dict(), [], iter(ds)
+    else:
+        it = iter(ds)
+        head = [next(it) for _ in range(cut)]
+        state = ds.state_dict()
+    rest = []
+    for item in it:
+        rest.append(item)
+        if len(rest) >= limit:
+            break
+    original = {"epoch0": head + rest, "epoch1": _epoch(ds, _Counted(items), limit)[0]}
+    try:
+        state = _round_trip(state)
+    except Exception as e:
+        return {**original, "state_error": f"{type(e).__name__}: {str(e)[:600]}", "state_type": type(state).__name__}
+    resumed = _shuffle_buffer(_Counted(items), buffer_size, seed)
+    resumed.load_state_dict(state)
+    return {**original, "resumed0": _epoch(resumed, _Counted(items), limit)[0],
+            "resumed1": _epoch(resumed, _Counted(items), limit)[0]}
+
+
+class _Sharded:
+    """range(n) as an IterableDataset source: each DataLoader worker gets every num_workers-th number."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __iter__(self) -> Any:
+        from torch.utils.data import get_worker_info
+
+        info = get_worker_info()
+        workers, me = (1, 0) if info is None else (info.num_workers, info.id)
+        return iter(range(me, self.n, workers))
+
+
+def shuffle_loader(n: int, buffer_size: int, seed: int, num_workers: int, timeout: float, limit: int) -> list[Any]:
+    """The items of DataLoader(ShuffleBuffer(a sharded range(n), ...), batch_size=None, num_workers=...)."""
+    return _collect(_shuffle_buffer(_Sharded(n), buffer_size, seed), num_workers, timeout, limit)

@@ -237,3 +237,43 @@ def run_steps(rig: SpeedRig, steps: int, amp: bool, seed: int) -> dict[str, Any]
     if cuda:
         torch.cuda.synchronize()
     return {"losses": losses, "peak_bytes": torch.cuda.max_memory_allocated() if cuda else 0}
+
+
+# -- the stretch task: the student's LossScaler, driven through a schedule of steps --------------------------
+
+
+def scaler_run(case: dict[str, Any], scaler: Any) -> dict[str, Any]:
+    """Train the case's MLP for its `steps` with `scaler` (the student's LossScaler, or torch's GradScaler in the
+    judge's oracle): each step may poison one gradient entry with inf or nan after backward, or unscale and clip
+    before the step. Returns the scale after every step, the final parameters and what scale(loss) gave."""
+    inputs, targets = case["inputs"], case["targets"]
+    model = _mlp(case["sizes"])
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(case["params"][name])
+    optimizer = torch.optim.SGD(model.parameters(), lr=case["lr"], momentum=0.9)
+    dtype = getattr(torch, case["dtype"]) if case["dtype"] else None
+    scales, ratios = [], []
+    for step in case["steps"]:
+        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+            loss = F.mse_loss(model(inputs), targets)
+        scaled = scaler.scale(loss)
+        ratios.append(float(scaled.detach()) / float(loss.detach()) if isinstance(scaled, torch.Tensor) else None)
+        scaled.backward()
+        if step["poison"] is not None:
+            with torch.no_grad():
+                list(model.parameters())[step["param"]].grad.view(-1)[0] = float(step["poison"])
+        if step["clip"] is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), step["clip"])
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        scales.append(float(scaler.get_scale()))
+    return {"scales": scales, "ratios": ratios,
+            "params": {name: p.detach().clone() for name, p in model.named_parameters()}}
+
+
+def run_loss_scaler(case: dict[str, Any]) -> dict[str, Any]:
+    """scaler_run with the student's LossScaler(**case["config"])."""
+    return scaler_run(case, _function("LossScaler")(**case["config"]))
