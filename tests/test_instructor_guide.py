@@ -5,7 +5,7 @@ kit's .venv linked in), from a shell where .venv is not activated, with `<id>` =
 the few that cannot run here are named with the reason. Between the steps a student fetches
 the release through nbgrader's exchange, validates and submits it (the student guide's commands),
 and the instructor adjusts a score as Formgrader does. The submission forgets the max
-subtraction in softmax: the kit gives it 16 / 20, stock nbgrader 10 / 20.
+subtraction in softmax and skips the stretch task: the kit gives it 16 / 20, stock nbgrader 10 / 20.
 """
 
 from __future__ import annotations
@@ -88,12 +88,12 @@ def _student_turn(tmp: Path, env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr
     notebook = home / CH / f"{CH}.ipynb"
     code = solution_code(CH)
-    _answer(notebook, {**code, "softmax": NO_MAX})
+    _answer(notebook, {**{k: v for k, v in code.items() if k != "log_softmax"}, "softmax": NO_MAX})  # no stretch
 
     # nbgrader validate says the visible check fails, yet exits 0; the guide's line tests the text instead
     (validate,) = _commands(guide)
     done = _shell(f"nbgrader validate {CH}.ipynb", notebook.parent, student)
-    assert done.returncode == 0 and "VALIDATION FAILED ON 1 CELL(S)!" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 0 and "VALIDATION FAILED ON 2 CELL(S)!" in done.stdout, done.stdout + done.stderr
     validate_cmd, check = validate.split(" | ", 1)
     assert validate_cmd == f"nbgrader validate {CH}.ipynb"
     assert subprocess.run(["bash", "-c", check], input=done.stdout, capture_output=True, text=True).stdout == ""
@@ -151,7 +151,8 @@ def test_every_instructor_command_works_as_printed(tmp_path: Path) -> None:
                 assert con.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
         if command.startswith(".venv/bin/nbgrader autograde"):
             assert _gradebook_scores(course, student) == {"check_softmax": (6.0, None),
-                                                          "check_softmax_cross_entropy": (10.0, None)}
+                                                          "check_softmax_cross_entropy": (10.0, None),
+                                                          "check_log_softmax": (0.0, None)}
         if command.startswith(".venv/bin/python -m autograder grade-all"):
             assert "0 submissions recorded by nbgrader autograde, 1 already recorded" in done.stdout, done.stdout
             result = json.loads((course / "graded" / "results" / student / f"{CH}.json").read_text())

@@ -35,11 +35,19 @@ def _result(tests: list[dict[str, Any]], notes: str = "", device: str = "cpu") -
             "output": notes, "tests": tests, "extra_data": {"device": device, "assignment": CH}}
 
 
+def _bonus(name: str, score: float, points: float, status: str = "passed", output: str = "") -> dict[str, Any]:
+    """A check of 07's stretch task log_softmax: its points are extra credit."""
+    return {**_test("log_softmax", name, score, points, status, output), "tags": ["log_softmax", "bonus"],
+            "name": f"[bonus: log_softmax] {name}"}
+
+
 NO_MAX = _result([
     _test("softmax", "matches the example", 0, 4, "failed", NAN_MESSAGE, visible=True),
     _test("softmax", "matches torch.softmax on batches", 6, 6),
     _test("softmax_cross_entropy", "matches log_softmax", 10, 10),
+    _bonus("matches torch.log_softmax", 0, 4, "failed", "not implemented"),
 ])
+CHECK_CELLS = ["check_softmax", "check_softmax_cross_entropy", "check_log_softmax"]
 
 
 def _notebook() -> nbformat.NotebookNode:
@@ -56,7 +64,8 @@ def _text(cell: nbformat.NotebookNode) -> str:
 
 def test_partial_credit_is_what_nbgrader_reads() -> None:
     nb = _notebook()
-    assert write_verdicts(nb, NO_MAX) == ({"check_softmax": 6.0, "check_softmax_cross_entropy": 10.0}, {})
+    assert write_verdicts(nb, NO_MAX) == ({"check_softmax": 6.0, "check_softmax_cross_entropy": 10.0,
+                                           "check_log_softmax": 0.0}, {"check_log_softmax": 0.0})
     softmax, xent = _cell(nb, "check_softmax"), _cell(nb, "check_softmax_cross_entropy")
     assert utils.determine_grade(softmax) == (6.0, 10.0)
     assert utils.determine_grade(xent) == (10.0, 10.0)
@@ -76,7 +85,7 @@ def test_every_other_cell_is_left_as_it_was() -> None:
     write_verdicts(nb, NO_MAX)
     changed = [c.metadata.get("nbgrader", {}).get("grade_id") for c, b in zip(nb.cells, before.cells, strict=True)
                if c != b]
-    assert changed == ["check_softmax", "check_softmax_cross_entropy"]
+    assert changed == CHECK_CELLS
     for cell, old in zip(nb.cells, before.cells, strict=True):
         if "nbgrader" in cell.metadata:  # sources and metadata unchanged: nbgrader's checksums still hold
             assert (cell.source, cell.metadata) == (old.source, old.metadata)
@@ -97,7 +106,8 @@ def test_points_are_scaled_when_the_checks_that_ran_are_worth_more_than_the_cell
     nb = _notebook()
     _cell(nb, "check_softmax").metadata.nbgrader["points"] = 14  # 08 on CUDA: a 2-point speed check more
     result = _result([_test("softmax", "on CUDA", 13, 14), _test("softmax", "speed on CUDA", 2, 2),
-                      _test("softmax_cross_entropy", "xent", 0, 10, "failed", "wrong")], device="cuda")
+                      _test("softmax_cross_entropy", "xent", 0, 10, "failed", "wrong"), _bonus("bonus", 0, 4)],
+                     device="cuda")
     result["tests"][0]["score"] = 13  # 15 of 16
     assert write_verdicts(nb, result)[0]["check_softmax"] == 13.125
     cell = _cell(nb, "check_softmax")
@@ -108,7 +118,7 @@ def test_points_are_scaled_when_the_checks_that_ran_are_worth_more_than_the_cell
 def test_a_task_whose_checks_all_skipped_fails_the_autograde() -> None:
     result = _result([
         {**_test("softmax", "on CUDA", 0, 0, output="skipped: no CUDA GPU"), "status": "skipped"},
-        _test("softmax_cross_entropy", "xent", 10, 10)], device="cuda")
+        _test("softmax_cross_entropy", "xent", 10, 10), _bonus("bonus", 0, 4)], device="cuda")
     with pytest.raises(KitGradingError, match="no check of task 'softmax' ran on this machine"):
         write_verdicts(_notebook(), result)
 
@@ -116,8 +126,7 @@ def test_a_task_whose_checks_all_skipped_fails_the_autograde() -> None:
 def test_an_unreadable_notebook_scores_zero_with_its_reason_once() -> None:
     nb = _notebook()
     reason = "07_numerical_stability.ipynb is damaged: cell 3 is not a JSON object. Re-download the release."
-    assert write_verdicts(nb, _result([], notes=reason)) == ({"check_softmax": 0.0,
-                                                              "check_softmax_cross_entropy": 0.0}, {})
+    assert write_verdicts(nb, _result([], notes=reason)) == ({cell: 0.0 for cell in CHECK_CELLS}, {})
     first, second = _cell(nb, "check_softmax"), _cell(nb, "check_softmax_cross_entropy")
     assert utils.determine_grade(first) == (0.0, 10.0) and utils.determine_grade(second) == (0.0, 10.0)
     assert reason in _text(first) and reason not in _text(second)
@@ -132,28 +141,21 @@ def test_text_from_student_code_cannot_drive_a_terminal() -> None:
     assert "\x1b" not in text and "\r" not in text and "\\x1b[2J" in text
 
 
-def _with_stretch_cell(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A stretch exercise's check cell, as docs/authoring.md has it: 0 points in nbgrader, kit.bonus."""
-    cell = copy.deepcopy(_cell(nb, "check_softmax"))
-    cell.metadata.nbgrader.update(grade_id="check_stretch", points=0)
-    cell.metadata["kit"] = {"bonus": 4}
-    nb.cells.append(cell)
-    return cell
-
-
 def test_a_stretch_task_is_extra_credit_and_nbgrader_reads_zero_points() -> None:
     nb = _notebook()
-    cell = _with_stretch_cell(nb)
-    cell.metadata["kit"]["bonus"] = 400  # the student's copy: never read, the points are the checks'
-    stretch = [{**_test("stretch", "faster than the loop", 3, 3), "tags": ["stretch", "bonus"],
-                "name": "[bonus: stretch] faster than the loop"},
-               {**_test("stretch", "handles empty input", 0, 1, "failed", "Got: an IndexError"),
-                "tags": ["stretch", "bonus"], "name": "[bonus: stretch] handles empty input"}]
-    recorded, extra = write_verdicts(nb, _result([*NO_MAX["tests"], *stretch]))
-    assert recorded["check_stretch"] == 0.0 and extra == {"check_stretch": 3.0}
+    cell = _cell(nb, "check_log_softmax")
+    assert (cell.metadata.nbgrader["points"], cell.metadata["kit"]) == (0, {"bonus": 4})
+    cell.metadata["kit"]["bonus"] = 400  # the student's copy: never read; the registry's 4 is
+    stretch = [_bonus("matches torch.log_softmax", 2, 2), _bonus("its own backward", 0, 1, "failed", "Got: nan"),
+               _bonus("huge logits", 1, 1)]
+    recorded, extra = write_verdicts(nb, {**NO_MAX, "tests": [*NO_MAX["tests"][:3], *stretch]})
+    assert recorded["check_log_softmax"] == 0.0 and extra == {"check_log_softmax": 3.0}
     assert utils.determine_grade(cell) == (0.0, 0.0)  # more than 0 would make nbgrader's SaveAutoGrades fail
     text = _text(cell)
-    assert "bonus: stretch: 3 / 4 extra-credit points" in text and "FAIL 0/1  handles empty input (hidden)" in text
+    assert "bonus: log_softmax: 3 / 4 extra-credit points" in text and "FAIL 0/1  its own backward (hidden)" in text
+    # on a device where the stretch checks are worth 8, the share of the registry's 4 points
+    _, extra = write_verdicts(_notebook(), {**NO_MAX, "tests": [*NO_MAX["tests"][:3], _bonus("x", 6, 8)]})
+    assert extra == {"check_log_softmax": 3.0}
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own, on add_submission
@@ -166,11 +168,11 @@ def test_extra_credit_goes_into_the_gradebook(tmp_path: Path, monkeypatch: pytes
     with Gradebook(url) as gb:
         gb.add_assignment(CH)
         gb.add_notebook(CH, CH)
-        for name, points in (("check_softmax", 10), ("check_stretch", 0)):
+        for name, points in (("check_softmax", 10), ("check_log_softmax", 0)):
             gb.add_grade_cell(name, CH, CH, max_score=points, cell_type="code")
         gb.add_student("ada")
         gb.add_submission(CH, "ada")
-    record_extra_credit(url, {"notebook": CH, "assignment": CH, "student": "ada"}, {"check_stretch": 3.0})
+    record_extra_credit(url, {"notebook": CH, "assignment": CH, "student": "ada"}, {"check_log_softmax": 3.0})
     with Gradebook(url) as gb:
         grades = {g.name: g.extra_credit for g in gb.find_submission_notebook(CH, CH, "ada").grades}
-    assert grades == {"check_softmax": None, "check_stretch": 3.0}
+    assert grades == {"check_softmax": None, "check_log_softmax": 3.0}

@@ -67,13 +67,18 @@ def _retypes_answer_cell(nb: Notebook) -> None:
     nb["cells"][_cell_index(nb, "softmax")]["metadata"]["nbgrader"].update(grade=True, points=10)
 
 
-# student -> (softmax's code, an edit of the notebook's graded cells, the points recorded per check cell;
-# None: nbgrader's autograde fails for that submission and records nothing)
-HONEST_MISTAKE = {"check_softmax": 6.0, "check_softmax_cross_entropy": 10.0}  # no max subtraction: 16 / 20
-CLASS: dict[str, tuple[str | None, Callable[[Notebook], None] | None, dict[str, float] | None]] = {
-    "ada": ("solution", None, {"check_softmax": 10.0, "check_softmax_cross_entropy": 10.0}),
+# student -> (softmax's code, an edit of the notebook's graded cells, (auto score, extra credit) per check
+# cell; None: nbgrader's autograde fails for that submission and records nothing). Only ada does the
+# stretch task log_softmax (0 points in nbgrader, 4 of extra credit).
+HONEST_MISTAKE = {"check_softmax": (6.0, None), "check_softmax_cross_entropy": (10.0, None),
+                  "check_log_softmax": (0.0, 0.0)}  # no max subtraction: 16 / 20
+Expected = dict[str, tuple[float, float | None]]
+CLASS: dict[str, tuple[str | None, Callable[[Notebook], None] | None, Expected | None]] = {
+    "ada": ("solution", None, {"check_softmax": (10.0, None), "check_softmax_cross_entropy": (10.0, None),
+                               "check_log_softmax": (0.0, 4.0)}),
     "bob": (NO_MAX, None, HONEST_MISTAKE),
-    "cid": (None, None, {"check_softmax": 0.0, "check_softmax_cross_entropy": 0.0}),
+    "cid": (None, None, {"check_softmax": (0.0, None), "check_softmax_cross_entropy": (0.0, None),
+                         "check_log_softmax": (0.0, 0.0)}),
     "edits": (NO_MAX, _edits_check_cell, HONEST_MISTAKE),  # nbgrader restores the locked source and points
     "deletes": (NO_MAX, _deletes_check_cell, HONEST_MISTAKE),  # nbgrader puts the cell back (add_missing_cells)
     "duplicates": (NO_MAX, _duplicates_check_cell, None),
@@ -105,7 +110,8 @@ def _rows(course: Path) -> dict[str, Any]:
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         for student in CLASS:
             sub = gb.find_submission(CH, student)
-            grades = {g.name: (g.auto_score, g.manual_score, g.needs_manual_grade) for g in sub.notebooks[0].grades}
+            grades = {g.name: (g.auto_score, g.extra_credit, g.manual_score, g.needs_manual_grade)
+                      for g in sub.notebooks[0].grades}
             comments = {c.name: c.auto_comment for c in sub.notebooks[0].comments}
             rows[student] = {"timestamp": sub.timestamp, "score": sub.score, "late": sub.late_submission_penalty,
                              "grades": grades, "comments": comments, "autograded": seen[student]["autograded"],
@@ -128,7 +134,12 @@ def courses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     generate_release(CH, course)
     code = solution_code(CH)
     for student, (softmax, edit, _) in CLASS.items():
-        cells = {} if softmax is None else {**code, "softmax": code["softmax"] if softmax == "solution" else softmax}
+        if softmax is None:
+            cells = {}
+        elif softmax == "solution":
+            cells = code
+        else:  # the stretch task left as the stub
+            cells = {**{k: v for k, v in code.items() if k != "log_softmax"}, "softmax": softmax}
         folder = course / "submitted" / student / CH
         folder.mkdir(parents=True)
         path = write_submission(folder, CH, cells)
@@ -161,13 +172,14 @@ def test_both_ways_leave_the_same_gradebook_with_partial_credit(courses: dict[st
         row = ours[student]
         assert row["timestamp"] == SUBMITTED, student
         if points is None:  # no score at all, not a zero: needs grading, and not shown as autograded
-            assert row["grades"] == {g: (None, None, True) for g in HONEST_MISTAKE}, student
+            assert row["grades"] == {g: (None, None, None, True) for g in HONEST_MISTAKE}, student
             assert not row["autograded"], student
         else:
-            assert row["grades"] == {g: (p, None, False) for g, p in points.items()}, student
-            assert row["score"] == sum(points.values()), student
+            assert row["grades"] == {g: (auto, extra, None, False) for g, (auto, extra) in points.items()}, student
+            assert row["score"] == sum(auto + (extra or 0) for auto, extra in points.values()), student
             assert row["autograded"] and row["formgrader_timestamp"], student
     assert ours["bob"]["score"] == 16.0  # the kit's partial credit; stock nbgrader records 10 (all or nothing)
+    assert ours["ada"]["score"] == 24.0  # 20 and the stretch task's 4 as extra credit
 
 
 def test_both_ways_write_the_same_autograded_notebook(courses: dict[str, Path]) -> None:
@@ -224,7 +236,7 @@ def test_a_grader_failure_fails_the_autograde_and_records_no_zero(
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         grades = gb.find_submission_notebook(CH, CH, student).grades
-        assert [(g.auto_score, g.needs_manual_grade) for g in grades] == [(None, True), (None, True)]
+        assert [(g.auto_score, g.needs_manual_grade) for g in grades] == [(None, True)] * 3
 
 
 def test_a_half_made_gradebook_is_stamped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -252,7 +264,7 @@ def test_export_and_feedback(courses: dict[str, Path], tmp_path: Path) -> None:
     done = _run(course, "nbgrader", "export", "--to", str(tmp_path / "grades.csv"))
     assert done.returncode == 0, done.stderr
     rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader((tmp_path / "grades.csv").open())}
-    assert {s: rows[s] for s in ("ada", "bob", "cid")} == {"ada": 20.0, "bob": 16.0, "cid": 0.0}
+    assert {s: rows[s] for s in ("ada", "bob", "cid")} == {"ada": 24.0, "bob": 16.0, "cid": 0.0}
     results = [json.loads(p.read_text()) for p in sorted((courses["grade-all"] / "graded" / "results").glob("*/*"))]
     write_feedback(course, results)
     page = (course / "feedback" / "bob" / CH / f"{CH}.html").read_text()
