@@ -909,9 +909,121 @@ CH08 += _single("08_mixed_precision", {
 })
 
 
-# In chapter order (a stable sort keeps each chapter's own order), as the self-test reports them.
-MUTANTS: tuple[Mutant, ...] = tuple(sorted((*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08, *STRETCH01,
-                                            *STRETCH02), key=lambda m: m.chapter))
+# -- 03_broadcasting, stretch: additive_scores ------------------------------------------
+
+ADDITIVE_MASK_LINED_UP_WITH_KEYS = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    s = torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v
+    real = torch.arange(k.shape[1]) < lengths
+    return s.masked_fill(~real, float("-inf"))
+'''
+ADDITIVE_MASK_MULTIPLIED_IN = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    s = torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v
+    real = (torch.arange(k.shape[1]) < lengths[:, None])[:, None, :]
+    return s * real + float("-inf") * ~real
+'''
+ADDITIVE_PAIRS_CONCATENATED = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    B, N, M = q.shape[0], q.shape[1], k.shape[1]
+    pairs = torch.cat([q[:, :, None].expand(B, N, M, -1), k[:, None].expand(B, N, M, -1)], dim=-1)
+    s = torch.tanh(pairs @ torch.cat([w_q, w_k], dim=1).T) @ v
+    real = torch.arange(M) < lengths[:, None]
+    return s.masked_fill(~real[:, None], float("-inf"))
+'''
+ADDITIVE_QUERIES_AND_KEYS_AXES_SWAPPED = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    s = torch.tanh((q @ w_q.T)[:, None] + (k @ w_k.T)[:, :, None]) @ v
+    real = torch.arange(k.shape[1]) < lengths[:, None]
+    return s.masked_fill(~real[:, :, None], float("-inf"))
+'''
+ADDITIVE_PADDING_FILLED_IN_A_LOOP = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    s = torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v
+    s = s.clone()
+    for b in range(len(lengths)):
+        s[b, :, int(lengths[b]):] = float("-inf")
+    return s
+'''
+ADDITIVE_SQUEEZE_WITHOUT_DIM = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    s = (torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v[:, None]).squeeze()
+    real = torch.arange(k.shape[1]) < lengths[:, None]
+    return s.masked_fill(~real[:, None], float("-inf"))
+'''
+ADDITIVE_V_APPLIED_BEFORE_TANH = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    s = torch.tanh((q @ w_q.T @ v)[:, :, None] + (k @ w_k.T @ v)[:, None])
+    real = torch.arange(k.shape[1]) < lengths[:, None]
+    return s.masked_fill(~real[:, None], float("-inf"))
+'''
+ADDITIVE_SCORES_DETACHED = '''
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    with torch.no_grad():
+        s = torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v
+    real = torch.arange(k.shape[1]) < lengths[:, None]
+    return s.masked_fill(~real[:, None], float("-inf"))
+'''
+
+CH03_STRETCH = _single("03_broadcasting", {
+    "mask lined up with keys": ("additive_scores", ADDITIVE_MASK_LINED_UP_WITH_KEYS,
+        "check_additive_scores_lengths_per_example", "lengths[:, None]"),
+    "mask multiplied in": ("additive_scores", ADDITIVE_MASK_MULTIPLIED_IN,
+        "check_additive_scores_random", "0 * -inf = nan"),
+    "pairs concatenated": ("additive_scores", ADDITIVE_PAIRS_CONCATENATED,
+        "check_additive_scores_never_tiles", "cat"),
+    "queries and keys axes swapped": ("additive_scores", ADDITIVE_QUERIES_AND_KEYS_AXES_SWAPPED,
+        "check_additive_scores_random", "Swapping the two new axes"),
+    "padding filled in a loop": ("additive_scores", ADDITIVE_PADDING_FILLED_IN_A_LOOP,
+        "check_additive_scores_never_tiles", "grows with the input"),
+    "scores squeezed without dim": ("additive_scores", ADDITIVE_SQUEEZE_WITHOUT_DIM,
+        "check_additive_scores_sizes_of_one", "squeeze(1)"),
+    "v applied before tanh": ("additive_scores", ADDITIVE_V_APPLIED_BEFORE_TANH,
+        "check_additive_scores_random", "then contract H with v"),
+    "scores detached": ("additive_scores", ADDITIVE_SCORES_DETACHED,
+        "check_additive_scores_gradients", "avoid .detach()"),
+})
+
+# -- 04_overloaded_ops, stretch: Dual ---------------------------------------------------
+
+
+def _dual(*changes: tuple[str, str]) -> str:
+    """The reference Dual with each (old, new) change made."""
+    code = solution_cells("04_overloaded_ops")["Dual"]
+    for old, new in changes:
+        if old not in code:
+            raise RuntimeError(f"the solution's Dual changed ({old.strip()!r} is gone): update CH04_STRETCH in "
+                               + __file__)
+        code = code.replace(old, new)
+    return code
+
+
+ELSE = "        return o if o is NotImplemented else "
+CH04_STRETCH = _single("04_overloaded_ops", {
+    "__rsub__ reuses __sub__": ("Dual", _dual((ELSE + "o + (-self)", ELSE + "self + (-o)")),
+                                "check_dual_constants_on_the_left", "d.__rsub__(c) must compute c - d"),
+    "product rule without u w'": ("Dual", _dual(("self.tangent * o.value + self.value * o.tangent)",
+                                                 "self.tangent * o.value)")),
+                                  "check_dual_polynomial", "(u w)' = u' w + u w'"),
+    "quotient rule with a plus": ("Dual", _dual(("(self.tangent * o.value - self.value * o.tangent)",
+                                                 "(self.tangent * o.value + self.value * o.tangent)")),
+                                  "check_dual_quotients_and_powers", "(u / w)'"),
+    "power rule off by one": ("Dual", _dual(("p * self.value ** (p - 1) * self.tangent",
+                                             "p * self.value ** p * self.tangent")),
+                              "check_dual_quotients_and_powers", "(u**p)'"),
+    "matmul product rule in the wrong order": ("Dual", _dual(("self.tangent @ o.value + self.value @ o.tangent",
+                                                              "o.value @ self.tangent + o.tangent @ self.value")),
+                                               "check_dual_matrix_products", "matrices do not commute"),
+    "__rmatmul__ computes d @ w": ("Dual", _dual((ELSE + "o @ self", ELSE + "self @ o")),
+                                   "check_dual_matrix_products", "d.__rmatmul__(w)"),
+    "tangent not broadcast": ("Dual", _dual(
+        ("return Dual(value, tangent.expand_as(value) if tangent.shape != value.shape else tangent)",
+         "return Dual(value, tangent)"),
+        ("return Dual(value, torch.zeros_like(value))", "return Dual(value, torch.zeros(()))")),
+        "check_dual_broadcasting", "tangent.expand_as(value)"),
+    "no reflected operators": ("Dual", _dual(("    __radd__ = __add__\n", ""), ("    __rmul__ = __mul__\n", "")),
+                               "check_dual_polynomial", "reflected method (__radd__"),
+})
 
 
 def mutants(chapter: str) -> list[Mutant]:
@@ -977,8 +1089,6 @@ def batch_scatter_add(values, indices, n):
 """,
         {"check_scatter_add_gradient": "autograd graph"}),
 }.items()]
-
-MUTANTS = tuple(sorted((*MUTANTS, *CH05_STRETCH), key=lambda m: m.chapter))  # chapter order, as selftest runs them
 
 
 # -- 06_data_loaders, stretch: ShuffleBuffer ----------------------------------------------
@@ -1064,4 +1174,10 @@ CH06_STRETCH = [Mutant("06_data_loaders", name, {"ShuffleBuffer": code}, fails) 
                                     {"check_shuffle_resume": "plain data"}),
 }.items()]
 
-MUTANTS = tuple(sorted((*MUTANTS, *CH06_STRETCH), key=lambda m: m.chapter))
+
+# Every named wrong implementation, in chapter order (a stable sort keeps each chapter's own order, stretch
+# tasks after the rest), as the self-test reports them.
+MUTANTS: tuple[Mutant, ...] = tuple(sorted(
+    (*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08,
+     *STRETCH01, *STRETCH02, *CH03_STRETCH, *CH04_STRETCH, *CH05_STRETCH, *CH06_STRETCH),
+    key=lambda m: m.chapter))

@@ -90,5 +90,20 @@ def assert_caught(g: Grade, mutant: str, check: str, phrase: str) -> None:
 
 
 def task_scores(g: Grade) -> dict[str, float]:
-    """Points earned per task (answer cell)."""
-    return {task: got for task, (got, _) in g.by_task().items()}
+    """Points earned per graded task (answer cell); stretch tasks, which earn bonus points, are left out."""
+    stretch = {r.task for r in g.results if r.bonus}
+    return {task: got for task, (got, _) in g.by_task().items() if task not in stretch}
+
+
+def check_count(chapter: str) -> int:
+    """How many checks grade `chapter`: its checks module's @check declarations (stretch tasks included)."""
+    import importlib.util
+
+    from autograder.chapters import CHAPTERS
+    from autograder.plugin import declared_checks
+
+    path = CHAPTERS[chapter].checks
+    spec = importlib.util.spec_from_file_location(f"_counted_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return len(declared_checks(module))

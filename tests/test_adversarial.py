@@ -24,7 +24,7 @@ from autograder.expect import CheckFailure
 from autograder.notebook import load_submission
 from autograder.remote import Student
 from autograder.timing import compare_speed, randn, reference_process
-from tests.kit import FAST, ROOT, by_name, grade_fast, solved, task_scores
+from tests.kit import FAST, ROOT, by_name, check_count, grade_fast, solved, task_scores
 
 CH = "07_numerical_stability"
 WRONG = "\ndef softmax(logits, dim=-1):\n    return torch.zeros_like(logits)\n"
@@ -93,7 +93,7 @@ def test_attack_earns_nothing_and_grading_completes(tmp_path: Path, attack: str)
     started = time.monotonic()
     g = grade_fast(path)
     assert time.monotonic() - started < 90
-    assert len(g.results) == 13 and g.max_score == 20
+    assert len(g.results) == check_count(CH) and g.max_score == 20
     assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}, [r.output for r in g.results]
 
 
@@ -133,7 +133,8 @@ for target in [{str(out_file)!r}, {str(ROOT / "README.md")!r}]:
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(path), "--out", str(out_file)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert json.loads(out_file.read_text())["score"] == 10
+    result = json.loads(out_file.read_text())
+    assert result["score"] - result["extra_data"]["bonus"]["score"] == 10  # softmax lost, the rest earned
     assert (ROOT / "README.md").read_text() == readme
 
 

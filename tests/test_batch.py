@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from autograder.batch import discover, grade_all, merge, shard
-from tests.kit import solved, write_submission
+from tests.kit import check_count, solved, write_submission
 
 CH = "07_numerical_stability"
 
@@ -48,7 +48,8 @@ def test_every_submission_gets_a_row_and_a_result(graded: Path) -> None:
     assert rows[f"dan/{CH}"]["status"] == "error" and "No .ipynb" in rows[f"dan/{CH}"]["notes"]
     assert (out / "summary.csv").read_text().count("\n") == 5
     result = json.loads((out / "results" / "ada" / f"{CH}.json").read_text())
-    assert result["score"] == result["max_score"] == 20 and len(result["tests"]) == 13
+    assert result["max_score"] == 20 and len(result["tests"]) == check_count(CH)
+    assert result["score"] == 20 + result["extra_data"]["bonus"]["max_score"]  # the stretch task too
 
 
 def test_a_rerun_grades_only_what_is_missing(course: Path, graded: Path, tmp_path: Path,

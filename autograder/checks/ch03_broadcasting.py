@@ -25,6 +25,9 @@ from autograder.wire import RemoteObject
 
 # The notebook's example: a call every working paired_sums answers.
 PAIRED_SUMS_EXAMPLE = (torch.tensor([[1.0], [2.0]]), torch.tensor([1.0, 2.0]))
+# The stretch's: B = 1, N = 1, M = 2, one real key; H = Dq = Dk = 1.
+ADDITIVE_EXAMPLE = (torch.ones(1, 1, 1), torch.ones(1, 2, 1), torch.tensor([1]), torch.ones(1, 1), torch.ones(1, 1),
+                    torch.ones(1))
 
 
 class Api(StudentApi):
@@ -39,6 +42,10 @@ class Api(StudentApi):
     @answer(example=PAIRED_SUMS_EXAMPLE)
     def paired_sums(self, a: Tensor, b: Tensor) -> Tensor:
         """a[i, 0] + b[i] for a of shape [N, 1] and b of shape [N]."""
+
+    @answer(example=ADDITIVE_EXAMPLE)
+    def additive_scores(self, q: Tensor, k: Tensor, lengths: Tensor, w_q: Tensor, w_k: Tensor, v: Tensor) -> Tensor:
+        """Stretch: [B, N, M] scores v . tanh(W_q q_i + W_k k_j), -inf for keys j >= lengths[b]."""
 
 
 def build_merge(api: Api, in1: int, in2: int, out: int, device: str, activation: str | None = None) -> RemoteObject:
@@ -327,3 +334,137 @@ def check_paired_sums_gradient(api: Api, rng: torch.Generator, device: str) -> N
     for which, got, want in zip("ab", grads, (g.unsqueeze(1), g), strict=True):
         _expect(got, want, f"gradient of paired_sums(a, b) with respect to {which}",
                 {"a": a, "b": b, "grad_output": g}, GRAD_HINT, device)
+
+
+# -- additive_scores (stretch, bonus) ------------------------------------------------
+# Every pair on purpose: Merge's two projections broadcast over a [B, N, M] table, and a per-example length
+# mask that must broadcast over the queries. The oracle concatenates every pair in float64, as the guide's
+# tiled form would, and fills the padding example by example.
+
+ADDITIVE_CALL = "additive_scores(q, k, lengths, w_q, w_k, v)"
+PAIRS_HINT = ("Project once per vector, pq = q @ w_q.T of shape [B, N, H] and pk = k @ w_k.T of shape [B, M, H], "
+              "then give each its own new axis so that pq[:, :, None] + pk[:, None] is [B, N, M, H]; tanh, then "
+              "contract H with v. Swapping the two new axes gives [B, M, N], the same shape when N == M.")
+MASK_HINT = ("The lengths are one per example: compare torch.arange(M) with lengths[:, None] to get a [B, M] mask, "
+             "then give it a query axis, [B, 1, M]. torch.arange(M) < lengths lines lengths up with the keys (the "
+             "rule matches shapes from the right), which broadcasts without error when B == M and is wrong.")
+FILL_HINT = ("Set the padded scores with masked_fill(mask, float('-inf')) or torch.where: multiplying by a 0/1 mask "
+             "computes 0 * -inf = nan.")
+ADDITIVE_GRAD_HINT = ("Build the scores from differentiable operations on all five inputs, and put -inf in with "
+                      "masked_fill or torch.where: a padded score then has zero gradient everywhere, not nan. "
+                      "Avoid .detach(), .data and in-place writes into tensors you made yourself.")
+ADDITIVE_TOL = {torch.float64: (1e-10, 1e-10), torch.float32: (1e-5, 1e-5)}
+
+
+def additive_inputs(rng: torch.Generator, b: int, n: int, m: int, lengths: list[int] | None = None,
+                    dtype: torch.dtype = torch.float32, features: list[int] | None = None) -> tuple[Tensor, ...]:
+    """q, k, lengths, w_q, w_k, v; feature sizes Dq, Dk, H random unless given, lengths random in [0, m]."""
+    dq, dk, h = features or _sizes(rng, 3, 1, 9)
+    q = torch.randn(b, n, dq, generator=rng, dtype=dtype)
+    k = torch.randn(b, m, dk, generator=rng, dtype=dtype)
+    lens = torch.tensor(lengths) if lengths is not None else torch.randint(0, m + 1, (b,), generator=rng)
+    w_q = torch.randn(h, dq, generator=rng, dtype=dtype) / dq ** 0.5
+    w_k = torch.randn(h, dk, generator=rng, dtype=dtype) / dk ** 0.5
+    v = torch.randn(h, generator=rng, dtype=dtype)
+    return q, k, lens, w_q, w_k, v
+
+
+def additive_oracle(q: Tensor, k: Tensor, lengths: Tensor, w_q: Tensor, w_k: Tensor, v: Tensor) -> Tensor:
+    """Every pair concatenated and fed to the joint layer [w_q, w_k], in float64; -inf past each length."""
+    b, n, m = q.shape[0], q.shape[1], k.shape[1]
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    pairs = torch.cat([q64[:, :, None, :].expand(b, n, m, -1), k64[:, None, :, :].expand(b, n, m, -1)], dim=-1)
+    scores = torch.tanh(pairs @ torch.cat([w_q, w_k], dim=1).double().T) @ v64
+    for i, length in enumerate(lengths.tolist()):
+        scores[i, :, length:] = float("-inf")
+    return scores.to(q.dtype)
+
+
+def _additive_shown(inputs: tuple[Tensor, ...]) -> dict[str, Tensor]:
+    return dict(zip(("q", "k", "lengths", "w_q", "w_k", "v"), inputs, strict=True))
+
+
+def _expect_additive(api: Api, inputs: tuple[Tensor, ...], hint: str, device: str) -> None:
+    rtol, atol = ADDITIVE_TOL[inputs[0].dtype]
+    want = additive_oracle(*inputs)
+    got = api.additive_scores(*inputs)
+    if isinstance(got, Tensor) and got.shape == want.shape and bool(torch.isnan(got).any()):
+        hint = FILL_HINT
+    expect_tensor(got, want, call=ADDITIVE_CALL, inputs=_additive_shown(inputs), hint=hint, rtol=rtol,
+                  atol=atol * (1.0 + float(inputs[5].abs().sum())), device=device)
+
+
+@check(task="additive_scores", points=1, visible=True)
+def check_additive_scores_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random B, N, M (all different) and lengths match every pair concatenated, float32 and float64"""
+    for dtype in (torch.float32, torch.float32, torch.float64):
+        b, n, m = (int(s) for s in torch.randperm(6, generator=rng)[:3] + 2)
+        _expect_additive(api, additive_inputs(rng, b, n, m, dtype=dtype), PAIRS_HINT, device)
+
+
+@check(task="additive_scores", points=1)
+def check_additive_scores_lengths_per_example(api: Api, rng: torch.Generator, device: str) -> None:
+    """B == N == M, with lengths 0, M and in between: the mask goes per example, not per key"""
+    m = _sizes(rng, 1, 3, 6)[0]
+    lengths = [int(x) for x in torch.randint(1, m, (m,), generator=rng)]
+    lengths[0], lengths[-1] = m, 0
+    _expect_additive(api, additive_inputs(rng, m, m, m, lengths), MASK_HINT, device)
+
+
+@check(task="additive_scores", points=1)
+def check_additive_scores_sizes_of_one(api: Api, rng: torch.Generator, device: str) -> None:
+    """one query, one key, one example: the [B, N, M] shape keeps every axis"""
+    n, m = _sizes(rng, 2, 2, 6)
+    for b, n_, m_ in ((2, 1, m), (2, n, 1), (1, n, m), (1, 1, 1)):
+        lengths = [int(x) for x in torch.randint(0, m_ + 1, (b,), generator=rng)]
+        lengths[0] = m_
+        _expect_additive(api, additive_inputs(rng, b, n_, m_, lengths), SQUEEZE_HINT + " " + PAIRS_HINT, device)
+
+
+@check(task="additive_scores", points=1)
+def check_additive_scores_gradients(api: Api, rng: torch.Generator, device: str) -> None:
+    """the gradients with respect to q, k, w_q, w_k and v are those of the reference, finite where masked"""
+    b, n, m = (int(s) for s in torch.randperm(5, generator=rng)[:3] + 2)
+    inputs = additive_inputs(rng, b, n, m, [m] + [int(x) for x in torch.randint(0, m, (b - 1,), generator=rng)])
+    _expect_additive(api, inputs, PAIRS_HINT, device)  # the value first
+    g = torch.randn(b, n, m, generator=rng)
+    wrt = (0, 1, 3, 4, 5)
+    with output_shape_checked():
+        _, grads = api.additive_scores.vjp(g, wrt=wrt)(*inputs)
+    leaves = [t.double().requires_grad_(True) if i in wrt else t for i, t in enumerate(inputs)]
+    out = additive_oracle(*leaves)
+    real = torch.isfinite(out)
+    want = torch.autograd.grad(out.masked_fill(~real, 0.0), [leaves[i] for i in wrt], g.double() * real)
+    names = ("q", "k", "lengths", "w_q", "w_k", "v")
+    for i, got, w in zip(wrt, grads, want, strict=True):
+        expect_tensor(got, w.float(), call=f"gradient with respect to {names[i]} of {ADDITIVE_CALL}",
+                      inputs={**_additive_shown(inputs), "grad_output": g}, hint=ADDITIVE_GRAD_HINT, rtol=1e-4,
+                      atol=1e-4 * (1.0 + float(g.abs().sum())), device=device)
+
+
+@check(task="additive_scores", points=1, forgeable=True)
+def check_additive_scores_never_tiles(api: Api, rng: torch.Generator) -> None:
+    """no pairs built by repeat, cat or an expanded copy, and no loop: the operations do not grow with B, N, M"""
+    features = _sizes(rng, 3, 2, 9)  # the same for both: einsum's path may depend on them
+    small = additive_inputs(rng, 2, 3, 4, [4, 1], features=features)
+    large = additive_inputs(rng, 7, 9, 11, [11, 0, 3, 5, 7, 9, 10], features=features)
+    _, ops_small = api.additive_scores.traced(*small)
+    _, ops = api.additive_scores.traced(*large)
+    shown = ", ".join(ops[:30]) + (", ..." if len(ops) > 30 else "")
+    flagged = [op for op in ops if op in TILING_OPS]
+    if "expand" in ops:
+        flagged += ["expand then " + op for op in ops[ops.index("expand"):] if op in COPY_OPS]
+    if flagged:
+        raise failure(call=f"{ADDITIVE_CALL}, traced", inputs=[f"q = {summarize(large[0])}",
+                                                              f"k = {summarize(large[1])}"],
+                      expected="one projection of q and one of k, a broadcast add, tanh, a contraction with v and a "
+                               "masked fill; nothing that copies the vectors into pairs",
+                      got=f"these operators, in order: {shown}",
+                      problem=f"{', '.join(dict.fromkeys(flagged))} build the tiled pairs that broadcasting avoids.",
+                      hint=PAIRS_HINT)
+    if len(ops) > len(ops_small):
+        raise failure(call=f"{ADDITIVE_CALL}, traced on two input sizes",
+                      expected="the same number of tensor operations for B, N, M = 2, 3, 4 as for 7, 9, 11",
+                      got=f"{len(ops_small)} operations for the small input, {len(ops)} for the large one: {shown}",
+                      problem="the number of operations grows with the input, so your code loops in Python.",
+                      hint=MASK_HINT)

@@ -8,18 +8,26 @@ input's size. Random inputs come from `rng`, seeded by the grading's secret seed
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 from torch import Tensor
 
 from autograder.api import Remote, StudentApi, answer, harness
 from autograder.expect import expect_tensor, failure, output_shape_checked
+from autograder.harness.ch04_overloaded_ops import EXPRESSIONS, expression
 from autograder.plugin import check
 from autograder.remote import StudentError, summarize
 from autograder.timing import RecordProperty, compare_speed, expect_speedup, randn, reference_process
+from autograder.wire import RemoteObject
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
+
+class DualResult(TypedDict, total=False):
+    type: str  # "Dual" or the type the expression gave instead
+    value: Tensor
+    tangent: Tensor
+
 
 # The notebook's examples: calls every working implementation answers.
 ROW_SUM_EXAMPLE = (torch.rand(500, 10),)
@@ -39,6 +47,15 @@ class Api(StudentApi):
     def row_sum_of_view(self, view: str, base: Tensor) -> Tensor:
         """The student's row_sum of VIEWS[view](base), a non-contiguous view taken in the student's process
         (the wire sends contiguous copies)."""
+
+    @answer
+    def Dual(self, value: Tensor, tangent: Tensor) -> RemoteObject:
+        """Stretch: a value and its tangent; operators apply the chain rule."""
+
+    @harness()
+    def dual_eval(self, case: str, values: list[Tensor], tangents: list[Tensor], constants: list[Tensor]
+                  ) -> DualResult:
+        """The kit's expression `case` (operators only) run on the student's Dual for each (value, tangent)."""
 
 
 def run_row_sum_on_view(api: Api, base: Tensor, view: str, how: str) -> Tensor:
@@ -311,3 +328,134 @@ def check_pairwise_large_clouds(api: Api, rng: torch.Generator, device: str) -> 
         x = torch.randn(n, d, generator=rng) + offset
         y = torch.randn(m, d, generator=rng) + offset
         _expect_pairwise(api, x, y, SQUARED_HINT, device)
+
+
+# -- Dual (stretch, bonus) ------------------------------------------------------------
+# The kit's expressions (autograder/harness/ch04_overloaded_ops.py), written with operators only, run on the
+# student's Dual in its process; the oracle runs the same expressions on PyTorch's forward-mode dual tensors
+# (torch.autograd.forward_ad) in float64 in the judge.
+
+REFLECTED_HINT = ("When the left operand is a number or a tensor, Python calls your reflected method with that "
+                  "operand as `other`: d.__rsub__(c) must compute c - d, d.__rtruediv__(c) c / d, d.__rmatmul__(w) "
+                  "w @ d. Reusing __sub__, __truediv__ or __matmul__ there swaps the operands.")
+RULES_HINT = ("value: the operator on the values; tangent: (u + w)' = u' + w', (u w)' = u' w + u w', "
+              "(u / w)' = (u' w - u w') / w**2, (u**p)' = p u**(p-1) u'. A tensor or number is a constant with "
+              "tangent zero.")
+MATMUL_HINT = ("(u @ w)' = u' @ w + u @ w': keep each factor on its side, matrices do not commute. For w @ d with a "
+               "tensor w, Tensor.__matmul__ gives up and Python calls d.__rmatmul__(w), which must compute w @ d.")
+BROADCAST_HINT = ("The tangent must have the shape of the value. A constant added to a Dual can broadcast the value "
+                  "to a larger shape: give the tangent that shape too (add the constant's zero tangent, or "
+                  "tangent.expand_as(value)).")
+DUAL_TYPE_HINT = ("Every operator returns a new Dual(value, tangent). With a number or tensor on the left, Python "
+                  "tries the left operand first and then your reflected method (__radd__, __rsub__, __rmul__, "
+                  "__rtruediv__, __rmatmul__); return NotImplemented only for operands you cannot handle.")
+DUAL_TOL = {torch.float64: (1e-9, 1e-9), torch.float32: (1e-4, 1e-4)}
+
+
+def dual_oracle(case: str, values: list[Tensor], tangents: list[Tensor], constants: list[Tensor]
+                ) -> tuple[Tensor, Tensor]:
+    """The expression's value and forward-mode derivative, by PyTorch's dual tensors in float64."""
+    import torch.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(v.double(), t.double()) for v, t in zip(values, tangents, strict=True)]
+        out = fwAD.unpack_dual(expression(case)(*duals, *(c.double() for c in constants)))
+        tangent = out.tangent if out.tangent is not None else torch.zeros_like(out.primal)
+        return out.primal.to(values[0].dtype), tangent.to(values[0].dtype)
+
+
+def _expect_dual(api: Api, case: str, values: list[Tensor], tangents: list[Tensor], constants: list[Tensor],
+                 hint: str, device: str) -> None:
+    args, body = EXPRESSIONS[case]
+    names = [a.strip() for a in args.split(",")]
+    shown = {**{f"{n}.value": v for n, v in zip(names, values, strict=False)},
+             **{f"{n}.tangent": t for n, t in zip(names, tangents, strict=False)},
+             **dict(zip(names[len(values):], constants, strict=True))}
+    duals = ", ".join(f"{n} = Dual({n}.value, {n}.tangent)" for n in names[:len(values)])
+    call = f"{duals}; out = {body}"
+    api.Dual(values[0], tangents[0])  # constructing it directly first gives the clearest message when it is missing
+    try:
+        got = api.dual_eval.using(call=call, hint=hint)(case, values, tangents, constants)
+    except StudentError as e:
+        if "unsupported operand type" not in str(e):
+            raise
+        raise StudentError(str(e).split("\nHint:")[0] + f"\nHint:     {DUAL_TYPE_HINT}") from None
+    if got.get("type") != "Dual":
+        raise failure(call=call, inputs=[f"{n} = {summarize(t)}" for n, t in shown.items()],
+                      expected="a Dual", got=f"a {got.get('type')}", problem=f"{body} did not give a Dual.",
+                      hint=DUAL_TYPE_HINT)
+    want_value, want_tangent = dual_oracle(case, values, tangents, constants)
+    rtol, atol = DUAL_TOL[values[0].dtype]
+    scale = 1.0 + float(want_tangent.abs().max()) if want_tangent.numel() else 1.0
+    expect_tensor(got.get("value"), want_value, call=call + "; out.value", inputs=shown, hint=hint, rtol=rtol,
+                  atol=atol, device=device)
+    expect_tensor(got.get("tangent"), want_tangent, call=call + "; out.tangent (expected: torch.autograd.forward_ad)",
+                  inputs=shown, hint=BROADCAST_HINT if got["tangent"].shape != want_tangent.shape else hint,
+                  rtol=rtol, atol=atol * scale, device=device)
+
+
+def _pair(rng: torch.Generator, *shape: int, dtype: torch.dtype = torch.float32, positive: bool = False
+          ) -> tuple[Tensor, Tensor]:
+    """A value (in [0.5, 2.5) when positive) and a random tangent of the same shape."""
+    value = (torch.rand(*shape, generator=rng, dtype=dtype) * 2 + 0.5 if positive
+             else torch.randn(*shape, generator=rng, dtype=dtype))
+    return value, torch.randn(*shape, generator=rng, dtype=dtype)
+
+
+@check(task="Dual", points=1, visible=True)
+def check_dual_polynomial(api: Api, rng: torch.Generator, device: str) -> None:
+    """3 * d * d - 2 * d + 1 and -d + d * 0.5 give the value and its derivative"""
+    n = _sizes(rng, 1, 2, 9)[0]
+    for case in ("polynomial", "negation"):
+        x, t = _pair(rng, n)
+        _expect_dual(api, case, [x], [t], [], RULES_HINT, device)
+
+
+@check(task="Dual", points=1)
+def check_dual_constants_on_the_left(api: Api, rng: torch.Generator, device: str) -> None:
+    """1 - d + 2 / d and c - d * c + c / d: numbers and tensors on the left reach the reflected operators"""
+    n = _sizes(rng, 1, 2, 9)[0]
+    x, t = _pair(rng, n, positive=True)
+    _expect_dual(api, "numbers_on_the_left", [x], [t], [], REFLECTED_HINT, device)
+    x, t = _pair(rng, n, positive=True)
+    _expect_dual(api, "tensors_on_the_left", [x], [t], [torch.randn(n, generator=rng)], REFLECTED_HINT, device)
+
+
+@check(task="Dual", points=1)
+def check_dual_quotients_and_powers(api: Api, rng: torch.Generator, device: str) -> None:
+    """d / e - e / (d * e + 3) and d ** 3 - d ** 0.5 + d ** -2, in float32 and float64"""
+    for dtype in (torch.float32, torch.float64):
+        n = _sizes(rng, 1, 2, 9)[0]
+        (x, t), (y, s) = _pair(rng, n, dtype=dtype, positive=True), _pair(rng, n, dtype=dtype, positive=True)
+        _expect_dual(api, "quotient", [x, y], [t, s], [], RULES_HINT, device)
+        _expect_dual(api, "powers", [x], [t], [], RULES_HINT, device)
+
+
+@check(task="Dual", points=1)
+def check_dual_broadcasting(api: Api, rng: torch.Generator, device: str) -> None:
+    """[N, 1] against [M] broadcasts to [N, M], value and tangent alike, with constants and Duals"""
+    n, m = _sizes(rng, 2, 2, 7)
+    m += 7  # N != M
+    (x, t), (y, s) = _pair(rng, n, 1), _pair(rng, m)
+    _expect_dual(api, "broadcast_constant", [x], [t], [torch.randn(m, generator=rng)], RULES_HINT, device)
+    _expect_dual(api, "broadcast_duals", [x, y], [t, s], [], RULES_HINT, device)
+    _expect_dual(api, "broadcast_tensor_left", [y], [s], [torch.randn(n, m, generator=rng)], RULES_HINT, device)
+
+
+@check(task="Dual", points=1)
+def check_dual_matrix_products(api: Api, rng: torch.Generator, device: str) -> None:
+    """d @ w, w @ d, d @ e, d @ (w @ d) and a small layer, square and not, in the right order"""
+    n, k, m = _sizes(rng, 3, 2, 6)
+    k, m = k + 6, m + 12  # n, k, m all different
+    x, t = _pair(rng, n, n)
+    _expect_dual(api, "matmul_left", [x], [t], [torch.randn(n, n, generator=rng)], MATMUL_HINT, device)  # square
+    x, t = _pair(rng, n, k)
+    _expect_dual(api, "matmul_right", [x], [t], [torch.randn(k, m, generator=rng)], MATMUL_HINT, device)
+    _expect_dual(api, "matmul_left", [x], [t], [torch.randn(m, n, generator=rng)], MATMUL_HINT, device)
+    (y, s), (z, r) = _pair(rng, k, m), _pair(rng, n, n)
+    _expect_dual(api, "matmul_duals", [x, y], [t, s], [], MATMUL_HINT, device)
+    _expect_dual(api, "matmul_duals", [z, x], [r, t], [], MATMUL_HINT, device)
+    v, u = _pair(rng, n)
+    _expect_dual(api, "quadratic_form", [v], [u], [torch.randn(n, n, generator=rng)], MATMUL_HINT, device)
+    _expect_dual(api, "layer", [x], [t], [torch.randn(k, m, generator=rng), torch.randn(m, generator=rng)],
+                 MATMUL_HINT, device)
