@@ -1,10 +1,13 @@
-"""One notebook in a cold process: `python -m autograder grade` against `nbgrader autograde`, side by side.
+"""One notebook in a cold process: `python -m autograder grade`, `nbgrader autograde` with the kit's
+preprocessor (the course's nbgrader_config.py) and stock `nbgrader autograde` (nbgrader's Execute), side by side.
 
-    .venv/bin/python benchmarks/one_notebook.py [--chapter 07_numerical_stability] [--repeats 3]
+    .venv/bin/python benchmarks/one_notebook.py [--chapter 07_numerical_stability] [--repeats 3] [--students 1]
 
-Both grade the same solved submission in a fresh process each time (nbgrader
+Each grades the same solved submission in a fresh process each time (stock nbgrader
 starts a kernel that imports torch; the kit starts its judge and its zygote).
-It prints the median wall time of each and the ratio; the goal is at most 0.5.
+It prints the median wall time of each and the ratios to stock nbgrader; the goal for `grade` is at most 0.5.
+With --students N, both `nbgrader autograde` runs grade N copies of the submission in one process (the
+kit's judge imports torch and starts its zygote once per process; stock nbgrader starts a kernel per notebook).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder.build import generate_release
+from autograder.nbgrader_autograde import stock_options
 from tests.kit import ROOT, solution_code, write_submission
 
 
@@ -37,24 +41,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chapter", default="07_numerical_stability")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--students", type=int, default=1, help="submissions in each nbgrader autograde run")
     args = parser.parse_args()
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     with tempfile.TemporaryDirectory() as tmp:
         course = Path(tmp) / "course"
         generate_release(args.chapter, course)
-        folder = course / "submitted" / "ada" / args.chapter
-        folder.mkdir(parents=True)
-        notebook = write_submission(folder, args.chapter, solution_code(args.chapter))
-        nbgrader, kit = [], []
-        for _ in range(args.repeats):  # alternated, so both see the same machine
-            nbgrader.append(_timed([sys.executable, "-m", "nbgrader", "autograde", args.chapter, "--force"],
-                                   course, env))
-            kit.append(_timed([sys.executable, "-m", "autograder", "grade", str(notebook)], ROOT, env))
-    t_nb, t_kit = statistics.median(nbgrader), statistics.median(kit)
-    print(f"{args.chapter}, one solved notebook, cold process, median of {args.repeats}")
-    print(f"nbgrader autograde : {t_nb:6.2f} s  ({', '.join(f'{t:.2f}' for t in nbgrader)})")
-    print(f"autograder grade   : {t_kit:6.2f} s  ({', '.join(f'{t:.2f}' for t in kit)})")
-    print(f"ratio              : {t_kit / t_nb:.2f} (goal: at most 0.5)")
+        for i in range(args.students):
+            folder = course / "submitted" / f"student{i:03d}" / args.chapter
+            folder.mkdir(parents=True)
+            notebook = write_submission(folder, args.chapter, solution_code(args.chapter))
+        autograde = [sys.executable, "-m", "nbgrader", "autograde", args.chapter, "--force"]
+        times: dict[str, list[float]] = {"stock nbgrader autograde": [], "nbgrader autograde, kit": [],
+                                         "autograder grade": []}
+        for _ in range(args.repeats):  # alternated, so all see the same machine
+            times["stock nbgrader autograde"].append(_timed([*autograde, *stock_options()], course, env))
+            times["nbgrader autograde, kit"].append(_timed(autograde, course, env))
+            times["autograder grade"].append(_timed([sys.executable, "-m", "autograder", "grade", str(notebook)],
+                                                    ROOT, env))
+    stock = statistics.median(times["stock nbgrader autograde"])
+    print(f"{args.chapter}, solved notebooks, cold process, median of {args.repeats}: nbgrader autograde grades "
+          f"{args.students} of them, autograder grade one")
+    for name, runs in times.items():
+        median = statistics.median(runs)
+        print(f"{name:25s}: {median:6.2f} s  ({', '.join(f'{t:.2f}' for t in runs)})  ratio to stock "
+              f"{median / stock:.2f}")
+    if args.students == 1:
+        print("goal: autograder grade at most 0.5 of stock nbgrader autograde")
 
 
 if __name__ == "__main__":
