@@ -66,6 +66,10 @@ def server_env(home: Path) -> dict[str, str]:
     for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
                      ("IPYTHONDIR", "ipython"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces")):
         env[var] = str(home / sub)
+    # The machine's nbgrader settings (the course's own stay in its nbgrader_config.py): a private exchange.
+    for sub in ("exchange", "config"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    (home / "config" / "nbgrader_config.py").write_text(f"c.Exchange.root = {str(home / 'exchange')!r}\n")
     for name, values in LAB_SETTINGS.items():
         path = home / "config" / "lab" / "user-settings" / name
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.e2e.conftest import Shots, jupyter_lab
-from tests.kit import release_path, solution_code
+from tests.e2e.conftest import Shots, jupyter_lab, nbgrader
+from tests.kit import release_path, solution_code, write_submission
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
@@ -28,6 +28,9 @@ NAIVE_SOFTMAX = '''def softmax(logits: torch.Tensor, dim: int = -1) -> torch.Ten
     return e / e.sum(dim=dim, keepdim=True)
 '''
 RUN_MS = 120_000  # one cell, torch's first import included
+AUTOGRADE_MS = 300_000
+STUDENT = "ada"
+COMMENT = "Subtract each row's maximum before exp: exp(1000) overflows float32 to inf, and inf / inf is nan."
 
 
 def _code_cell(page: Page, text: str) -> Locator:
@@ -131,3 +134,97 @@ def _validate(page: Page) -> Locator:
     dialog = page.locator(".jp-Dialog").filter(has_text="Validation Results")
     dialog.wait_for(timeout=300_000)
     return dialog
+
+
+def _submit(course: Path, student: str, cells: dict[str, str]) -> None:
+    """A submission as `nbgrader collect` leaves it, and the student in the gradebook with a name."""
+    from nbgrader.api import Gradebook
+
+    folder = course / "submitted" / student / CH
+    folder.mkdir(parents=True)
+    write_submission(folder, CH, cells)
+    (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.update_or_create_student(student, first_name="Ada", last_name="Lovelace")
+
+
+def _ok(modal: Locator, message: str) -> None:
+    modal.wait_for(timeout=AUTOGRADE_MS)
+    assert message in modal.inner_text(), modal.inner_text()
+    modal.get_by_role("button", name="OK").click()
+    modal.wait_for(state="detached")
+
+
+def test_instructor_autogrades_adjusts_and_gives_feedback(page: Page, course: Path, tmp_path: Path) -> None:
+    shot = Shots("instructor")
+    home = tmp_path / "jupyter"
+    nbgrader(course, home, "generate_assignment", CH, "--force")
+    _submit(course, STUDENT, {"softmax": NAIVE_SOFTMAX,
+                              "softmax_cross_entropy": solution_code(CH)["softmax_cross_entropy"]})
+
+    with jupyter_lab(course, home) as lab:
+        page.goto(lab.at("/lab"))
+        page.locator(".jp-DirListing-item").first.wait_for()
+        page.keyboard.press("ControlOrMeta+b")  # hide the file browser: Formgrader's tables are wide
+        page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+        page.get_by_role("menuitem", name="Formgrader", exact=True).click()
+        fg = page.frame_locator("iframe[src*='/formgrader']")
+        fg.locator("#main-table tr").filter(has_text=CH).locator("td.num-submissions a").click()
+
+        # Manage Submissions: collected, not yet graded.
+        row = fg.locator("#main-table tr").filter(has_text=STUDENT)
+        row.locator("td.status").filter(has_text="needs autograding").wait_for()
+        assert row.locator("td.score").inner_text().strip() == ""
+        shot(page, "submission-needs-autograding")
+
+        # Autograde: the kit's partial credit, 6/10 for the textbook softmax and 10/10 for the cross entropy.
+        row.locator("td.autograde a").click()
+        _ok(fg.locator("#success-modal"), f"Successfully autograded '{CH}' for student '{STUDENT}'")
+        row.locator("td.score").filter(has_text="/ 20").wait_for()
+        assert row.locator("td.score").inner_text().strip() == "16 / 20"
+        assert row.locator("td.status").inner_text().strip() == "graded"
+        shot(page, "autograded-16-of-20")
+
+        # Manual grading: each check cell shows the kit's checks and messages.
+        fg.get_by_role("link", name="Manual Grading").click()
+        fg.locator("#main-table").get_by_role("link", name=CH, exact=True).click()  # the assignment
+        fg.locator("#main-table").get_by_role("link", name=CH, exact=True).click()  # its notebook
+        fg.locator("#main-table").get_by_role("link", name="Submission #1").click()
+        check = fg.locator("div.cell").filter(has=fg.locator(".nbgrader_cell code", has_text="check_softmax")).first
+        check.wait_for()
+        assert fg.locator("#check_softmax").get_attribute("placeholder") == "6"  # the auto score
+        assert fg.locator("#check_softmax_cross_entropy").get_attribute("placeholder") == "10"
+        output = check.locator(".output_area").first
+        text = output.inner_text()
+        assert "softmax: 6 / 10 points" in text, text
+        assert "found nan (not a number)" in text and "overflows" in text, text
+        output.scroll_into_view_if_needed()
+        shot(page, "manual-grading-shows-the-kit-messages")
+
+        # One point of extra credit on check_softmax, and a comment on the answer.
+        with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT"):
+            fg.locator("#check_softmax_extra_credit").fill("1")
+            fg.locator("#check_softmax_extra_credit").press("Tab")
+        with page.expect_response(lambda r: "/formgrader/api/comment/" in r.url and r.request.method == "PUT"):
+            fg.locator("#softmax-comment").fill(COMMENT)
+            fg.locator("#softmax-comment").press("Tab")
+        fg.locator("#softmax-comment").scroll_into_view_if_needed()
+        shot(page, "extra-credit-and-comment")
+
+        fg.locator(".breadcrumb").get_by_role("link", name="Manual Grading").click()
+        fg.get_by_role("link", name="Manage Assignments").click()
+        fg.locator("#main-table tr").filter(has_text=CH).locator("td.num-submissions a").click()
+        row.locator("td.score").filter(has_text="/ 20").wait_for()
+        assert row.locator("td.score").inner_text().strip() == "17 / 20"
+
+        # Generate feedback, then read it as the student will.
+        row.locator("td.generate-feedback a").click()
+        _ok(fg.locator("#success-modal"), f"Successfully generated feedback for '{CH}' for student '{STUDENT}'")
+        shot(page, "adjusted-17-of-20-feedback-generated")
+        page.goto(lab.at(f"/files/feedback/{STUDENT}/{CH}/{CH}.html"))
+        assert f"{CH} (Score: 17.0 / 20.0)" in page.locator("body").inner_text()
+        shot(page, "feedback-score")
+        page.get_by_role("link", name="Comment").click()
+        body = page.locator("body").inner_text()
+        assert COMMENT in body and "softmax: 6 / 10 points" in body and "found nan (not a number)" in body
+        shot(page, "feedback-comment-and-messages")
