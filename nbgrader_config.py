@@ -1,8 +1,13 @@
 """nbgrader settings for the course. The repository root is the course directory."""
 
 import os
+import sys
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
+
+# nbgrader makes gradebook.db by running `alembic` from PATH: use the one installed beside this
+# interpreter (.venv/bin), so `.venv/bin/nbgrader ...` works without activating the environment.
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 
 c.CourseDirectory.course_id = "effective-pytorch"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
@@ -16,8 +21,24 @@ c.ClearSolutions.code_stub = {
 }
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-# torch writes deprecation warnings to stderr, and nbgrader scores any test cell
-# with stderr output as 0. Those warnings are not failures.
+# `nbgrader autograde` and Formgrader's Autograde button grade with the kit's sandboxed grader
+# (autograder/nbgrader_autograde.py) instead of running the notebook: it writes each task's checks,
+# messages and points (partial credit) into its check cell. Nothing else is executed.
+c.Autograde.autograde_preprocessors = [
+    "autograder.nbgrader_autograde.KitAutograde",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+c.KitAutograde.device = "cpu"
+# A deleted check cell is put back, so the kit's verdict for its task is still recorded.
+c.OverwriteCells.add_missing_cells = True
+
+# `nbgrader validate` still runs the notebook. torch writes deprecation warnings to stderr, and
+# nbgrader scores any test cell with stderr output as 0. Those warnings are not failures.
 c.ClearOutput.enabled = True
 c.Execute.timeout = 300
 c.IgnorePattern.pattern = r".*(UserWarning|DeprecationWarning|FutureWarning).*"

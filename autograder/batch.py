@@ -53,7 +53,7 @@ def submitted_dir(path: Path) -> Path:
     return path / "submitted" if (path / "submitted").is_dir() else path
 
 
-def _sha(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -68,7 +68,7 @@ def discover(root: Path) -> list[Job]:
         notebooks = sorted(nb for nb in folder.glob("*.ipynb") if nb.is_file())
         preferred = [nb for nb in notebooks if nb.stem == folder.name] or notebooks
         nb = preferred[0] if preferred else None
-        jobs.append(Job(folder.parent.name, folder.name, str(nb) if nb else "", _sha(nb) if nb else ""))
+        jobs.append(Job(folder.parent.name, folder.name, str(nb) if nb else "", file_sha256(nb) if nb else ""))
     return jobs
 
 
@@ -90,16 +90,22 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _done(out: Path, job: Job) -> bool:
-    """Graded already, from this very notebook; a grader error is never done."""
+def stored_result(out: Path, job: Job) -> dict[str, Any] | None:
+    """The result graded from this very notebook, or None: no result, another version of the notebook,
+    a damaged file (graded again) or a grader error (never done)."""
     path = result_path(out, job)
     if not path.exists():
-        return False
+        return None
     try:
-        extra = json.loads(path.read_text())["extra_data"]
-        return extra["sha256"] == job.sha256 and not extra.get("grader_error")
+        result = json.loads(path.read_text())
+        extra = result["extra_data"]
+        return result if extra["sha256"] == job.sha256 and not extra.get("grader_error") else None
     except (ValueError, KeyError, TypeError):
-        return False  # a damaged result file is graded again
+        return None
+
+
+def _done(out: Path, job: Job) -> bool:
+    return stored_result(out, job) is not None
 
 
 def error_result(job: Job, device: str, message: str) -> dict[str, Any]:
@@ -132,7 +138,7 @@ def grade_job(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
     for a grading that fails: that is a grader-error result."""
     started = time.perf_counter()
     try:
-        result = _grade(job, out, device, junit)
+        result = grade_submission(job, out, device, junit)
     except Exception as e:  # a bug in the kit or a broken machine must not lose the row
         result = error_result(job, device, f"{type(e).__name__}: {e}")
     result["execution_time"] = round(time.perf_counter() - started, 3)
@@ -140,7 +146,9 @@ def grade_job(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
     return row(result)
 
 
-def _grade(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
+def grade_submission(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
+    """The result of one submission (a grader-error result when the machine failed it); writes nothing
+    but its JUnit report. grade-all's workers and nbgrader's autograde (autograder.nbgrader_autograde) call it."""
     from autograder.judge import Grade, GraderError, grade
     from autograder.report import gradescope
 

@@ -45,10 +45,17 @@ def _grade_all(args: argparse.Namespace) -> int:
           f"{args.out}/summary.json")
     if args.gradebook or args.feedback:
         from autograder.gradebook import record, write_feedback  # needs nbgrader: imported only here
+        from autograder.report import clean
 
         results = [json.loads(p.read_text()) for p in sorted((args.out / "results").glob("*/*.json"))]
         if args.gradebook:
-            print(f"gradebook: {record(args.root, results)} submissions recorded in {args.root / 'gradebook.db'}")
+            done = record(args.root, args.out)
+            print(f"gradebook: {done.recorded} submissions recorded by nbgrader autograde, {done.unchanged} "
+                  f"already recorded, {len(done.failed)} failed, in {args.root / 'gradebook.db'}")
+            if done.failed:
+                print("not recorded (no score in the gradebook; rerun the same command after fixing):\n  "
+                      + "\n  ".join(clean(line) for line in done.failed), file=sys.stderr)
+                code = 3
         if args.feedback:
             print(f"feedback: {write_feedback(args.root, results)} pages in {args.root / 'feedback'}")
     return code

@@ -1,55 +1,156 @@
 """Hand results to nbgrader: scores into its gradebook, feedback into feedback/.
 
-Scores go in through nbgrader's own API (nbgrader.api.Gradebook), as the
-auto_score of each visible check cell `check_<task>`, whose points equal the
-task's total in the hidden checks. So formgrader, manual adjustments,
-`nbgrader export` and late penalties (from submitted/.../timestamp.txt) work
-as with `nbgrader autograde`. Needs the dev extras; grading does not.
-Grader errors (no score yet, graded again on the next run) are left out of both.
+`record` has nbgrader's own autograde record grade-all's results: for each submission it runs
+nbgrader's Autograde converter (what `nbgrader autograde` and Formgrader's button run), whose kit
+preprocessor (autograder.nbgrader_autograde, configured in nbgrader_config.py) takes the result
+grade-all made of the same notebook instead of grading it again. So the gradebook ends as
+`nbgrader autograde` leaves it: the same score per check cell, the submission's timestamp, late
+penalties, and an autograded notebook under autograded/<student>/<assignment>/ that Formgrader
+shows. Grader errors are not recorded (graded again on the next run).
+Needs the dev extras (nbgrader); grading does not.
 All text from a result is HTML-escaped in the feedback pages.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
+import json
+import os
+import re
+import sqlite3
+import sys
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
-def _task_scores(result: dict[str, Any]) -> dict[str, float]:
-    scores: dict[str, float] = {}
-    for test in result["tests"]:
-        task = test["tags"][0]
-        scores[task] = scores.get(task, 0.0) + float(test["score"])
-    return scores
+REGISTER = ".venv/bin/nbgrader generate_assignment {assignment} --force"
 
 
-def record(course: Path, results: list[dict[str, Any]]) -> int:
-    """Write each result into <course>/gradebook.db; returns how many submissions were recorded."""
+def interpreter_bin_first() -> None:
+    """nbgrader makes gradebook.db by running `alembic` from PATH: the one beside this interpreter first."""
+    bin_dir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if path.split(os.pathsep)[0] != bin_dir:
+        os.environ["PATH"] = os.pathsep.join([bin_dir, path]) if path else bin_dir
+
+
+def repair_half_made(db: Path) -> bool:
+    """Stamp a gradebook.db that nbgrader began without finding alembic (its tables made, no
+    alembic_version), as nbgrader would have; True if it was repaired."""
+    if not db.is_file():
+        return False
+    from nbgrader.api import get_alembic_version
+
+    with contextlib.closing(sqlite3.connect(db)) as con:
+        tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables or "alembic_version" in tables:
+            return False
+        interpreter_bin_first()
+        con.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        con.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (get_alembic_version(),))
+        con.commit()
+    return True
+
+
+@dataclass
+class Recorded:
+    recorded: int = 0  # autograded by nbgrader from grade-all's result
+    unchanged: int = 0  # already recorded from the same notebook
+    failed: list[str] = field(default_factory=list)  # "<student>/<assignment>: why"
+
+
+def _api(course: Path, results: Path) -> Any:
+    """nbgrader's API on the course, configured as `nbgrader autograde` run in it, with the kit
+    preprocessor recording grade-all's results and failing any submission it has none for."""
+    from nbgrader.apps import NbGraderAPI, NbGraderApp
+    from traitlets.config import Config
+
+    cwd = os.getcwd()
+    os.chdir(course)
+    try:
+        app = NbGraderApp()
+        app.initialize([])
+    finally:
+        os.chdir(cwd)
+    override = Config()
+    override.KitAutograde.results_dir = str(results.resolve())
+    override.KitAutograde.grade_missing = False
+    app.update_config(override)
+    return NbGraderAPI(app.coursedir, parent=app)
+
+
+def _recorded_sha(api: Any, student: str, assignment: str, notebook: str) -> str | None:
+    from autograder.nbgrader_autograde import GRADED_SHA256
+
+    path = Path(api.coursedir.format_path(api.coursedir.autograded_directory, student, assignment), notebook)
+    try:
+        return json.loads(path.read_text())["metadata"]["kit"][GRADED_SHA256]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _why(outcome: dict[str, Any]) -> str:
+    """The exception nbgrader logged for a failed autograde (its last one), else its first error line."""
+    log = outcome.get("log", "") + "\n" + outcome.get("error", "")
+    raised = [line.strip() for line in log.splitlines() if re.match(r"\s*[\w.]+(Error|Exception): ", line)]
+    errors = [line for line in log.splitlines() if line.startswith("[ERROR]")]
+    return raised[-1] if raised else errors[0] if errors else "nbgrader autograde failed"
+
+
+def record(course: Path, out: Path) -> Recorded:
+    """Record every graded result of <out>/results in the course's gradebook with nbgrader's autograde.
+
+    A submission already recorded from the same notebook, with the submitted timestamp, is left alone
+    (manual grades stay unflagged). Raises SystemExit naming the command to run when an assignment
+    is not registered in gradebook.db."""
     from nbgrader.api import Gradebook, MissingEntry
+    from sqlalchemy.exc import SAWarning
 
-    recorded = 0
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for result in results:
-            extra = result["extra_data"]
-            student, assignment = extra["student"], extra["assignment"]
-            if not assignment or extra.get("grader_error"):
-                continue
+    interpreter_bin_first()
+    todo: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for path in sorted((out / "results").glob("*/*.json")):
+        result = json.loads(path.read_text())
+        extra = result["extra_data"]
+        if extra.get("sha256") and not extra.get("grader_error"):  # a notebook, graded
+            todo.setdefault(path.stem, []).append((path.parent.name, result))
+    done = Recorded()
+    if not todo:
+        return done
+    api = _api(course, out)
+    url = api.coursedir.db_url
+    db = Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None
+    register = " && ".join(REGISTER.format(assignment=a) for a in todo)
+    if db is not None and not db.exists():
+        raise SystemExit(f"{db} does not exist: register the assignments first, in {course}: {register}")
+    if db is not None and repair_half_made(db):
+        print(f"gradebook: {db} had no alembic_version (made without alembic on PATH); stamped", file=sys.stderr)
+    with Gradebook(url, api.coursedir.course_id) as gb:
+        missing = []
+        for assignment in todo:
             try:
                 gb.find_assignment(assignment)
             except MissingEntry:
-                raise SystemExit(f"{assignment} is not in {course / 'gradebook.db'}: run "
-                                 f"`nbgrader generate_assignment {assignment}` in {course} first") from None
-            gb.update_or_create_student(student)
-            stamp = course / "submitted" / student / assignment / "timestamp.txt"
-            kwargs = {"timestamp": stamp.read_text().strip()} if stamp.exists() else {}
-            gb.update_or_create_submission(assignment, student, **kwargs)
-            for task, score in _task_scores(result).items():
-                grade = gb.find_grade(f"check_{task}", assignment, assignment, student)
-                grade.auto_score = score
-            gb.db.commit()
-            recorded += 1
-    return recorded
+                missing.append(assignment)
+    if missing:
+        command = " && ".join(REGISTER.format(assignment=a) for a in missing)
+        raise SystemExit(f"{', '.join(missing)} not registered in {url}: run `{command}` in {course} first")
+    for assignment, submissions in todo.items():
+        autograded = api.get_autograded_students(assignment)
+        for student, result in submissions:
+            extra = result["extra_data"]
+            if student in autograded and _recorded_sha(api, student, assignment, extra["notebook"]) == extra["sha256"]:
+                done.unchanged += 1
+                continue
+            with warnings.catch_warnings():  # nbgrader's own SQLAlchemy session warnings, printed per submission
+                warnings.simplefilter("ignore", SAWarning)
+                outcome = api.autograde(assignment, student, force=True, create=True)
+            if outcome["success"]:
+                done.recorded += 1
+            else:
+                done.failed.append(f"{student}/{assignment}: {_why(outcome)}")
+    return done
 
 
 def feedback_html(result: dict[str, Any]) -> str:

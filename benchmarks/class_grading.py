@@ -1,4 +1,4 @@
-"""Grade one synthetic class with `nbgrader autograde` and with `grade-all`, in one run.
+"""Grade one synthetic class with stock `nbgrader autograde` (nbgrader's Execute) and with `grade-all`, in one run.
 
     .venv/bin/python benchmarks/class_grading.py [--submissions 40] [--workers 2]
 
@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from autograder.batch import grade_all
 from autograder.build import generate_release
 from autograder.chapters import CHAPTERS
+from autograder.nbgrader_autograde import stock_options
 from autograder.selftest_cases import mutants
 from tests.kit import ROOT, solution_code, write_submission
 
@@ -58,8 +59,8 @@ def nbgrader_autograde(course: Path, chapters: set[str]) -> float:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     started = time.perf_counter()
     for chapter in sorted(chapters):
-        subprocess.run([sys.executable, "-m", "nbgrader", "autograde", chapter, "--force"], cwd=course, env=env,
-                       capture_output=True, text=True, timeout=3600)
+        subprocess.run([sys.executable, "-m", "nbgrader", "autograde", chapter, "--force", *stock_options()],
+                       cwd=course, env=env, capture_output=True, text=True, timeout=3600)
     return time.perf_counter() - started
 
 

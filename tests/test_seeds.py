@@ -81,7 +81,7 @@ def test_grade_all_passes_the_students_folder_name(tmp_path: Path, monkeypatch: 
 
     monkeypatch.setattr(judge, "grade", fake_grade)
     path = _with_softmax(tmp_path, WRONG_DIM, f"{CH}.ipynb")
-    batch._grade(batch.Job("alice", CH, str(path), "0" * 64), str(tmp_path / "out"), "cpu", False)
+    batch.grade_submission(batch.Job("alice", CH, str(path), "0" * 64), str(tmp_path / "out"), "cpu", False)
     assert seen["student"] == "alice"
 
 
