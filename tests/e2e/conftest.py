@@ -61,8 +61,10 @@ def _free_port() -> int:
 
 
 def server_env(home: Path) -> dict[str, str]:
-    """The venv first on PATH (gradebook creation runs alembic), and Jupyter state kept out of ~."""
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    """The venv first on PATH (gradebook creation runs alembic), Jupyter state kept out of ~, and a grading
+    secret of the test's own, so the kit never writes .autograder-secret into the repository."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+           "AUTOGRADER_SECRET": os.environ.get("AUTOGRADER_SECRET") or secrets.token_hex(32)}
     for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
                      ("IPYTHONDIR", "ipython"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces")):
         env[var] = str(home / sub)
