@@ -113,6 +113,9 @@ def jupyter_lab(root: Path, home: Path) -> Iterator[Lab]:
                 raise RuntimeError(f"jupyter lab did not answer within {START_SECONDS:.0f} s:\n{_tail(log)}")
             time.sleep(0.5)
         yield lab
+    except BaseException:
+        print(f"--- {log} (end) ---\n{_tail(log)}")  # pytest shows it with the failure
+        raise
     finally:
         _stop(proc, lab)
 
@@ -154,12 +157,29 @@ def browser() -> Iterator[Browser]:
             browser.close()
 
 
+FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[FAILED] = True
+    return report
+
+
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
+def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(60_000)
+    page = context.new_page()
+    failed_shot = SHOTS / f"{request.node.name}-FAILED.png"
+    failed_shot.unlink(missing_ok=True)
     try:
-        yield context.new_page()
+        yield page
+        if request.node.stash.get(FAILED, False):  # the page as the failure left it
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=failed_shot)
     finally:
         context.close()
 
