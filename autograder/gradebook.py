@@ -61,9 +61,10 @@ class Recorded:
     failed: list[str] = field(default_factory=list)  # "<student>/<assignment>: why"
 
 
-def _api(course: Path, results: Path) -> Any:
-    """nbgrader's API on the course, configured as `nbgrader autograde` run in it, with the kit
-    preprocessor recording grade-all's results and failing any submission it has none for."""
+def nbgrader_api(course: Path, results: Path | None = None) -> Any:
+    """nbgrader's API (what Formgrader calls) on the course, configured as `nbgrader autograde` run in it;
+    with `results`, the kit preprocessor records grade-all's results there and fails any submission it
+    has none for."""
     from nbgrader.apps import NbGraderAPI, NbGraderApp
     from traitlets.config import Config
 
@@ -74,10 +75,11 @@ def _api(course: Path, results: Path) -> Any:
         app.initialize([])
     finally:
         os.chdir(cwd)
-    override = Config()
-    override.KitAutograde.results_dir = str(results.resolve())
-    override.KitAutograde.grade_missing = False
-    app.update_config(override)
+    if results is not None:
+        override = Config()
+        override.KitAutograde.results_dir = str(results.resolve())
+        override.KitAutograde.grade_missing = False
+        app.update_config(override)
     return NbGraderAPI(app.coursedir, parent=app)
 
 
@@ -118,7 +120,7 @@ def record(course: Path, out: Path) -> Recorded:
     done = Recorded()
     if not todo:
         return done
-    api = _api(course, out)
+    api = nbgrader_api(course, out)
     url = api.coursedir.db_url
     db = Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None
     register = " && ".join(REGISTER.format(assignment=a) for a in todo)

@@ -164,7 +164,9 @@ class KitAutograde(NbGraderPreprocessor):
         job = Job(info["student"], info["assignment"], str(submitted), file_sha256(submitted))
         result = self._result(job, Path(coursedir.root))
         recorded = write_verdicts(nb, result)
-        nb.metadata.setdefault("kit", {})[GRADED_SHA256] = job.sha256  # what grade-all --gradebook compares
+        if not isinstance(nb.metadata.get("kit"), dict):
+            nb.metadata["kit"] = {}
+        nb.metadata["kit"][GRADED_SHA256] = job.sha256  # what grade-all --gradebook compares
         for task in _by_task(result):
             if f"check_{task}" not in recorded:
                 self.log.warning("kit: %s/%s has no check cell check_%s: nbgrader records no score for it",

@@ -133,7 +133,7 @@ def test_any_exception_while_grading_is_a_grader_error_row_retried_on_resume(tmp
 
     path = tmp_path / f"{CH}.ipynb"
     path.write_text(RELEASE.read_text())
-    job = Job("ada", CH, str(path), batch._sha(path))
+    job = Job("ada", CH, str(path), batch.file_sha256(path))
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise KeyError("a bug in the kit")
