@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 stamp=.venv/.e2e-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev,e2e]"
+    # Only the extra's packages are added: what setup.sh installed already satisfies the rest.
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[e2e]"
     touch "$stamp"
 fi
 if [ ! -x /usr/bin/chromium ]; then
