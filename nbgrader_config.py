@@ -7,7 +7,9 @@ c = get_config()  # noqa: F821 (provided by nbgrader)
 
 # nbgrader makes gradebook.db by running `alembic` from PATH: use the one installed beside this
 # interpreter (.venv/bin), so `.venv/bin/nbgrader ...` works without activating the environment.
-os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+# (Formgrader reads this file on every request: prepend once.)
+if os.environ.get("PATH", "").split(os.pathsep)[0] != os.path.dirname(sys.executable):
+    os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 
 c.CourseDirectory.course_id = "effective-pytorch"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))

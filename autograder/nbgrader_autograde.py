@@ -34,6 +34,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Enum, Unicode
 
 from autograder.batch import Job, file_sha256, grade_submission, stored_result
+from autograder.launcher import zygote
 from autograder.report import clean
 
 MARK = {"passed": "PASS", "failed": "FAIL"}
@@ -148,6 +149,7 @@ class KitAutograde(NbGraderPreprocessor):
             if not self.grade_missing:
                 raise KitGradingError(f"no result of this notebook in {self.results_dir} "
                                       "(grade-all has not graded this version, or it was a grader error)")
+        zygote()  # it imports torch while the judge imports its own (grade_submission), as `grade` does
         result = grade_submission(job, str(root), self.device, junit=False)
         error = result["extra_data"].get("grader_error")
         if error:

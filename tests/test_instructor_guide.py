@@ -56,15 +56,6 @@ def _copy_course(dest: Path) -> None:
 
 
 def _shell(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    import time
-    t = time.time()
-    try:
-        return _shell0(command, cwd, env)
-    finally:
-        print(f"TIMING {time.time() - t:6.1f} {command}")
-
-
-def _shell0(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 

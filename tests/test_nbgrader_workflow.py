@@ -229,18 +229,22 @@ def test_a_grader_failure_fails_the_autograde_and_records_no_zero(
 
 def test_a_half_made_gradebook_is_stamped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """nbgrader creates the tables, then runs `alembic` from PATH; without it the database is left unstamped."""
-    from nbgrader.api import Gradebook, get_alembic_version
+    import sqlite3
+
+    import nbgrader
+    from nbgrader.api import Gradebook
 
     db = tmp_path / "gradebook.db"
     monkeypatch.setenv("PATH", _env()["PATH"])
     with pytest.raises(FileNotFoundError, match="alembic"):
         Gradebook(f"sqlite:///{db}")
     assert repair_half_made(db)
-    import sqlite3
-
     with sqlite3.connect(db) as con:
-        assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [(get_alembic_version(),)]
+        ((version,),) = con.execute("SELECT version_num FROM alembic_version").fetchall()
+    revisions = (Path(nbgrader.__file__).parent / "alembic" / "versions").glob("*.py")
+    assert any(path.name.startswith(f"{version}_") for path in revisions), version
     assert not repair_half_made(db)
+    Gradebook(f"sqlite:///{db}").close()  # nbgrader opens it as its own
 
 
 def test_export_and_feedback(courses: dict[str, Path], tmp_path: Path) -> None:
