@@ -1,7 +1,7 @@
 # Quick start targets; scripts/setup.sh makes .venv/ with the pinned CPU torch.
 PY := .venv/bin/python
 
-.PHONY: setup demo test lint
+.PHONY: setup demo test lint e2e-setup e2e
 setup:
 	bash scripts/setup.sh
 
@@ -14,3 +14,10 @@ test: setup
 
 lint: setup
 	$(PY) -m ruff check .
+
+# The browser test (JupyterLab and Formgrader in chromium): minutes, so not part of `make test`.
+e2e-setup:
+	bash scripts/setup-e2e.sh
+
+e2e: e2e-setup
+	$(PY) -m pytest tests/e2e -m e2e --timeout 900
