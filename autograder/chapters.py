@@ -22,7 +22,7 @@ SOURCE = PACKAGE.parent / "source"
 # Chapters whose grading imports torch._dynamo (1-2 s): operator traces (TorchDispatchMode), an optimizer's first
 # step, torch.func. The zygote then imports it once, before forking, instead of every child on its own.
 LOADS_DYNAMO = frozenset({"01_basics", "02_modules", "03_broadcasting", "04_overloaded_ops", "05_batch_gather",
-                          "08_mixed_precision"})
+                          "07_numerical_stability", "08_mixed_precision"})
 
 
 class RegistryError(ValueError):

@@ -23,6 +23,9 @@ def _grade(args: argparse.Namespace) -> int:
         warm = False  # grade() reports it
     zygote(warm)  # starts importing torch in the zygote now, while the judge imports its own below
     from autograder.judge import GraderError, grade, student_from_gradescope  # torch is imported here, not for merge
+
+    if warm:  # the zygote is still importing torch._dynamo: time for the judge's own lazy import (0.4 s), which
+        import torch.fx.experimental.symbolic_shapes  # noqa: F401  (autograd.grad with grad_outputs imports it)
     from autograder.report import clean, gradescope, text
 
     limits = Limits(call_seconds=args.timeout)
