@@ -81,7 +81,8 @@ def table(rows: list[tuple[str, Grade]]) -> str:
     head = ["student", "assignment", "score", "seconds", "points per task"]
     body = []
     for label, g in rows:
-        per_task = ", ".join(f"{t} {got:g}/{top:g}" for t, (got, top) in g.by_task().items())
+        stretch = {r.task for r in g.results if r.bonus}
+        per_task = ", ".join(f"{_label(t, t in stretch)} {got:g}/{top:g}" for t, (got, top) in g.by_task().items())
         body.append([label, g.assignment or "?", f"{g.score:g}/{g.max_score:g}" + (f" +{g.bonus:g}" if g.bonus else ""),
                      f"{g.execution_time:.1f}",
                      per_task or (g.notes[0][:70] if g.notes else "")])
