@@ -24,10 +24,10 @@ c.ClearSolutions.code_stub = {
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # `nbgrader autograde` and Formgrader's Autograde button grade with the kit's sandboxed grader
-# (autograder/nbgrader_autograde.py) instead of running the notebook: it writes each task's checks,
+# (autograder/course/nbgrader_autograde.py) instead of running the notebook: it writes each task's checks,
 # messages and points (partial credit) into its check cell. Nothing else is executed.
 c.Autograde.autograde_preprocessors = [
-    "autograder.nbgrader_autograde.KitAutograde",
+    "autograder.course.nbgrader_autograde.KitAutograde",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",

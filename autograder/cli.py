@@ -8,25 +8,29 @@ import os
 import sys
 from pathlib import Path
 
-from autograder.batch import grade_all, merge
-from autograder.chapters import CHAPTERS
-from autograder.limits import Limits
+from autograder.course.batch import grade_all, merge
+from autograder.judging.registry import CHAPTERS
+from autograder.sandbox.limits import Limits
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from autograder.launcher import zygote
-    from autograder.notebook import NotebookError, load_submission
+    from autograder.judging.notebook import NotebookError, load_submission
+    from autograder.sandbox.launcher import zygote
 
     try:
         warm = load_submission(Path(args.notebook), args.assignment).chapter.loads_dynamo
     except NotebookError:
         warm = False  # grade() reports it
     zygote(warm)  # starts importing torch in the zygote now, while the judge imports its own below
-    from autograder.judge import GraderError, grade, student_from_gradescope  # torch is imported here, not for merge
+    from autograder.judging.judge import (  # torch is imported here, not for merge
+        GraderError,
+        grade,
+        student_from_gradescope,
+    )
 
     if warm:  # the zygote is still importing torch._dynamo: time for the judge's own lazy import (0.4 s), which
         import torch.fx.experimental.symbolic_shapes  # noqa: F401  (autograd.grad with grad_outputs imports it)
-    from autograder.report import clean, gradescope, text
+    from autograder.judging.report import clean, gradescope, text
 
     limits = Limits(call_seconds=args.timeout)
     try:
@@ -53,8 +57,8 @@ def _grade_all(args: argparse.Namespace) -> int:
           f"{args.out}/summary.json")
     _report_after(args.out)
     if args.gradebook or args.feedback:
-        from autograder.gradebook import record, write_feedback  # needs nbgrader: imported only here
-        from autograder.report import clean
+        from autograder.course.gradebook import record, write_feedback  # needs nbgrader: imported only here
+        from autograder.judging.report import clean
 
         results = [json.loads(p.read_text()) for p in sorted((args.out / "results").glob("*/*.json"))]
         if args.gradebook:
@@ -71,8 +75,8 @@ def _grade_all(args: argparse.Namespace) -> int:
 
 
 def _class_report(args: argparse.Namespace) -> int:
-    from autograder.class_report import write_report  # matplotlib, if installed, is imported in there only
-    from autograder.report import clean
+    from autograder.course.class_report import write_report  # matplotlib, if installed, is imported in there only
+    from autograder.judging.report import clean
 
     if not args.graded.is_dir():
         print(clean(f"error: {args.graded} is not a folder: give the --out folder of grade-all or merge"),
@@ -84,7 +88,7 @@ def _class_report(args: argparse.Namespace) -> int:
 
 def _report_after(graded: Path) -> None:
     """The class report at the end of grade-all and merge: a failure is a warning, never the run's."""
-    from autograder.report import clean
+    from autograder.judging.report import clean
 
     try:
         _class_report(argparse.Namespace(graded=graded, out=None))
@@ -100,7 +104,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _bundle(args: argparse.Namespace) -> int:
-    from autograder.bundle import build_bundle
+    from autograder.course.bundle import build_bundle
 
     out = build_bundle(args.assignment, args.out or Path("dist") / f"gradescope-{args.assignment}.zip")
     print(f"{out}: upload it as the Gradescope autograder (setup.sh, run_autograder, kit/)")
@@ -108,19 +112,19 @@ def _bundle(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from autograder.build import main  # needs the dev extras: imported only here
+    from autograder.course.build import main  # needs the dev extras: imported only here
 
     return main(args.chapters)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from autograder.demo import main
+    from autograder.course.demo import main
 
     return main()
 
 
 def _selftest(args: argparse.Namespace) -> int:
-    from autograder.selftest import main  # imports torch
+    from autograder.course.selftest import main  # imports torch
 
     return main(args.device, args.out)
 

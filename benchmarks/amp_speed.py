@@ -12,7 +12,7 @@ AVX-512 BF16 or AMX instructions).
 
 The two kinds of step alternate within each round, swapping order every round,
 and the result is the median over rounds; warm-up steps are not timed. The
-measurement is autograder.selftest.measure_amp, which `python -m autograder
+measurement is autograder.course.selftest.measure_amp, which `python -m autograder
 selftest --device cuda` also reports.
 """
 
@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder.selftest import measure_amp
+from autograder.course.selftest import measure_amp
 
 
 def report(label: str, width: int, batch: int, device: str, dtype: torch.dtype, steps: int, rounds: int) -> None:

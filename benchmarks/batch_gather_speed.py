@@ -7,7 +7,7 @@ vectorized batch_gather (the solution in the source notebook).
 1. In-process timings on one thread, as the grader's child runs: torch.utils.benchmark
    (CUDA events too where there is a GPU, and the solution's achieved memory bandwidth against the
    GPU's, as `python -m autograder selftest --device cuda` reports it).
-2. The ratio the grader itself measures (autograder.timing.compare_speed, as
+2. The ratio the grader itself measures (autograder.judging.timing.compare_speed, as
    check_batch_gather_speed calls it), three times.
 
 Stability under load: benchmarks/timing_stability.py --chapter 05_batch_gather.
@@ -28,7 +28,7 @@ from torch.utils import benchmark
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.checks.ch05_batch_gather import (  # noqa: E402
+from autograder.chapters.ch05_batch_gather.checks import (  # noqa: E402
     LOOP_SRC,
     SPEED_SHAPE,
     SPEEDUP,
@@ -36,12 +36,12 @@ from autograder.checks.ch05_batch_gather import (  # noqa: E402
     Loop,
     gather_oracle,
 )
-from autograder.limits import Limits  # noqa: E402
-from autograder.notebook import load_submission  # noqa: E402
-from autograder.remote import Student  # noqa: E402
-from autograder.selftest import cuda_ms, gather_bandwidth, peak_bandwidth  # noqa: E402
-from autograder.selftest_cases import solution_cells, source_path  # noqa: E402
-from autograder.timing import compare_speed, randint, randn, reference_process  # noqa: E402
+from autograder.course.selftest import cuda_ms, gather_bandwidth, peak_bandwidth  # noqa: E402
+from autograder.course.selftest_cases import solution_cells, source_path  # noqa: E402
+from autograder.judging.notebook import load_submission  # noqa: E402
+from autograder.judging.remote import Student  # noqa: E402
+from autograder.judging.timing import compare_speed, randint, randn, reference_process  # noqa: E402
+from autograder.sandbox.limits import Limits  # noqa: E402
 
 CH = "05_batch_gather"
 Gather = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]

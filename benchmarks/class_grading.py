@@ -21,18 +21,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder.batch import grade_all
-from autograder.build import generate_release
-from autograder.chapters import CHAPTERS
-from autograder.nbgrader_autograde import stock_options
-from autograder.selftest_cases import mutants
+from autograder.course.batch import grade_all
+from autograder.course.build import generate_release
+from autograder.course.nbgrader_autograde import stock_options
+from autograder.course.selftest_cases import mutants
+from autograder.judging.registry import CHAPTERS
 from tests.kit import ROOT, solution_code, write_submission
 
 KINDS = ["correct", "wrong", "empty", "broken"]
 
 
 def _wrong_cells(chapter: str) -> dict[str, str]:
-    """The chapter's first named wrong implementation (autograder/selftest_cases.py)."""
+    """The chapter's first named wrong implementation (autograder/course/selftest_cases.py)."""
     return {**solution_code(chapter), **mutants(chapter)[0].cells}
 
 

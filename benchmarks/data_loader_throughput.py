@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from autograder.notebook import load_submission
+from autograder.judging.notebook import load_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "source" / "06_data_loaders" / "06_data_loaders.ipynb"

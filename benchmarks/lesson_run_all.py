@@ -21,7 +21,7 @@ from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder.chapters import CHAPTERS
+from autograder.judging.registry import CHAPTERS
 
 ROOT = Path(__file__).resolve().parent.parent
 

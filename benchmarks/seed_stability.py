@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder.chapters import CHAPTERS
-from autograder.judge import grade
+from autograder.judging.judge import grade
+from autograder.judging.registry import CHAPTERS
 from tests.kit import FAST, TRAINING, solved
 
 TRAINS = ("01_basics", "02_modules")  # these chapters train models inside a call: longer limits
@@ -29,9 +29,9 @@ TRAINS = ("01_basics", "02_modules")  # these chapters train models inside a cal
 
 def named_wrong_implementations(chapters: list[str]) -> Iterator[tuple[str, str, dict[str, str]]]:
     """(chapter, name, cells) of every named wrong implementation: the kit's registry and
-    tests/test_honest_checks.py, each distinct code once."""
-    from autograder.selftest_cases import MUTANTS
-    from tests.test_honest_checks import WRONG
+    tests/judging/test_honest_checks.py, each distinct code once."""
+    from autograder.course.selftest_cases import MUTANTS
+    from tests.judging.test_honest_checks import WRONG
 
     entries = [(m.chapter, m.name, m.cells) for m in MUTANTS]
     entries += [(w.chapter, w.name, {w.cell: w.code}) for w in WRONG]

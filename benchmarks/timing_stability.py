@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder.judge import grade
-from autograder.selftest_cases import SCRIPTED_LOOP
+from autograder.course.selftest_cases import SCRIPTED_LOOP
+from autograder.judging.judge import grade
 from tests.kit import solution_code, write_submission
 
 # chapter -> answer cell -> form name -> (vectorized?, code); "solution" is the source notebook's.

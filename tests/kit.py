@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from autograder.judge import Grade, grade
-from autograder.limits import Limits
+from autograder.judging.judge import Grade, grade
+from autograder.sandbox.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 _MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
@@ -99,8 +99,8 @@ def check_count(chapter: str) -> int:
     """How many checks grade `chapter`: its checks module's @check declarations (stretch tasks included)."""
     import importlib.util
 
-    from autograder.chapters import CHAPTERS
-    from autograder.plugin import declared_checks
+    from autograder.judging.plugin import declared_checks
+    from autograder.judging.registry import CHAPTERS
 
     path = CHAPTERS[chapter].checks
     spec = importlib.util.spec_from_file_location(f"_counted_{path.stem}", path)

@@ -1,0 +1,5 @@
+"""Chapter 01_basics: PyTorch basics."""
+
+from autograder.judging.chapter import ChapterConfig
+
+CONFIG = ChapterConfig(loads_dynamo=True, trains=True)

@@ -1,0 +1,407 @@
+"""Hidden checks for 01_basics: grad_of and fit_polynomial.
+
+grad_of runs in the child through the harness (autograder/chapters/ch01_basics/harness.py),
+which builds the function by name and reports x's autograd state after the call.
+The judge computes every expected gradient itself: analytic formulas, and
+torch.func.grad on its own copy of the function table, in float64. Polynomial
+fits are judged against the true coefficients, or the float64 least-squares
+solution for noisy data. Random inputs come from `rng`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from autograder.judging.api import StudentApi, answer, harness
+from autograder.judging.expect import expect_tensor, fail, failure, show
+from autograder.judging.plugin import check
+
+# -- the API: what the notebook asks for, as the judge calls it -----------------
+
+
+class GradOf(TypedDict):
+    grad: Any  # what the student's grad_of returned
+    requires_grad: bool  # x.requires_grad after the call
+    x_grad: Tensor | None  # x.grad after the call
+
+
+class Hvp(TypedDict):
+    hvp: Any  # what the student's hessian_vector_product returned
+    requires_grad: bool  # x.requires_grad after the call
+    x_grad: Tensor | None  # x.grad after the call
+    hvp_requires_grad: bool  # whether the result still carries an autograd graph
+
+
+class Api(StudentApi):
+    @harness()
+    def grad_of(self, name: str, x: Tensor, w: Tensor, requires_grad: bool = False, grad: Tensor | None = None
+                ) -> GradOf:
+        """The student's grad_of(FUNCTIONS[name], x), with x's requires_grad and .grad set up beforehand."""
+
+    @answer
+    def fit_polynomial(self, x: Tensor, y: Tensor, degree: int = 2, steps: int = 1000, lr: float = 0.1) -> Tensor:
+        """The degree + 1 coefficients of the polynomial fitted to y(x), highest power first."""
+
+    @harness()
+    def hessian_vector_product(self, name: str, x: Tensor, w: Tensor, v: Tensor, requires_grad: bool = False,
+                               grad: Tensor | None = None) -> Hvp:
+        """The student's hessian_vector_product(FUNCTIONS[name], x, v), with x's autograd state set up."""
+
+
+# -- oracles -------------------------------------------------------------------
+
+Fn = Callable[[Tensor, Tensor], Tensor]
+
+# The same functions as the harness's table, with the text students see in messages.
+FUNCTIONS: dict[str, tuple[str, Fn]] = {
+    "neg_square": ("-(x * x).sum()", lambda x, w: -(x * x).sum()),
+    "sum_of_squares": ("(x * x).sum()", lambda x, w: (x * x).sum()),
+    "sin_dot": ("(w * torch.sin(x)).sum()", lambda x, w: (w * torch.sin(x)).sum()),
+    "logsumexp": ("torch.logsumexp(x.reshape(-1), 0)", lambda x, w: torch.logsumexp(x.reshape(-1), 0)),
+    "cube_mean": ("(x ** 3).mean()", lambda x, w: (x**3).mean()),
+    "softplus_dot": ("(w * F.softplus(x)).sum()", lambda x, w: (w * F.softplus(x)).sum()),
+    "norm_of_tanh": ("torch.linalg.vector_norm(torch.tanh(x) * w)",
+                     lambda x, w: torch.linalg.vector_norm(torch.tanh(x) * w)),
+    "row_logsumexp": ("torch.logsumexp(x * w, dim=-1).sum()", lambda x, w: torch.logsumexp(x * w, dim=-1).sum()),
+    "quadratic_form": ("0.5 * x @ (w @ x)", lambda x, w: 0.5 * x @ (w @ x)),
+    "linear_dot": ("(w * x).sum()", lambda x, w: (w * x).sum()),
+    "scaled_sum": ("3 * x.sum()", lambda x, w: 3 * x.sum()),
+    "relu_dot": ("(w * torch.relu(x)).sum()", lambda x, w: (w * torch.relu(x)).sum()),
+    "first_squared_plus_linear": ("x.reshape(-1)[0] ** 2 + (w * x).sum()",
+                                  lambda x, w: x.reshape(-1)[0] ** 2 + (w * x).sum()),
+}
+
+# Gradients worked out by hand.
+ANALYTIC: dict[str, Fn] = {
+    "neg_square": lambda x, w: -2 * x,
+    "sum_of_squares": lambda x, w: 2 * x,
+    "sin_dot": lambda x, w: w * torch.cos(x),
+    "logsumexp": lambda x, w: torch.softmax(x.reshape(-1), 0).reshape(x.shape),
+}
+
+
+def analytic_grad(name: str, x: Tensor, w: Tensor) -> Tensor:
+    return ANALYTIC[name](x.double(), w.double()).to(x.dtype)
+
+
+def func_grad(name: str, x: Tensor, w: Tensor) -> Tensor:
+    fn = FUNCTIONS[name][1]
+    return torch.func.grad(lambda t: fn(t, w.double()))(x.double()).to(x.dtype)
+
+
+def poly_features(x: Tensor, degree: int) -> Tensor:
+    """[N, degree + 1] float64 powers of x, highest first."""
+    return x.double().unsqueeze(1) ** torch.arange(degree, -1, -1, dtype=torch.float64)
+
+
+def least_squares(x: Tensor, y: Tensor, degree: int) -> Tensor:
+    return torch.linalg.lstsq(poly_features(x, degree), y.double().unsqueeze(1)).solution.squeeze(1)
+
+
+GRAD_TOL = {torch.float32: (1e-5, 1e-6), torch.float64: (1e-10, 1e-12)}
+# A fit passes when every coefficient is within FIT_ATOL + FIT_RTOL * |expected|. Adam with the
+# default lr=0.1 and 1000 steps gets within about 1e-4 on these problems; 100 steps do not.
+FIT_RTOL, FIT_ATOL = 1e-2, 1e-2
+# Coefficient sizes that 100 Adam steps at lr=0.1 never reach (each step moves about lr) and 1000 always
+# do: over 100 seeds each, a fit that ignores `steps` fails every time and the reference passes every time.
+FAR = (12.0, 16.0)
+
+GRAD_HINT = ("Differentiate with torch.autograd.grad(fn(x_), x_)[0], where x_ = x.detach().requires_grad_(True). "
+             "It returns a tensor of x's shape; do not approximate with finite differences.")
+REQUIRES_GRAD_HINT = ("Do not call x.requires_grad_() on the caller's tensor. Differentiate with respect to "
+                      "a detached copy instead: x_ = x.detach().requires_grad_(True).")
+X_GRAD_HINT = ("loss.backward() writes into x.grad, adding to whatever was there. torch.autograd.grad returns "
+               "the gradient instead, and leaves x.grad alone: use it on a detached copy of x.")
+FIT_HINT = ("Fit by minimising the mean squared error of features @ w with torch.optim.Adam([w], lr=lr) for "
+            "`steps` steps, calling zero_grad() before each backward(). Use the `steps` and `lr` arguments.")
+STEPS_LR_HINT = ("Pass lr to torch.optim.Adam and take exactly `steps` steps. Adam moves each coefficient by "
+                 "about lr per step, so 500 steps at lr=2.0 reach these large coefficients; plain SGD at "
+                 "lr=2.0 diverges.")
+NOISY_HINT = ("y is a polynomial plus noise, so the expected coefficients are the least-squares fit to all the "
+              "samples: what minimising the mean squared error over every sample converges to.")
+DEGREE_HINT = "Return degree + 1 coefficients: one for each power x^degree, ..., x^1, x^0."
+ORDER_HINT = ("Your coefficients are in reverse order. Return the highest power first: for 5x^2 + 3 that is "
+              "[5, 0, 3] (torch.arange(degree, -1, -1) gives the powers in that order).")
+
+
+def _shape(rng: torch.Generator, rank: int) -> list[int]:
+    return [int(n) for n in torch.randint(2, 6, (rank,), generator=rng)]
+
+
+def _randn(rng: torch.Generator, shape: list[int], dtype: torch.dtype = torch.float32) -> Tensor:
+    return torch.randn(shape, generator=rng, dtype=torch.float64).to(dtype)
+
+
+def _describe(name: str) -> str:
+    return f"grad_of(f, x) with f = lambda x: {FUNCTIONS[name][0]}"
+
+
+def _expect_grad(out: GradOf, want: Tensor, name: str, x: Tensor, w: Tensor, device: str) -> None:
+    rtol, atol = GRAD_TOL[x.dtype]
+    inputs = {"x": x, "w": w} if re.search(r"\bw\b", FUNCTIONS[name][0]) else {"x": x}
+    expect_tensor(out["grad"], want, call=_describe(name), inputs=inputs, hint=GRAD_HINT, rtol=rtol, atol=atol,
+                  device=device)
+
+
+def _coefficients(rng: torch.Generator, degree: int, low: float, high: float) -> Tensor:
+    """degree + 1 coefficients with random signs and magnitudes in [low, high], each in its own band (growing
+    from the highest power to x^0), so that no polynomial's coefficients read the same reversed."""
+    bands = degree + 1
+    width = (high - low) / bands
+    offsets = torch.arange(bands, dtype=torch.float64) + 0.6 * torch.rand(bands, generator=rng, dtype=torch.float64)
+    return (low + width * offsets) * (torch.randint(0, 2, (bands,), generator=rng) * 2 - 1)
+
+
+def _samples(coefficients: Tensor, radius: float, n: int = 200) -> tuple[Tensor, Tensor]:
+    """n evenly spaced points x in [-radius, radius], in a fixed spread-out order, and y = the polynomial
+    at x, both float32.
+
+    A fixed grid fixes how well each fit is conditioned, so whether a mistake (plain SGD, for one)
+    diverges does not depend on the seed; the coefficients are random.
+    """
+    x = torch.linspace(-radius, radius, n, dtype=torch.float64)[torch.arange(n) * 67 % n]  # 67: prime to n
+    y = poly_features(x, len(coefficients) - 1) @ coefficients
+    return x.float(), y.float()
+
+
+def _expect_coefficients(got: Any, want: Tensor, call: str, x: Tensor, y: Tensor, device: str,
+                         hint: str = FIT_HINT) -> None:
+    want = want.float()
+    inputs = {"x": x, "y": y}
+    if isinstance(got, Tensor) and got.shape != want.shape:
+        fail(call, inputs, want, got, f"shape {list(got.shape)} instead of {list(want.shape)}", DEGREE_HINT)
+    if isinstance(got, Tensor) and not torch.isclose(got.double(), want.double(), FIT_RTOL, FIT_ATOL).all() \
+            and torch.isclose(got.double(), want.flip(0).double(), FIT_RTOL, FIT_ATOL).all():
+        fail(call, inputs, want, got, "the right coefficients, in reverse order (lowest power first)", ORDER_HINT)
+    expect_tensor(got, want, call=call, inputs=inputs, hint=hint, rtol=FIT_RTOL, atol=FIT_ATOL, device=device)
+
+
+# -- grad_of ---------------------------------------------------------------------
+
+
+@check(task="grad_of", points=1, visible=True)
+def check_grad_of_guide_example(api: Api, device: str) -> None:
+    """the guide's -x*x has gradient -2 at x = 1, and (x * x).sum() has gradient 2x"""
+    x, w = torch.tensor(1.0), torch.tensor(0.0)
+    _expect_grad(api.grad_of("neg_square", x, w), torch.tensor(-2.0), "neg_square", x, w, device)
+    x, w = torch.tensor([1.0, 2.0, 3.0]), torch.zeros(3)
+    _expect_grad(api.grad_of("sum_of_squares", x, w), 2 * x, "sum_of_squares", x, w, device)
+
+
+@check(task="grad_of", points=2)
+def check_grad_of_analytic(api: Api, rng: torch.Generator, device: str) -> None:
+    """matches hand-derived gradients for scalar, vector, matrix and rank-3 inputs"""
+    for rank in (0, 1, 2, 3):
+        for name in ("sum_of_squares", "sin_dot", "logsumexp"):
+            shape = _shape(rng, rank)
+            x, w = _randn(rng, shape), _randn(rng, shape)
+            _expect_grad(api.grad_of(name, x, w), analytic_grad(name, x, w), name, x, w, device)
+
+
+@check(task="grad_of", points=2)
+def check_grad_of_matches_torch_func(api: Api, rng: torch.Generator, device: str) -> None:
+    """matches torch.func.grad on other functions, in float32 and float64, keeping x's dtype"""
+    for dtype in (torch.float32, torch.float64):
+        for rank, name in ((1, "cube_mean"), (2, "softplus_dot"), (3, "norm_of_tanh"), (3, "row_logsumexp")):
+            shape = _shape(rng, rank)
+            x, w = _randn(rng, shape, dtype), _randn(rng, shape, dtype)
+            _expect_grad(api.grad_of(name, x, w), func_grad(name, x, w), name, x, w, device)
+
+
+@check(task="grad_of", points=1)
+def check_grad_of_keeps_requires_grad(api: Api, rng: torch.Generator, device: str) -> None:
+    """x.requires_grad is the same after the call as before, False or True"""
+    for before in (False, True):
+        x = _randn(rng, _shape(rng, 2))
+        out = api.grad_of("sum_of_squares", x, x, requires_grad=before)
+        if out["requires_grad"] != before:
+            raise failure(call=_describe("sum_of_squares"), inputs=[f"x = {show(x)} with x.requires_grad = {before}"],
+                          expected=f"x.requires_grad is still {before} after the call",
+                          got=f"x.requires_grad is {out['requires_grad']}",
+                          problem="grad_of changed the caller's tensor.", hint=REQUIRES_GRAD_HINT)
+        _expect_grad(out, 2 * x, "sum_of_squares", x, x, device)
+
+
+@check(task="grad_of", points=2)
+def check_grad_of_leaves_x_grad_alone(api: Api, rng: torch.Generator, device: str) -> None:
+    """x.grad stays None, or keeps the gradient it held, and the result does not include it"""
+    cases = [(False, None), (True, None), (True, _randn(rng, [4, 3]))]
+    for requires_grad, stale in cases:
+        x, w = _randn(rng, [4, 3]), _randn(rng, [4, 3])
+        out = api.grad_of("sin_dot", x, w, requires_grad=requires_grad, grad=stale)
+        after = out["x_grad"]
+        kept = after is None if stale is None else isinstance(after, Tensor) and torch.equal(after, stale)
+        if not kept:
+            raise failure(call=_describe("sin_dot"),
+                          inputs=[f"x = {show(x)} with x.requires_grad = {requires_grad}, x.grad = {show(stale)}",
+                                  f"w = {show(w)}"],
+                          expected=f"x.grad is still {show(stale)} after the call", got=f"x.grad is {show(after)}",
+                          problem="grad_of wrote into the caller's x.grad.", hint=X_GRAD_HINT)
+        _expect_grad(out, analytic_grad("sin_dot", x, w), "sin_dot", x, w, device)
+
+
+# -- fit_polynomial --------------------------------------------------------------
+
+
+@check(task="fit_polynomial", points=1, visible=True)
+def check_fit_polynomial_guide_example(api: Api, rng: torch.Generator, device: str) -> None:
+    """y = 5x^2 + 3 gives coefficients close to [5, 0, 3]"""
+    want = torch.tensor([5.0, 0.0, 3.0], dtype=torch.float64)
+    x, y = _samples(want, radius=2.0)
+    _expect_coefficients(api.fit_polynomial(x, y), want, "fit_polynomial(x, y)", x, y, device)
+
+
+@check(task="fit_polynomial", points=3)
+def check_fit_polynomial_random_quadratics(api: Api, rng: torch.Generator, device: str) -> None:
+    """recovers random quadratics (coefficients up to 8 in size) with the default steps and lr"""
+    for _ in range(2):
+        want = _coefficients(rng, 2, 3.0, 8.0)
+        x, y = _samples(want, radius=2.0)
+        _expect_coefficients(api.fit_polynomial(x, y), want, "fit_polynomial(x, y)", x, y, device)
+
+
+@check(task="fit_polynomial", points=2)
+def check_fit_polynomial_degrees_1_and_3(api: Api, rng: torch.Generator, device: str) -> None:
+    """degree 1 gives 2 coefficients and degree 3 gives 4, highest power first"""
+    want = _coefficients(rng, 1, *FAR)
+    x, y = _samples(want, radius=2.0)
+    _expect_coefficients(api.fit_polynomial(x, y, degree=1), want, "fit_polynomial(x, y, degree=1)", x, y, device)
+    want = _coefficients(rng, 3, 1.0, 4.0)
+    x, y = _samples(want, radius=2.0)
+    _expect_coefficients(api.fit_polynomial(x, y, degree=3, steps=2000), want,
+                         "fit_polynomial(x, y, degree=3, steps=2000)", x, y, device)
+
+
+@check(task="fit_polynomial", points=1)
+def check_fit_polynomial_noisy_data(api: Api, rng: torch.Generator, device: str) -> None:
+    """on noisy samples, reaches the least-squares coefficients"""
+    x, y = _samples(_coefficients(rng, 2, *FAR), radius=2.0)
+    y = y + 0.5 * torch.randn(y.shape, generator=rng)
+    _expect_coefficients(api.fit_polynomial(x, y), least_squares(x, y, 2), "fit_polynomial(x, y)", x, y, device,
+                         NOISY_HINT)
+
+
+@check(task="fit_polynomial", points=1)
+def check_fit_polynomial_uses_steps_and_lr(api: Api, rng: torch.Generator, device: str) -> None:
+    """follows the steps and lr it is given: lr=2.0 reaches coefficients of size 100 to 200 in 500 steps"""
+    want = _coefficients(rng, 1, 100.0, 200.0)
+    x, y = _samples(want, radius=1.0)
+    _expect_coefficients(api.fit_polynomial(x, y, degree=1, steps=500, lr=2.0), want,
+                         "fit_polynomial(x, y, degree=1, steps=500, lr=2.0)", x, y, device, STEPS_LR_HINT)
+
+
+# -- hessian_vector_product (stretch: bonus) ----------------------------------------
+
+
+def hvp_oracle(name: str, x: Tensor, w: Tensor, v: Tensor) -> Tensor:
+    """H(x) @ v in float64, forward-over-reverse with torch.func (never the Hessian itself)."""
+    fn = FUNCTIONS[name][1]
+    w64 = w.double()
+    _, hv = torch.func.jvp(torch.func.grad(lambda t: fn(t, w64)), (x.double(),), (v.double(),))
+    return hv.to(x.dtype)
+
+
+# float32 Hessian-vector products round a little more than gradients (two passes, sums of products).
+HVP_TOL = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-9, 1e-11)}
+HVP_HINT = ("H @ v is the gradient, with respect to x, of the dot product of the gradient with v. Take the first "
+            "gradient with torch.autograd.grad(..., create_graph=True) on x_ = x.detach().requires_grad_(True), "
+            "so that it can be differentiated again, then differentiate its dot product with v.")
+CONSTANT_HINT = ("When the gradient does not depend on x (a linear fn), the first torch.autograd.grad returns a "
+                 "tensor with no grad_fn, and differentiating it again raises. The Hessian is 0 then: check "
+                 "g.requires_grad and return zeros of x's shape, dtype and device.")
+GRAPH_HINT = ("Only the first torch.autograd.grad needs create_graph=True. Return a plain tensor: the second "
+              "differentiation without create_graph, or .detach() the result.")
+LARGE_HINT = ("Never build the Hessian (torch.func.hessian, torch.autograd.functional.hessian or a loop over "
+              "coordinates): for n entries it has n * n numbers and needs n backward passes. Two passes of "
+              "autograd give H @ v for the cost of about two gradients.")
+HVP_LARGE = 200_000  # entries of x: its Hessian would hold 4e10 numbers (160 GB in float32)
+
+
+def _describe_hvp(name: str) -> str:
+    return f"hessian_vector_product(f, x, v) with f = lambda x: {FUNCTIONS[name][0]}"
+
+
+def _expect_hvp(out: Hvp, want: Tensor, name: str, x: Tensor, w: Tensor, v: Tensor, device: str,
+                hint: str = HVP_HINT) -> None:
+    rtol, atol = HVP_TOL[x.dtype]
+    inputs = {"x": x, "v": v, "w": w} if re.search(r"\bw\b", FUNCTIONS[name][0]) else {"x": x, "v": v}
+    expect_tensor(out["hvp"], want, call=_describe_hvp(name), inputs=inputs, hint=hint, rtol=rtol, atol=atol,
+                  device=device)
+
+
+@check(task="hessian_vector_product", points=1, visible=True)
+def check_hvp_quadratic_form(api: Api, rng: torch.Generator, device: str) -> None:
+    """on 0.5 * x @ A @ x, H @ v is the symmetric part of A times v, even for a non-symmetric A or a large x"""
+    a = torch.tensor([[2.0, 1.0, 0.0], [3.0, 4.0, -1.0], [0.0, 1.0, 1.0]])
+    x, v = torch.tensor([1.0, -1.0, 2.0]), torch.tensor([1.0, 0.0, -1.0])
+    hvp = api.hessian_vector_product.using(hint=HVP_HINT)
+    _expect_hvp(hvp("quadratic_form", x, a, v), 0.5 * (a + a.T) @ v, "quadratic_form", x, a, v, device)
+    # Far from 0 the gradient is large while H stays small: differencing gradients loses the digits.
+    x = torch.tensor([1000.0, -2000.0, 500.0])
+    _expect_hvp(hvp("quadratic_form", x, a, v), 0.5 * (a + a.T) @ v, "quadratic_form", x, a, v, device)
+    n = int(torch.randint(4, 9, (1,), generator=rng))
+    a, x, v = _randn(rng, [n, n]), _randn(rng, [n]), _randn(rng, [n])
+    _expect_hvp(hvp("quadratic_form", x, a, v), hvp_oracle("quadratic_form", x, a, v), "quadratic_form", x, a, v,
+                device)
+
+
+@check(task="hessian_vector_product", points=1)
+def check_hvp_matches_torch_func(api: Api, rng: torch.Generator, device: str) -> None:
+    """matches forward-over-reverse torch.func on curved functions, ranks 0 to 3, float32 and float64"""
+    hvp = api.hessian_vector_product.using(hint=HVP_HINT)
+    for dtype in (torch.float32, torch.float64):
+        for rank, name in ((0, "sin_dot"), (1, "logsumexp"), (1, "cube_mean"), (2, "softplus_dot"),
+                           (3, "norm_of_tanh"), (3, "row_logsumexp")):
+            shape = _shape(rng, rank)
+            x, w, v = (_randn(rng, shape, dtype) for _ in range(3))
+            _expect_hvp(hvp(name, x, w, v), hvp_oracle(name, x, w, v), name, x, w, v, device)
+
+
+@check(task="hessian_vector_product", points=1)
+def check_hvp_constant_gradient(api: Api, rng: torch.Generator, device: str) -> None:
+    """gives zeros where the gradient does not depend on x (linear, piecewise linear), and the one curved entry"""
+    for dtype in (torch.float32, torch.float64):
+        for name in ("linear_dot", "scaled_sum", "relu_dot", "first_squared_plus_linear"):
+            shape = _shape(rng, 2)
+            x, w, v = (_randn(rng, shape, dtype) for _ in range(3))
+            out = api.hessian_vector_product.using(hint=CONSTANT_HINT)(name, x, w, v)
+            _expect_hvp(out, hvp_oracle(name, x, w, v), name, x, w, v, device, CONSTANT_HINT)
+
+
+@check(task="hessian_vector_product", points=1)
+def check_hvp_leaves_x_alone(api: Api, rng: torch.Generator, device: str) -> None:
+    """x.requires_grad and x.grad are as before the call, and the result carries no autograd graph"""
+    hvp = api.hessian_vector_product.using(hint=HVP_HINT)
+    for requires_grad, stale in ((False, None), (True, None), (True, _randn(rng, [4, 3]))):
+        x, w, v = (_randn(rng, [4, 3]) for _ in range(3))
+        out = hvp("sin_dot", x, w, v, requires_grad=requires_grad, grad=stale)
+        state = f"x = {show(x)} with x.requires_grad = {requires_grad}, x.grad = {show(stale)}"
+        kept = out["x_grad"] is None if stale is None else isinstance(out["x_grad"], Tensor) and torch.equal(
+            out["x_grad"], stale)
+        if out["requires_grad"] != requires_grad or not kept:
+            raise failure(call=_describe_hvp("sin_dot"), inputs=[state, f"v = {show(v)}"],
+                          expected=f"x.requires_grad = {requires_grad} and x.grad = {show(stale)} after the call",
+                          got=f"x.requires_grad = {out['requires_grad']} and x.grad = {show(out['x_grad'])}",
+                          problem="hessian_vector_product changed the caller's tensor.",
+                          hint=REQUIRES_GRAD_HINT + " " + X_GRAD_HINT)
+        if out["hvp_requires_grad"]:
+            raise failure(call=_describe_hvp("sin_dot"), inputs=[state, f"v = {show(v)}"],
+                          expected="a result with requires_grad=False", got="a result with requires_grad=True",
+                          problem="the result still holds the graph of both passes (memory the caller cannot free).",
+                          hint=GRAPH_HINT)
+        _expect_hvp(out, hvp_oracle("sin_dot", x, w, v), "sin_dot", x, w, v, device)
+
+
+@check(task="hessian_vector_product", points=1)
+def check_hvp_large_input(api: Api, rng: torch.Generator, device: str) -> None:
+    """works on x with 200 000 entries, whose Hessian would need 160 GB: H is never built"""
+    x, w, v = (_randn(rng, [HVP_LARGE]) for _ in range(3))
+    want = (-w.double() * torch.sin(x.double()) * v.double()).float()  # sin_dot's Hessian is diagonal
+    _expect_hvp(api.hessian_vector_product.using(hint=LARGE_HINT)("sin_dot", x, w, v), want, "sin_dot", x, w, v,
+                device, LARGE_HINT)

@@ -1,0 +1,5 @@
+"""Chapter 02_modules: Encapsulate your model with Modules."""
+
+from autograder.judging.chapter import ChapterConfig
+
+CONFIG = ChapterConfig(loads_dynamo=True, trains=True)

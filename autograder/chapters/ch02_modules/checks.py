@@ -1,0 +1,517 @@
+"""Hidden checks for 02_modules: AffineScalar, LinearRegressor, make_mlp and train.
+
+Modules live in the student's process. Checks see them through student.inspect
+(registered parameters, state_dict keys, submodule types), copy random weights
+in with student.set_parameters and compare forward passes with the judge's own
+formulas in float64. train runs on the harness's reference models
+(autograder/chapters/ch02_modules/harness.py); the judge reads the trained parameters
+back and computes the loss itself. Random inputs come from `rng`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ParamSpec, TypedDict
+
+import torch
+from torch import Tensor
+
+from autograder.judging.api import Remote, StudentApi, answer, harness
+from autograder.judging.expect import expect_tensor, failure, number, show
+from autograder.judging.plugin import check
+from autograder.judging.remote import describe_call, origin
+from autograder.sandbox.runtime.wire import RemoteObject
+
+P = ParamSpec("P")
+
+# -- the API: what the notebook asks for, as the judge calls it -----------------
+
+
+class NormStep(TypedDict):
+    out: Any  # what forward returned
+    x_grad: Tensor | None  # x.grad after backward(grad_output), when the step had one
+    buffers: dict[str, Tensor]  # named_buffers() after the step
+    graph_in_buffers: list[str]  # buffers that require grad after the step
+
+
+class NormRun(TypedDict, total=False):
+    parameters: list[str]  # named_parameters() of a fresh module
+    state_dict: list[str]  # its state_dict keys
+    initial: dict[str, Tensor]  # its buffers
+    steps: list[NormStep]
+    reloaded: dict[str, Any]  # eval outputs of the module and of a fresh one loaded from its state_dict
+
+
+class Api(StudentApi):
+    @answer
+    def AffineScalar(self) -> RemoteObject:
+        """A Module computing a * x + b, with trainable parameters a and b of shape [1]."""
+
+    @answer
+    def LinearRegressor(self) -> RemoteObject:
+        """A Module holding one nn.Linear(1, 1) named `linear`, mapping [N] to [N]."""
+
+    @answer
+    def make_mlp(self, in_features: int, hidden_features: int, out_features: int) -> RemoteObject:
+        """Sequential(Linear, ReLU, Linear) of those sizes."""
+
+    @answer
+    def train(self, model: RemoteObject, x: Tensor, y: Tensor, steps: int = 1000, lr: float = 0.01) -> float:
+        """Fits `model` to y(x) with SGD and MSE; the last step's loss."""
+
+    @harness()
+    def running_norm(self, num_features: int, steps: list[list[Any]], options: dict[str, float],
+                     dtype: str = "float32", reload: bool = False) -> NormRun:
+        """The student's RunningNorm(num_features, **options) run through steps [mode, x, grad_output or None]."""
+
+    @harness()
+    def Line(self) -> RemoteObject:
+        """The harness's a * x + b with parameters a and b of shape [1]: train is graded on it."""
+
+    @harness()
+    def WrappedLinear(self) -> RemoteObject:
+        """The same line in an nn.Linear(1, 1) submodule named `linear`."""
+
+
+def build(constructor: Remote[P, RemoteObject], device: str, *args: P.args, **kwargs: P.kwargs) -> RemoteObject:
+    """constructor(*args) in the child, moved to `device`: a handle to the module."""
+    obj = constructor(*args, **kwargs)
+    if not isinstance(obj, RemoteObject):
+        raise failure(call=describe_call(constructor.name, args, kwargs), expected="an nn.Module", got=show(obj),
+                      hint="Subclass nn.Module, or return an nn.Sequential.")
+    constructor.student.method(obj, ["to"], device)
+    return obj
+
+
+def run_forward(api: Api, module: RemoteObject, x: Tensor) -> Any:
+    return api.student.method(module, [], x)["value"]
+
+
+# -- oracles -------------------------------------------------------------------
+
+
+def affine_oracle(x: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """a * x + b for scalar parameters of any shape with one element, in float64."""
+    return (a.double().reshape(()) * x.double() + b.double().reshape(())).to(x.dtype)
+
+
+def mlp_oracle(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor) -> Tensor:
+    hidden = torch.relu(x.double() @ w1.double().T + b1.double())
+    return (hidden @ w2.double().T + b2.double()).to(x.dtype)
+
+
+def mse(pred: Tensor, y: Tensor) -> float:
+    return float(((pred.double() - y.double()) ** 2).mean())
+
+
+PARAMETER_HINT = ("Assign each parameter as an nn.Parameter attribute in __init__ (after super().__init__()): "
+                  "self.a = nn.Parameter(torch.rand(1)). A plain tensor, even with requires_grad=True, is not "
+                  "registered: parameters(), state_dict(), .to() and optimisers never see it.")
+SQUEEZE_HINT = ("nn.Linear(1, 1) maps [N, 1] to [N, 1]: give it x.unsqueeze(1) and squeeze(1) the result, so "
+                "that a [N] input gives a [N] output.")
+MLP_HINT = ("Return nn.Sequential(nn.Linear(in_features, hidden_features), nn.ReLU(), "
+            "nn.Linear(hidden_features, out_features)); nn.Linear(i, o) has a weight of shape [o, i].")
+TRAIN_HINT = ("Use torch.optim.SGD(model.parameters(), lr=lr) and nn.MSELoss(). For each of `steps` steps: "
+              "optimizer.zero_grad(), loss = criterion(model(x), y), loss.backward(), optimizer.step(). "
+              "Without zero_grad() the gradients of all steps add up and training does not settle.")
+LOSS_HINT = "Return the loss of the last step as a Python float: loss.item() after the loop."
+
+TOLERANCE = 0.1  # train must bring slope and intercept this close to 5 and 3
+# Least-squares estimates from these samples stray from 5 and 3 by about 0.02 at most (the noise),
+# and the default 1000 SGD steps at lr=0.01 shrink the starting error by a factor of about 1000.
+
+
+def _expect_parameters(call: str, info: dict[str, Any], want: dict[str, list[int]], hint: str) -> None:
+    """The module registers exactly `want` (name -> shape), all trainable, all in its state_dict."""
+    got = {name: list(t.shape) for name, t in info["parameters"].items()}
+    if got != want:
+        problem = ("parameters() is empty: nothing was registered" if not got
+                   else "the registered parameters differ in names or shapes")
+        raise failure(call=f"{call}, then .named_parameters()", expected=str(want), got=str(got), problem=f"{problem}.",
+                      hint=hint)
+    frozen = [name for name, t in info["parameters"].items() if not origin(t)[1]]
+    if frozen:
+        raise failure(call=call, expected="every parameter has requires_grad=True",
+                      got=f"requires_grad=False for {frozen}", hint=hint)
+    missing = sorted(set(want) - set(info["state_dict"]))
+    if missing:
+        raise failure(call=f"{call}, then .state_dict()", expected=f"keys {sorted(want)}", got=str(info["state_dict"]),
+                      problem=f"{missing} missing.", hint=hint)
+
+
+def _set_parameters(api: Api, module: RemoteObject, values: dict[str, Tensor], call: str) -> None:
+    """Copy values in, first making sure the parameters exist (a clearer message than a KeyError)."""
+    _expect_parameters(call, api.student.inspect(module), {n: list(v.shape) for n, v in values.items()},
+                       PARAMETER_HINT)
+    api.student.set_parameters(module, values)
+
+
+def _random(rng: torch.Generator, *shape: int) -> Tensor:
+    return torch.randn(shape, generator=rng, dtype=torch.float64).float()
+
+
+def _n(rng: torch.Generator, low: int = 3, high: int = 12) -> int:
+    return int(torch.randint(low, high, (1,), generator=rng))
+
+
+def _check_mlp_structure(api: Api, sizes: tuple[int, int, int], device: str) -> tuple[RemoteObject, list[str]]:
+    """make_mlp(*sizes) is a Sequential of Linear, ReLU, Linear of those sizes; the module and its children's names."""
+    i, h, o = sizes
+    call = f"make_mlp({i}, {h}, {o})"
+    module = build(api.make_mlp, device, i, h, o)
+    info = api.student.inspect(module)
+    top = info["modules"].get("", "?")
+    children = [name for name in info["modules"] if name and "." not in name]
+    layers = [info["modules"][name] for name in children]
+    if top != "Sequential" or layers != ["Linear", "ReLU", "Linear"]:
+        raise failure(call=call, expected="Sequential of Linear, ReLU, Linear",
+                      got=f"{top} of {', '.join(layers) or 'no layers'}",
+                      problem="the layers differ (without the ReLU, two Linear layers collapse into one linear map).",
+                      hint=MLP_HINT)
+    first, _, last = children
+    _expect_parameters(call, info, {f"{first}.weight": [h, i], f"{first}.bias": [h], f"{last}.weight": [o, h],
+                                    f"{last}.bias": [o]}, MLP_HINT)
+    return module, children
+
+
+def _line_data(rng: torch.Generator, x: Tensor, noise: float) -> Tensor:
+    return (5 * x.double() + 3 + noise * torch.randn(x.shape, generator=rng, dtype=torch.float64)).float()
+
+
+# Where each reference model keeps its slope and intercept.
+LINE_PARAMETERS = {"Line": ("a", "b"), "WrappedLinear": ("linear.weight", "linear.bias")}
+
+
+def _train_line(api: Api, rng: torch.Generator, reference: Remote[[], RemoteObject], x: Tensor, y: Tensor,
+                device: str, **kwargs: Any) -> tuple[Any, Tensor, Tensor, str]:
+    """Train a reference model from a random start; (train's result, slope, intercept, call text)."""
+    model_name = reference.name
+    model = build(reference, device)
+    slope_name, intercept_name = LINE_PARAMETERS[model_name]
+    start = {slope_name: torch.rand([1, 1] if "weight" in slope_name else [1], generator=rng) * 2 - 1,
+             intercept_name: torch.rand(1, generator=rng) * 2 - 1}
+    api.student.set_parameters(model, start)
+    result = api.train(model, x, y, **kwargs)
+    trained = api.student.inspect(model)["parameters"]
+    args = "".join(f", {k}={v}" for k, v in kwargs.items())
+    call = (f"train(model, x, y{args}) with model = {model_name}, a line a * x + b starting at "
+            f"a = {start[slope_name].item():.3f}, b = {start[intercept_name].item():.3f}")
+    return result, trained[slope_name].reshape(()), trained[intercept_name].reshape(()), call
+
+
+def _expect_line(result: Any, a: Tensor, b: Tensor, call: str, x: Tensor, y: Tensor, noise: float) -> None:
+    if abs(a.item() - 5) <= TOLERANCE and abs(b.item() - 3) <= TOLERANCE:
+        return
+    found = [f"{name} = {v.item()}" for name, v in (("a", a), ("b", b)) if not math.isfinite(v.item())]
+    problem = "the model did not fit the line" + (f" ({', '.join(found)}: not finite)" if found else "")
+    raise failure(call=call, inputs=[f"x = {show(x)}", f"y = 5 * x + 3 + noise of std {noise}: {show(y)}"],
+                  expected=f"a within {TOLERANCE} of 5 and b within {TOLERANCE} of 3 after training",
+                  got=f"a = {a.item():.4f}, b = {b.item():.4f} (train returned {show(result)})", problem=f"{problem}.",
+                  hint=TRAIN_HINT)
+
+
+# -- AffineScalar --------------------------------------------------------------
+
+
+@check(task="AffineScalar", points=2, visible=True)
+def check_affine_parameters_registered(api: Api, device: str) -> None:
+    """AffineScalar registers trainable parameters a and b of shape [1]"""
+    module = build(api.AffineScalar, device)
+    _expect_parameters("AffineScalar()", api.student.inspect(module), {"a": [1], "b": [1]}, PARAMETER_HINT)
+
+
+@check(task="AffineScalar", points=2)
+def check_affine_forward(api: Api, rng: torch.Generator, device: str) -> None:
+    """with a and b set, forward(x) is a * x + b for [N] inputs"""
+    module = build(api.AffineScalar, device)
+    for _ in range(3):
+        a, b, x = _random(rng, 1), _random(rng, 1), _random(rng, _n(rng))
+        _set_parameters(api, module, {"a": a, "b": b}, "AffineScalar()")
+        expect_tensor(run_forward(api, module, x), affine_oracle(x, a, b), call="AffineScalar()(x)",
+                      inputs={"a": a, "b": b, "x": x}, device=device,
+                      hint="forward must return self.a * x + self.b, using the parameters themselves.")
+
+
+# -- LinearRegressor -----------------------------------------------------------
+
+
+@check(task="LinearRegressor", points=1, visible=True)
+def check_linear_regressor_structure(api: Api, device: str) -> None:
+    """LinearRegressor holds one nn.Linear(1, 1) named `linear`"""
+    info = api.student.inspect(build(api.LinearRegressor, device))
+    if info["modules"].get("linear") != "Linear":
+        raise failure(call="LinearRegressor()", expected="a submodule `linear` of type nn.Linear",
+                      got=f"submodules {info['modules']}",
+                      hint="In __init__, after super().__init__(): self.linear = nn.Linear(1, 1).")
+    _expect_parameters("LinearRegressor()", info, {"linear.weight": [1, 1], "linear.bias": [1]},
+                       "self.linear = nn.Linear(1, 1) registers linear.weight [1, 1] and linear.bias [1].")
+
+
+@check(task="LinearRegressor", points=2)
+def check_linear_regressor_forward(api: Api, rng: torch.Generator, device: str) -> None:
+    """with weight and bias set, maps a [N] tensor to the [N] tensor weight * x + bias"""
+    module = build(api.LinearRegressor, device)
+    for _ in range(3):
+        w, b, x = _random(rng, 1, 1), _random(rng, 1), _random(rng, _n(rng))
+        _set_parameters(api, module, {"linear.weight": w, "linear.bias": b}, "LinearRegressor()")
+        expect_tensor(run_forward(api, module, x), affine_oracle(x, w, b), call="LinearRegressor()(x)",
+                      inputs={"linear.weight": w, "linear.bias": b, "x": x}, hint=SQUEEZE_HINT, device=device)
+
+
+# -- make_mlp ------------------------------------------------------------------
+
+
+@check(task="make_mlp", points=1, visible=True)
+def check_make_mlp_guide_layers(api: Api, device: str) -> None:
+    """make_mlp(64, 32, 10) is Sequential(Linear(64, 32), ReLU(), Linear(32, 10)), as in the guide"""
+    _check_mlp_structure(api, (64, 32, 10), device)
+
+
+@check(task="make_mlp", points=1)
+def check_make_mlp_other_sizes(api: Api, rng: torch.Generator, device: str) -> None:
+    """the layers take their sizes from the arguments, for random sizes"""
+    for _ in range(2):
+        _check_mlp_structure(api, (_n(rng, 2, 9), _n(rng, 2, 9), _n(rng, 2, 9)), device)
+
+
+@check(task="make_mlp", points=1)
+def check_make_mlp_forward(api: Api, rng: torch.Generator, device: str) -> None:
+    """with its weights set, the network computes relu(x W1^T + b1) W2^T + b2"""
+    i, h, o, n = _n(rng), _n(rng), _n(rng), _n(rng)
+    module, (first, _, last) = _check_mlp_structure(api, (i, h, o), device)
+    w1, b1, w2, b2 = _random(rng, h, i), _random(rng, h), _random(rng, o, h), _random(rng, o)
+    api.student.set_parameters(module, {f"{first}.weight": w1, f"{first}.bias": b1, f"{last}.weight": w2,
+                                    f"{last}.bias": b2})
+    x = _random(rng, n, i)
+    expect_tensor(run_forward(api, module, x), mlp_oracle(x, w1, b1, w2, b2), call=f"make_mlp({i}, {h}, {o})(x)",
+                  inputs={"x": x, "W1": w1, "b1": b1, "W2": w2, "b2": b2}, hint=MLP_HINT, rtol=1e-4, atol=1e-5,
+                  device=device)
+
+
+# -- train ---------------------------------------------------------------------
+
+
+@check(task="train", points=2, visible=True)
+def check_train_fits_line(api: Api, rng: torch.Generator, device: str) -> None:
+    """fits y = 5x + 3 + noise to within 0.1 on both coefficients with the default steps and lr"""
+    x = torch.rand(100, generator=rng) * 2 - 1
+    y = _line_data(rng, x, noise=0.1)
+    result, a, b, call = _train_line(api, rng, api.Line, x, y, device)
+    _expect_line(result, a, b, call, x, y, noise=0.1)
+
+
+@check(task="train", points=2)
+def check_train_follows_steps_and_lr(api: Api, rng: torch.Generator, device: str) -> None:
+    """on the guide's x in [0, 1), fits the line with the steps=2000 and lr=0.2 it is given"""
+    x = torch.arange(200, dtype=torch.float32) / 200
+    y = _line_data(rng, x, noise=0.05)
+    result, a, b, call = _train_line(api, rng, api.Line, x, y, device, steps=2000, lr=0.2)
+    _expect_line(result, a, b, call, x, y, noise=0.05)
+
+
+@check(task="train", points=2)
+def check_train_returns_final_loss(api: Api, rng: torch.Generator, device: str) -> None:
+    """returns the final loss as a Python float, equal to the MSE of the trained model"""
+    x = torch.rand(100, generator=rng) * 2 - 1
+    y = _line_data(rng, x, noise=0.1)
+    result, a, b, call = _train_line(api, rng, api.Line, x, y, device)
+    want = mse(a.double() * x + b.double(), y)
+    if not isinstance(result, float):
+        raise failure(call=call, expected=f"a Python float, about {want:.6g}", got=show(result),
+                      problem=f"train returned {type(result).__name__}, not float.", hint=LOSS_HINT)
+    if not math.isclose(result, want, rel_tol=1e-3, abs_tol=1e-6):
+        found = "" if math.isfinite(result) else f" ({result} is not a finite number)"
+        raise failure(call=call, inputs=[f"x = {show(x)}", f"y = {show(y)}"],
+                      expected=f"{want:.6g}, the MSE of the trained model (a = {a.item():.4f}, b = {b.item():.4f}) "
+                               "on x, y", got=number(result, want),
+                      problem=f"that is not the loss at the end of training{found}.", hint=LOSS_HINT)
+
+
+@check(task="train", points=1)
+def check_train_any_module(api: Api, rng: torch.Generator, device: str) -> None:
+    """trains every parameter of any Module, here one whose line sits in an nn.Linear submodule"""
+    x = torch.rand(100, generator=rng) * 2 - 1
+    y = _line_data(rng, x, noise=0.1)
+    result, a, b, call = _train_line(api, rng, api.WrappedLinear, x, y, device)
+    _expect_line(result, a, b, call, x, y, noise=0.1)
+
+
+# -- RunningNorm (stretch: bonus) ------------------------------------------------
+
+BUFFERS = ("running_mean", "running_var")
+NORM_TOL = {"float32": (1e-4, 1e-4), "float64": (1e-9, 1e-10)}
+# eps sizes that make a misplaced or missing eps cost the same points under every seed: the eval check
+# never sees it (1e-8 moves no output past the tolerance) and the gradient check always does (0.1 moves
+# every output of these batches by more than 0.5%).
+EPS_NEGLIGIBLE, EPS_FELT = 1e-8, 0.1
+BUFFER_HINT = ("Running statistics are state, not parameters: in __init__, self.register_buffer('running_mean', "
+               "torch.zeros(num_features)) and the same for running_var with torch.ones. A buffer is in "
+               "state_dict() and follows .to(), but parameters() and optimisers never see it; a plain tensor "
+               "attribute gets neither, and an nn.Parameter, even with requires_grad=False, is a parameter.")
+TRAIN_NORM_HINT = ("In training mode, normalise with the batch's own statistics over every dimension but the last "
+                   "(x.reshape(-1, num_features)): (x - mean) / sqrt(var + eps), var the biased variance "
+                   "(unbiased=False). Then running = (1 - momentum) * running + momentum * batch statistic, with "
+                   "the unbiased variance for running_var, as nn.BatchNorm1d does.")
+EVAL_HINT = ("In eval mode (self.training is False), normalise with running_mean and running_var and leave them "
+             "unchanged: model.eval() is how a trained model is used on new data, one sample at a time if need be.")
+GRAD_NORM_HINT = ("The output must stay differentiable through the batch mean and variance (do not detach them "
+                  "there), while the running statistics are updated outside autograd: under torch.no_grad(), "
+                  "or from detached statistics. Otherwise every batch's graph stays attached to the buffers.")
+STATE_HINT = ("Keep the running statistics in registered buffers and create every new tensor from them or from "
+              "x (same device and dtype), so that .to(torch.float64) converts them and load_state_dict restores "
+              "them.")
+
+
+def norm_oracle(x: Tensor, mean: Tensor, var: Tensor, momentum: float, eps: float, training: bool
+                ) -> tuple[Tensor, Tensor, Tensor]:
+    """(output, running_mean, running_var after the step), in float64."""
+    x64, mean, var = x.double(), mean.double(), var.double()
+    flat = x64.reshape(-1, x64.shape[-1])
+    if not training:
+        return (x64 - mean) / torch.sqrt(var + eps), mean, var
+    n = flat.shape[0]
+    batch_mean, batch_var = flat.mean(0), flat.var(0, correction=0)
+    out = (x64 - batch_mean) / torch.sqrt(batch_var + eps)
+    return (out, (1 - momentum) * mean + momentum * batch_mean,
+            (1 - momentum) * var + momentum * batch_var * n / (n - 1))
+
+
+def norm_grad_oracle(x: Tensor, g: Tensor, mean: Tensor, var: Tensor, eps: float, training: bool) -> Tensor:
+    """d(sum(out * g))/dx through the batch statistics, in float64."""
+    _, vjp = torch.func.vjp(lambda t: norm_oracle(t, mean, var, 0.0, eps, training)[0], x.double())
+    return vjp(g.double())[0]
+
+
+def _batch(rng: torch.Generator, shape: list[int]) -> Tensor:
+    """Features on their own scales and offsets, as real inputs are before normalisation."""
+    scale = 0.5 + 2.5 * torch.rand(shape[-1], generator=rng, dtype=torch.float64)
+    offset = 6 * torch.rand(shape[-1], generator=rng, dtype=torch.float64) - 3
+    return (torch.randn(shape, generator=rng, dtype=torch.float64) * scale + offset).float()
+
+
+def _hard_batch() -> Tensor:
+    """[6, 3]: a constant feature (variance 0: eps keeps it finite) and one with variance 1e-4 (eps matters)."""
+    steps = torch.tensor([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], dtype=torch.float64)
+    return torch.stack([steps * 3 + 1, torch.full((6,), 0.3, dtype=torch.float64), 0.5 + 0.006 * steps], 1).float()
+
+
+def _describe_norm(num_features: int, options: dict[str, float], dtype: str) -> str:
+    args = "".join(f", {k}={v}" for k, v in options.items())
+    return f"RunningNorm({num_features}{args})" + (f".to(torch.{dtype})" if dtype != "float32" else "")
+
+
+def _expect_registered(run: NormRun, call: str, num_features: int) -> None:
+    initial = run["initial"]
+    shapes = {name: list(t.shape) for name, t in initial.items()}
+    problems = []
+    if run["parameters"]:
+        problems.append(f"parameters() lists {run['parameters']}: the statistics must not be parameters")
+    problems += [f"{name} is not a registered buffer (named_buffers() has {sorted(shapes)})" for name in BUFFERS
+                 if name not in initial]
+    problems += [f"{name} is not in state_dict() (keys {run['state_dict']})" for name in BUFFERS
+                 if name in initial and name not in run["state_dict"]]
+    if not problems:
+        want = {"running_mean": torch.zeros(num_features), "running_var": torch.ones(num_features)}
+        problems += [f"{name} starts as {show(initial[name])}, not {show(t)}" for name, t in want.items()
+                     if initial[name].shape != t.shape or not torch.equal(initial[name].double().cpu(), t.double())]
+    if problems:
+        raise failure(call=call, expected="no parameters; buffers running_mean = zeros and running_var = ones, "
+                      f"of shape [{num_features}], in state_dict()",
+                      got=f"parameters {run['parameters']}, buffers {shapes}", problem="; ".join(problems) + ".",
+                      hint=BUFFER_HINT)
+
+
+def _judge_norm(run: NormRun, steps: list[list[Any]], num_features: int, options: dict[str, float], device: str,
+                dtype: str = "float32") -> None:
+    """Every step's output, buffers and input gradient against the float64 oracle, from the initial state."""
+    call = _describe_norm(num_features, options, dtype)
+    _expect_registered(run, call, num_features)
+    momentum, eps = options.get("momentum", 0.1), options.get("eps", 1e-5)
+    mean, var = torch.zeros(num_features, dtype=torch.float64), torch.ones(num_features, dtype=torch.float64)
+    rtol, atol = NORM_TOL[dtype]
+    want_dtype = getattr(torch, dtype)
+    history: list[str] = []
+    for (mode, x, g), got in zip(steps, run["steps"], strict=True):
+        training = mode == "train"
+        out, new_mean, new_var = norm_oracle(x, mean, var, momentum, eps, training)
+        before = f"running_mean = {show(mean.to(want_dtype))}, running_var = {show(var.to(want_dtype))}"
+        inputs = {"x": x.to(want_dtype)}
+        where = f"{'; '.join(history) + '; then ' if history else ''}in {mode} mode, with {before}"
+        hint = TRAIN_NORM_HINT if training else EVAL_HINT
+        expect_tensor(got["out"], out.to(want_dtype), call=f"m = {call}; {where}: m(x)", inputs=inputs, hint=hint,
+                      rtol=rtol, atol=atol, device=device, dtype_hint=STATE_HINT)
+        for name, want in (("running_mean", new_mean), ("running_var", new_var)):
+            expect_tensor(got["buffers"][name], want.to(want_dtype), call=f"m = {call}; {where}: m(x), then m.{name}",
+                          inputs=inputs, hint=hint, rtol=rtol, atol=atol, device=device, dtype_hint=STATE_HINT)
+        if got["graph_in_buffers"]:
+            raise failure(call=f"m = {call}; {where}: m(x)", inputs=[f"x = {show(x)} with requires_grad=True"],
+                          expected="buffers that do not require grad after the step",
+                          got=f"{got['graph_in_buffers']} require grad",
+                          problem="the update recorded autograd history into the buffers: every batch's graph stays "
+                                  "alive, and a later backward() can reach into old batches.", hint=GRAD_NORM_HINT)
+        if g is not None:
+            want_grad = norm_grad_oracle(x, g, mean, var, eps, training).to(want_dtype)
+            expect_tensor(got["x_grad"], want_grad, call=f"m = {call}; {where}: m(x).backward(g), then x.grad",
+                          inputs={**inputs, "g": g}, hint=GRAD_NORM_HINT, rtol=rtol, atol=atol, device=device)
+        mean, var = new_mean, new_var
+        history.append(f"a {mode} step on {list(x.shape)}")
+
+
+def _features(rng: torch.Generator) -> int:
+    return int(torch.randint(2, 7, (1,), generator=rng))
+
+
+def _momentum(rng: torch.Generator) -> float:
+    return round(float(0.2 + 0.4 * torch.rand(1, generator=rng, dtype=torch.float64)), 3)
+
+
+@check(task="RunningNorm", points=1, visible=True)
+def check_running_norm_buffers(api: Api, rng: torch.Generator, device: str) -> None:
+    """RunningNorm(4) has no parameters and registers buffers running_mean (zeros) and running_var (ones)"""
+    steps = [["eval", _batch(rng, [5, 4]), None]]
+    _judge_norm(api.running_norm.using(hint=BUFFER_HINT)(4, steps, {}), steps, 4, {}, device)
+
+
+@check(task="RunningNorm", points=1)
+def check_running_norm_training(api: Api, rng: torch.Generator, device: str) -> None:
+    """in training mode, normalises with the batch's statistics over all but the last dimension and updates the
+    running ones (momentum, unbiased variance), also for a constant feature and one of tiny variance"""
+    steps = [["train", _hard_batch(), None], ["train", _hard_batch() * 2 - 1, None]]
+    _judge_norm(api.running_norm.using(hint=TRAIN_NORM_HINT)(3, steps, {}), steps, 3, {}, device)
+    f, options = _features(rng), {"momentum": _momentum(rng), "eps": 1e-3}
+    steps = [["train", _batch(rng, [4, 5, f]), None], ["train", _batch(rng, [7, f]), None],
+             ["train", _batch(rng, [2, 3, 2, f]), None]]
+    _judge_norm(api.running_norm.using(hint=TRAIN_NORM_HINT)(f, steps, options), steps, f, options, device)
+
+
+@check(task="RunningNorm", points=1)
+def check_running_norm_eval(api: Api, rng: torch.Generator, device: str) -> None:
+    """in eval mode, normalises with the running statistics and leaves them alone; training resumes after"""
+    f, options = _features(rng), {"momentum": _momentum(rng), "eps": EPS_NEGLIGIBLE}
+    steps = [["train", _batch(rng, [8, f]), None], ["train", _batch(rng, [3, 4, f]), None],
+             ["eval", _batch(rng, [1, f]), None], ["eval", _batch(rng, [5, 2, f]), None],
+             ["train", _batch(rng, [6, f]), None]]
+    _judge_norm(api.running_norm.using(hint=EVAL_HINT)(f, steps, options), steps, f, options, device)
+
+
+@check(task="RunningNorm", points=1)
+def check_running_norm_gradient(api: Api, rng: torch.Generator, device: str) -> None:
+    """gradients flow to x through the batch mean and variance, and never into the running buffers"""
+    f, options = _features(rng), {"momentum": _momentum(rng), "eps": EPS_FELT}
+    steps = [["train", _batch(rng, [3, 4, f]), _batch(rng, [3, 4, f])],
+             ["train", _batch(rng, [6, f]), _batch(rng, [6, f])],
+             ["eval", _batch(rng, [5, f]), _batch(rng, [5, f])]]
+    _judge_norm(api.running_norm.using(hint=GRAD_NORM_HINT)(f, steps, options), steps, f, options, device)
+
+
+@check(task="RunningNorm", points=1)
+def check_running_norm_state(api: Api, rng: torch.Generator, device: str) -> None:
+    """.to(torch.float64) converts the buffers, and load_state_dict into a fresh RunningNorm restores them"""
+    f, options = _features(rng), {"momentum": _momentum(rng), "eps": 1e-4}
+    steps = [["train", _batch(rng, [9, f]), None], ["train", _batch(rng, [2, 5, f]), None],
+             ["eval", _batch(rng, [4, f]), None]]
+    run = api.running_norm.using(hint=STATE_HINT)(f, steps, options, dtype="float64", reload=True)
+    _judge_norm(run, steps, f, options, device, dtype="float64")
+    call = f"m = {_describe_norm(f, options, 'float64')} after the steps above; fresh.load_state_dict(m.state_dict())"
+    expect_tensor(run["reloaded"]["fresh"], run["steps"][-1]["out"], call=f"{call}; fresh.eval()(x)",
+                  inputs={"x": steps[-1][1].double()}, hint=STATE_HINT, rtol=0, atol=0, device=device)

@@ -1,0 +1,5 @@
+"""Chapter 03_broadcasting: Broadcasting: the good and the ugly."""
+
+from autograder.judging.chapter import ChapterConfig
+
+CONFIG = ChapterConfig(loads_dynamo=True)

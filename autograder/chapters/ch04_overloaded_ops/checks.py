@@ -1,0 +1,461 @@
+"""Hidden checks for 04_overloaded_ops: row_sum and pairwise_sq_distances.
+
+Oracles run in the judge in float64: torch.sum for row_sum and
+torch.cdist(x, y) ** 2 for pairwise_sq_distances. "Vectorized" is measured
+by the aten operators a call issues: their number must not grow with the
+input's size. Random inputs come from `rng`, seeded by the grading's secret seed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import torch
+from torch import Tensor
+
+from autograder.chapters.ch04_overloaded_ops.harness import EXPRESSIONS, expression
+from autograder.judging.api import Remote, StudentApi, answer, harness
+from autograder.judging.expect import expect_tensor, failure, output_shape_checked
+from autograder.judging.plugin import check
+from autograder.judging.remote import StudentError, summarize
+from autograder.judging.timing import RecordProperty, compare_speed, expect_speedup, randn, reference_process
+from autograder.sandbox.runtime.wire import RemoteObject
+
+# -- the API: what the notebook asks for, as the judge calls it -----------------
+
+class DualResult(TypedDict, total=False):
+    type: str  # "Dual" or the type the expression gave instead
+    value: Tensor
+    tangent: Tensor
+
+
+# The notebook's examples: calls every working implementation answers.
+ROW_SUM_EXAMPLE = (torch.rand(500, 10),)
+PAIRWISE_EXAMPLE = (torch.tensor([[0.0, 0.0], [1.0, 1.0]]), torch.tensor([[1.0, 0.0], [0.0, 0.0], [3.0, 4.0]]))
+
+
+class Api(StudentApi):
+    @answer(example=ROW_SUM_EXAMPLE)
+    def row_sum(self, x: Tensor) -> Tensor:
+        """The column totals of an [N, D] matrix: shape [D]."""
+
+    @answer(example=PAIRWISE_EXAMPLE)
+    def pairwise_sq_distances(self, x: Tensor, y: Tensor) -> Tensor:
+        """[N, M] squared Euclidean distances between the rows of x [N, D] and y [M, D]."""
+
+    @harness()
+    def row_sum_of_view(self, view: str, base: Tensor) -> Tensor:
+        """The student's row_sum of VIEWS[view](base), a non-contiguous view taken in the student's process
+        (the wire sends contiguous copies)."""
+
+    @answer
+    def Dual(self, value: Tensor, tangent: Tensor) -> RemoteObject:
+        """Stretch: a value and its tangent; operators apply the chain rule."""
+
+    @harness()
+    def dual_eval(self, case: str, values: list[Tensor], tangents: list[Tensor], constants: list[Tensor]
+                  ) -> DualResult:
+        """The kit's expression `case` (operators only) run on the student's Dual for each (value, tangent)."""
+
+
+def run_row_sum_on_view(api: Api, base: Tensor, view: str, how: str) -> Tensor:
+    """row_sum of a view of `base` taken in the student's process; a failure says which view."""
+    try:
+        return api.row_sum_of_view(view, base)
+    except StudentError as e:
+        every = api.row_sum.on_every_call(e)
+        raise every or StudentError(f"row_sum(x) with {how}, a non-contiguous view of base = "
+                                    f"{summarize(base)}, failed.\n{e}\nHint:     {STRIDE_HINT}") from None
+
+
+# -- oracles -------------------------------------------------------------------
+
+
+def row_sum_oracle(x: Tensor) -> Tensor:
+    return x.sum(0) if not x.dtype.is_floating_point else x.double().sum(0).to(x.dtype)
+
+
+def pairwise_oracle(x: Tensor, y: Tensor) -> Tensor:
+    return (torch.cdist(x.double(), y.double()) ** 2).to(x.dtype)
+
+
+def pairwise_atol(x: Tensor, y: Tensor, rel: float) -> float:
+    """Absolute tolerance for ||x_i||^2 + ||y_j||^2 - 2 x_i.y_j: `rel` times the largest squared norms.
+
+    The expanded formula cancels large terms, so its rounding error scales with
+    the squared norms, not with the (possibly small) distance.
+    """
+    norms = x.double().pow(2).sum(1).amax() + y.double().pow(2).sum(1).amax()
+    return rel * max(float(norms), 1.0)
+
+
+ROW_SUM_TOL = {torch.float64: (1e-12, 1e-12), torch.float32: (1e-5, 1e-4), torch.int64: (0.0, 0.0)}
+# Relative tolerance, and the factor of the squared norms used as absolute tolerance.
+PAIRWISE_TOL = {torch.float64: 1e-10, torch.float32: 1e-5}
+
+AXIS_HINT = ("Sum over the rows means reducing dim=0: an [N, D] matrix gives one total per column, shape [D]. "
+             "Name the dim: x.sum(dim=0).")
+DTYPE_HINT = ("Keep the input's dtype by computing with operations on the inputs themselves: a buffer made with "
+              "torch.zeros(...) and no dtype= is float32 whatever x is, and .float() throws away float64's precision.")
+STRIDE_HINT = ("x may be a transposed or sliced view whose memory is not laid out row after row: .view() fails "
+               "on it and raw-memory tricks read the wrong numbers. Reduce with x.sum(dim=0), which handles "
+               "any strides.")
+SHAPE_HINT = ("Keep every axis even when its size is 1: avoid squeeze() without a dim, and index with slices, "
+              "not integers.")
+LOOP_HINT = ("Every tensor operation issued from Python costs a few microseconds of overhead: a loop over rows "
+             "(x[i], torch.unbind, a comprehension) issues one or more per row. Use one reduction, x.sum(dim=0), "
+             "or, for distances, broadcasting and a matrix product.")
+SQUARED_HINT = ("Return squared Euclidean distances: sum over the last axis of (x_i - y_j) ** 2, or "
+                "||x_i||^2 + ||y_j||^2 - 2 x_i . y_j; no square root, and mind the sign of the cross term.")
+GRAD_HINT = ("Build the result from differentiable torch operations on x and y; avoid .detach(), .data, "
+             ".numpy(), .item() and in-place writes into a buffer you made yourself.")
+
+# aten operators of the library's own distance functions, which this exercise builds by hand.
+LIBRARY_DISTANCE_OPS = frozenset({"cdist", "_cdist_forward", "_euclidean_dist", "pdist", "_pdist_forward"})
+
+
+def _sizes(rng: torch.Generator, n: int, low: int, high: int) -> list[int]:
+    return [int(s) for s in torch.randint(low, high, (n,), generator=rng)]
+
+
+def _expect(got: Tensor, want: Tensor, call: str, inputs: dict[str, Tensor], hint: str, device: str,
+            rtol: float, atol: float) -> None:
+    expect_tensor(got, want, call=call, inputs=inputs, hint=hint, rtol=rtol, atol=atol, dtype_hint=DTYPE_HINT,
+                  device=device)
+
+
+def _expect_row_sum(api: Api, x: Tensor, hint: str, device: str) -> None:
+    rtol, atol = ROW_SUM_TOL[x.dtype]
+    _expect(api.row_sum(x), row_sum_oracle(x), "row_sum(x)", {"x": x}, hint, device, rtol, atol)
+
+
+def _expect_pairwise(api: Api, x: Tensor, y: Tensor, hint: str, device: str) -> None:
+    rel = PAIRWISE_TOL[x.dtype]
+    _expect(api.pairwise_sq_distances(x, y), pairwise_oracle(x, y), "pairwise_sq_distances(x, y)", {"x": x, "y": y},
+            hint, device, rel, pairwise_atol(x, y, rel))
+
+
+def _traces(fn: Remote[..., Any], small: tuple[Tensor, ...], large: tuple[Tensor, ...]
+            ) -> tuple[list[str], list[str]]:
+    """The aten operators `fn` issues on small and on large inputs."""
+    return fn.traced(*small)[1], fn.traced(*large)[1]
+
+
+def _expect_no_growth(name: str, ops_small: list[str], ops_large: list[str], sizes: tuple[str, str]) -> None:
+    if len(ops_large) > len(ops_small):
+        shown = ", ".join(ops_large[:24]) + (", ..." if len(ops_large) > 24 else "")
+        raise failure(call=f"{name} traced on two input sizes",
+                      expected=f"the same number of tensor operations for {sizes[0]} as for {sizes[1]}",
+                      got=f"{len(ops_small)} operations for {sizes[0]}, {len(ops_large)} for {sizes[1]}: {shown}",
+                      problem="the number of operations grows with the input, so your code loops in Python.",
+                      hint=LOOP_HINT)
+
+
+# -- row_sum -------------------------------------------------------------------
+
+
+@check(task="row_sum", points=1, visible=True)
+def check_row_sum_guide_example(api: Api, rng: torch.Generator, device: str) -> None:
+    """the guide's x = torch.rand([500, 10]) gives its 10 column totals"""
+    _expect_row_sum(api, torch.rand(500, 10, generator=rng), AXIS_HINT, device)
+
+
+@check(task="row_sum", points=2)
+def check_row_sum_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random [N, D] float32 matrices with N != D give shape [D]"""
+    for _ in range(4):
+        n, d = _sizes(rng, 2, 2, 64)
+        n = n if n != d else d + 1
+        _expect_row_sum(api, torch.randn(n, d, generator=rng), AXIS_HINT, device)
+
+
+@check(task="row_sum", points=1)
+def check_row_sum_dtypes(api: Api, rng: torch.Generator, device: str) -> None:
+    """float64 and int64 inputs keep their dtype and precision"""
+    n, d = _sizes(rng, 2, 2, 40)
+    _expect_row_sum(api, torch.randn(n, d + 40, generator=rng, dtype=torch.float64), DTYPE_HINT, device)
+    _expect_row_sum(api, torch.randint(-1000, 1000, (n, d + 40), generator=rng), DTYPE_HINT, device)
+
+
+@check(task="row_sum", points=1)
+def check_row_sum_non_contiguous(api: Api, rng: torch.Generator, device: str) -> None:
+    """a transposed matrix and a strided slice (views, not copies) are summed correctly"""
+    n, d = _sizes(rng, 2, 3, 30)
+    views = {"transpose": (torch.randn(d + 31, n, generator=rng), "x = base.T", lambda t: t.T),
+             "every_other_row": (torch.randn(2 * n, d + 33, generator=rng), "x = base[::2, 1:]", lambda t: t[::2, 1:])}
+    for view, (base, how, take) in views.items():
+        x = take(base)
+        _expect_row_sum(api, x.contiguous(), STRIDE_HINT, device)  # the same numbers, laid out plainly
+        rtol, atol = ROW_SUM_TOL[x.dtype]
+        _expect(run_row_sum_on_view(api, base, view, how), row_sum_oracle(x), f"row_sum(x) with {how}, a view",
+                {"base": base, "x": x}, STRIDE_HINT, device, rtol, atol)
+
+
+@check(task="row_sum", points=1)
+def check_row_sum_edge_shapes(api: Api, rng: torch.Generator, device: str) -> None:
+    """one row gives that row, one column gives a [1] total, [1, 1] gives [1]"""
+    n, d = _sizes(rng, 2, 2, 20)
+    for shape in ((1, d), (n, 1), (1, 1)):
+        _expect_row_sum(api, torch.randn(*shape, generator=rng), SHAPE_HINT, device)
+
+
+@check(task="row_sum", points=2, forgeable=True)
+def check_row_sum_vectorized(api: Api, rng: torch.Generator) -> None:
+    """no Python loop: the operations issued do not grow from 4 x 3 to 64 x 24 inputs"""
+    small, large = torch.randn(4, 3, generator=rng), torch.randn(64, 24, generator=rng)
+    _expect_no_growth("row_sum", *_traces(api.row_sum, (small,), (large,)), ("x [4, 3]", "x [64, 24]"))
+
+
+# -- pairwise_sq_distances -----------------------------------------------------
+
+
+@check(task="pairwise_sq_distances", points=1, visible=True)
+def check_pairwise_small_example(api: Api, device: str) -> None:
+    """x = [[0, 0], [1, 1]], y = [[1, 0], [0, 0], [3, 4]] give [[1, 0, 25], [1, 2, 13]]"""
+    x, y = torch.tensor([[0.0, 0.0], [1.0, 1.0]]), torch.tensor([[1.0, 0.0], [0.0, 0.0], [3.0, 4.0]])
+    _expect_pairwise(api, x, y, SQUARED_HINT, device)
+
+
+@check(task="pairwise_sq_distances", points=2)
+def check_pairwise_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random float32 clouds, centred and off-centre, match torch.cdist(x, y) ** 2"""
+    for offset in (0.0, 0.0, 5.0):
+        n, m, d = _sizes(rng, 3, 2, 40)
+        x = torch.randn(n, d, generator=rng) + offset
+        y = torch.randn(m + 40, d, generator=rng) + offset
+        _expect_pairwise(api, x, y, SQUARED_HINT, device)
+
+
+@check(task="pairwise_sq_distances", points=1)
+def check_pairwise_float64(api: Api, rng: torch.Generator, device: str) -> None:
+    """float64 inputs give a float64 result, accurate to float64"""
+    n, m, d = _sizes(rng, 3, 2, 30)
+    x = torch.randn(n, d, generator=rng, dtype=torch.float64) * 3
+    y = torch.randn(m, d, generator=rng, dtype=torch.float64) * 3
+    _expect_pairwise(api, x, y, DTYPE_HINT, device)
+
+
+@check(task="pairwise_sq_distances", points=1)
+def check_pairwise_edge_shapes(api: Api, rng: torch.Generator, device: str) -> None:
+    """one point on either side, and points with one coordinate, keep the [N, M] shape"""
+    n, m, d = _sizes(rng, 3, 2, 12)
+    for (rows, cols, dims) in ((1, m, d), (n, 1, d), (1, 1, d), (n, m, 1)):
+        x, y = torch.randn(rows, dims, generator=rng), torch.randn(cols, dims, generator=rng)
+        _expect_pairwise(api, x, y, SHAPE_HINT, device)
+
+
+@check(task="pairwise_sq_distances", points=1)
+def check_pairwise_gradient(api: Api, rng: torch.Generator, device: str) -> None:
+    """the gradients with respect to x and y match those of the squared distances"""
+    n, m, d = _sizes(rng, 3, 2, 9)
+    x, y = torch.randn(n, d, generator=rng), torch.randn(m, d, generator=rng)
+    g = torch.randn(n, m, generator=rng)
+    _expect_pairwise(api, x, y, SQUARED_HINT, device)  # the value first
+    with output_shape_checked():
+        _, grads = api.pairwise_sq_distances.vjp(g, wrt=(0, 1))(x, y)
+    x64, y64 = x.double().requires_grad_(True), y.double().requires_grad_(True)
+    want = torch.autograd.grad(((x64[:, None] - y64[None]) ** 2).sum(-1), (x64, y64), g.double())
+    atol = 1e-4 * (1.0 + float(x.abs().max() + y.abs().max()) * float(g.abs().sum(1).max()))
+    for which, got, w in zip("xy", grads, want, strict=True):
+        _expect(got, w.float(), f"gradient of pairwise_sq_distances(x, y) with respect to {which}",
+                {"x": x, "y": y, "grad_output": g}, GRAD_HINT, device, 1e-4, atol)
+
+
+@check(task="pairwise_sq_distances", points=2, forgeable=True)
+def check_pairwise_vectorized(api: Api, rng: torch.Generator) -> None:
+    """no Python loop and no torch.cdist: the operations issued do not grow with N, M or D"""
+    small = (torch.randn(4, 3, generator=rng), torch.randn(5, 3, generator=rng))
+    large = (torch.randn(64, 24, generator=rng), torch.randn(80, 24, generator=rng))
+    ops_small, ops = _traces(api.pairwise_sq_distances, small, large)
+    library = sorted(set(ops_small + ops) & LIBRARY_DISTANCE_OPS)
+    if library:
+        raise failure(call="pairwise_sq_distances(x, y), traced",
+                      inputs=[f"x = {summarize(large[0])}", f"y = {summarize(large[1])}"],
+                      expected="the distances built from overloaded operators (-, *, **, @) and broadcasting",
+                      got=f"these operators: {', '.join(ops)}",
+                      problem=f"{', '.join(library)} come from torch.cdist, the library's distance function, which "
+                              "this exercise asks you to write yourself (the grader uses it as its reference).",
+                      hint="((x[:, None, :] - y[None, :, :]) ** 2).sum(-1), or the expansion "
+                           "||x_i||^2 + ||y_j||^2 - 2 x_i . y_j with x @ y.T.")
+    _expect_no_growth("pairwise_sq_distances", ops_small, ops, ("x [4, 3], y [5, 3]", "x [64, 24], y [80, 24]"))
+
+
+# -- speed (row_sum only, as the contract asks) and large clouds --------------------
+
+ROW_SUM_LOOP = """
+def row_sum_loop(x):
+    z = torch.zeros(x.shape[1], dtype=x.dtype, device=x.device)
+    for i in range(x.shape[0]):
+        z += x[i]
+    return z
+"""
+
+
+class Loop(StudentApi):
+    """The reference process's code (ROW_SUM_LOOP)."""
+
+    @answer
+    def row_sum_loop(self, x: Tensor) -> Tensor:
+        """The guide's slicing loop."""
+
+# Measured through compare_speed by benchmarks/timing_stability.py: 50 gradings of each form beside a CPU
+# hog on a 2-core machine (1 thread, inputs made inside the timed request and that time subtracted), three
+# runs. x.sum(dim=0), torch.einsum, ones @ x and x.T.sum(-1): 9.6x at worst, medians 42-59x; the slicing
+# loop and sum(x) over rows: 2.0x at best. 4x sits 2.4x below the slowest vectorized grading and 2x above
+# the fastest loop grading.
+ROW_SUM_SPEEDUP = 4.0
+
+
+@check(task="row_sum", points=2)
+def check_row_sum_speed(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
+    """at least 4x faster than the guide's slicing loop on a [2000, 16] matrix"""
+    with reference_process(api.student, ROW_SUM_LOOP) as ref:
+        speed = compare_speed(api.row_sum, Loop(ref).row_sum_loop, [randn(2000, 16)], row_sum_oracle, rng,
+                              count=10, rounds=9, warmup=2)
+    expect_speedup(speed, ROW_SUM_SPEEDUP, "row_sum", "the slicing loop", LOOP_HINT, record_property)
+
+
+# pairwise_sq_distances has no speed check: the contract asks for broadcasting and no loop (checked by
+# check_pairwise_vectorized), not for a speed, and at any size a loop over 128 rows was not reliably 2x
+# slower than every correct form (the broadcast difference measured 0.8-2.3x). Its points grade large,
+# off-centre clouds instead, where the expansion's cancellation matters.
+@check(task="pairwise_sq_distances", points=2)
+def check_pairwise_large_clouds(api: Api, rng: torch.Generator, device: str) -> None:
+    """100-200 points in 16-64 dimensions, centred and far from the origin, match torch.cdist(x, y) ** 2"""
+    for offset in (0.0, 10.0):
+        n, m = _sizes(rng, 2, 100, 201)
+        d = _sizes(rng, 1, 16, 65)[0]
+        x = torch.randn(n, d, generator=rng) + offset
+        y = torch.randn(m, d, generator=rng) + offset
+        _expect_pairwise(api, x, y, SQUARED_HINT, device)
+
+
+# -- Dual (stretch, bonus) ------------------------------------------------------------
+# The kit's expressions (autograder/chapters/ch04_overloaded_ops/harness.py), written with operators only, run on the
+# student's Dual in its process; the oracle runs the same expressions on PyTorch's forward-mode dual tensors
+# (torch.autograd.forward_ad) in float64 in the judge.
+
+REFLECTED_HINT = ("When the left operand is a number or a tensor, Python calls your reflected method with that "
+                  "operand as `other`: d.__rsub__(c) must compute c - d, d.__rtruediv__(c) c / d, d.__rmatmul__(w) "
+                  "w @ d. Reusing __sub__, __truediv__ or __matmul__ there swaps the operands.")
+RULES_HINT = ("value: the operator on the values; tangent: (u + w)' = u' + w', (u w)' = u' w + u w', "
+              "(u / w)' = (u' w - u w') / w**2, (u**p)' = p u**(p-1) u'. A tensor or number is a constant with "
+              "tangent zero.")
+MATMUL_HINT = ("(u @ w)' = u' @ w + u @ w': keep each factor on its side, matrices do not commute. For w @ d with a "
+               "tensor w, Tensor.__matmul__ gives up and Python calls d.__rmatmul__(w), which must compute w @ d.")
+BROADCAST_HINT = ("The tangent must have the shape of the value. A constant added to a Dual can broadcast the value "
+                  "to a larger shape: give the tangent that shape too (add the constant's zero tangent, or "
+                  "tangent.expand_as(value)).")
+DUAL_TYPE_HINT = ("Every operator returns a new Dual(value, tangent). With a number or tensor on the left, Python "
+                  "tries the left operand first and then your reflected method (__radd__, __rsub__, __rmul__, "
+                  "__rtruediv__, __rmatmul__); return NotImplemented only for operands you cannot handle.")
+DUAL_TOL = {torch.float64: (1e-9, 1e-9), torch.float32: (1e-4, 1e-4)}
+
+
+def dual_oracle(case: str, values: list[Tensor], tangents: list[Tensor], constants: list[Tensor]
+                ) -> tuple[Tensor, Tensor]:
+    """The expression's value and forward-mode derivative, by PyTorch's dual tensors in float64."""
+    import torch.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(v.double(), t.double()) for v, t in zip(values, tangents, strict=True)]
+        out = fwAD.unpack_dual(expression(case)(*duals, *(c.double() for c in constants)))
+        tangent = out.tangent if out.tangent is not None else torch.zeros_like(out.primal)
+        return out.primal.to(values[0].dtype), tangent.to(values[0].dtype)
+
+
+def _expect_dual(api: Api, case: str, values: list[Tensor], tangents: list[Tensor], constants: list[Tensor],
+                 hint: str, device: str) -> None:
+    args, body = EXPRESSIONS[case]
+    names = [a.strip() for a in args.split(",")]
+    shown = {**{f"{n}.value": v for n, v in zip(names, values, strict=False)},
+             **{f"{n}.tangent": t for n, t in zip(names, tangents, strict=False)},
+             **dict(zip(names[len(values):], constants, strict=True))}
+    duals = ", ".join(f"{n} = Dual({n}.value, {n}.tangent)" for n in names[:len(values)])
+    call = f"{duals}; out = {body}"
+    api.Dual(values[0], tangents[0])  # constructing it directly first gives the clearest message when it is missing
+    try:
+        got = api.dual_eval.using(call=call, hint=hint)(case, values, tangents, constants)
+    except StudentError as e:
+        if "unsupported operand type" not in str(e):
+            raise
+        raise StudentError(str(e).split("\nHint:")[0] + f"\nHint:     {DUAL_TYPE_HINT}") from None
+    if got.get("type") != "Dual":
+        raise failure(call=call, inputs=[f"{n} = {summarize(t)}" for n, t in shown.items()],
+                      expected="a Dual", got=f"a {got.get('type')}", problem=f"{body} did not give a Dual.",
+                      hint=DUAL_TYPE_HINT)
+    want_value, want_tangent = dual_oracle(case, values, tangents, constants)
+    rtol, atol = DUAL_TOL[values[0].dtype]
+    scale = 1.0 + float(want_tangent.abs().max()) if want_tangent.numel() else 1.0
+    expect_tensor(got.get("value"), want_value, call=call + "; out.value", inputs=shown, hint=hint, rtol=rtol,
+                  atol=atol, device=device)
+    expect_tensor(got.get("tangent"), want_tangent, call=call + "; out.tangent (expected: torch.autograd.forward_ad)",
+                  inputs=shown, hint=BROADCAST_HINT if got["tangent"].shape != want_tangent.shape else hint,
+                  rtol=rtol, atol=atol * scale, device=device)
+
+
+def _pair(rng: torch.Generator, *shape: int, dtype: torch.dtype = torch.float32, positive: bool = False
+          ) -> tuple[Tensor, Tensor]:
+    """A value (in [0.5, 2.5) when positive) and a random tangent of the same shape."""
+    value = (torch.rand(*shape, generator=rng, dtype=dtype) * 2 + 0.5 if positive
+             else torch.randn(*shape, generator=rng, dtype=dtype))
+    return value, torch.randn(*shape, generator=rng, dtype=dtype)
+
+
+@check(task="Dual", points=1, visible=True)
+def check_dual_polynomial(api: Api, rng: torch.Generator, device: str) -> None:
+    """3 * d * d - 2 * d + 1 and -d + d * 0.5 give the value and its derivative"""
+    n = _sizes(rng, 1, 2, 9)[0]
+    for case in ("polynomial", "negation"):
+        x, t = _pair(rng, n)
+        _expect_dual(api, case, [x], [t], [], RULES_HINT, device)
+
+
+@check(task="Dual", points=1)
+def check_dual_constants_on_the_left(api: Api, rng: torch.Generator, device: str) -> None:
+    """1 - d + 2 / d and c - d * c + c / d: numbers and tensors on the left reach the reflected operators"""
+    n = _sizes(rng, 1, 2, 9)[0]
+    x, t = _pair(rng, n, positive=True)
+    _expect_dual(api, "numbers_on_the_left", [x], [t], [], REFLECTED_HINT, device)
+    x, t = _pair(rng, n, positive=True)
+    _expect_dual(api, "tensors_on_the_left", [x], [t], [torch.randn(n, generator=rng)], REFLECTED_HINT, device)
+
+
+@check(task="Dual", points=1)
+def check_dual_quotients_and_powers(api: Api, rng: torch.Generator, device: str) -> None:
+    """d / e - e / (d * e + 3) and d ** 3 - d ** 0.5 + d ** -2, in float32 and float64"""
+    for dtype in (torch.float32, torch.float64):
+        n = _sizes(rng, 1, 2, 9)[0]
+        (x, t), (y, s) = _pair(rng, n, dtype=dtype, positive=True), _pair(rng, n, dtype=dtype, positive=True)
+        _expect_dual(api, "quotient", [x, y], [t, s], [], RULES_HINT, device)
+        _expect_dual(api, "powers", [x], [t], [], RULES_HINT, device)
+
+
+@check(task="Dual", points=1)
+def check_dual_broadcasting(api: Api, rng: torch.Generator, device: str) -> None:
+    """[N, 1] against [M] broadcasts to [N, M], value and tangent alike, with constants and Duals"""
+    n, m = _sizes(rng, 2, 2, 7)
+    m += 7  # N != M
+    (x, t), (y, s) = _pair(rng, n, 1), _pair(rng, m)
+    _expect_dual(api, "broadcast_constant", [x], [t], [torch.randn(m, generator=rng)], RULES_HINT, device)
+    _expect_dual(api, "broadcast_duals", [x, y], [t, s], [], RULES_HINT, device)
+    _expect_dual(api, "broadcast_tensor_left", [y], [s], [torch.randn(n, m, generator=rng)], RULES_HINT, device)
+
+
+@check(task="Dual", points=1)
+def check_dual_matrix_products(api: Api, rng: torch.Generator, device: str) -> None:
+    """d @ w, w @ d, d @ e, d @ (w @ d) and a small layer, square and not, in the right order"""
+    n, k, m = _sizes(rng, 3, 2, 6)
+    k, m = k + 6, m + 12  # n, k, m all different
+    x, t = _pair(rng, n, n)
+    _expect_dual(api, "matmul_left", [x], [t], [torch.randn(n, n, generator=rng)], MATMUL_HINT, device)  # square
+    x, t = _pair(rng, n, k)
+    _expect_dual(api, "matmul_right", [x], [t], [torch.randn(k, m, generator=rng)], MATMUL_HINT, device)
+    _expect_dual(api, "matmul_left", [x], [t], [torch.randn(m, n, generator=rng)], MATMUL_HINT, device)
+    (y, s), (z, r) = _pair(rng, k, m), _pair(rng, n, n)
+    _expect_dual(api, "matmul_duals", [x, y], [t, s], [], MATMUL_HINT, device)
+    _expect_dual(api, "matmul_duals", [z, x], [r, t], [], MATMUL_HINT, device)
+    v, u = _pair(rng, n)
+    _expect_dual(api, "quadratic_form", [v], [u], [torch.randn(n, n, generator=rng)], MATMUL_HINT, device)
+    _expect_dual(api, "layer", [x], [t], [torch.randn(k, m, generator=rng), torch.randn(m, generator=rng)],
+                 MATMUL_HINT, device)

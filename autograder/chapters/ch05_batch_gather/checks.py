@@ -1,0 +1,460 @@
+"""Hidden checks for 05_batch_gather: batch_gather.
+
+The oracle is plain advanced indexing in the judge, tensor[rows, indices]
+with rows = arange(B) shaped to broadcast against indices; gradients come
+from autograd through it in float64. Random shapes and dtypes come from
+`rng`, seeded by the grading's secret seed; the inputs go to the grading's
+device, and the harness's gather_on sends them to the other device too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, TypedDict
+
+import torch
+from torch import Tensor
+
+from autograder.judging.api import StudentApi, answer, harness
+from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
+from autograder.judging.plugin import check
+from autograder.judging.remote import StudentError
+from autograder.judging.timing import RecordProperty, compare_speed, expect_speedup, randint, randn, reference_process
+
+# -- the API: what the notebook asks for, as the judge calls it -----------------
+
+# The notebook's example: a call every working batch_gather answers.
+EXAMPLE = (torch.tensor([[10.0, 11.0, 12.0], [20.0, 21.0, 22.0]]), torch.tensor([2, 0]))
+
+
+class GatheredOn(TypedDict):
+    value: Any  # what batch_gather returned
+    devices: list[str]  # the device types of every tensor its operators made
+
+
+class Raised(TypedDict, total=False):
+    type: str | None  # the exception's type name; None when batch_gather returned
+    index_error: bool  # whether it is an IndexError (or a subclass)
+    message: str  # its own message
+    value: Any  # what it returned instead
+
+
+class Api(StudentApi):
+    @answer(example=EXAMPLE)
+    def batch_gather(self, tensor: Tensor, indices: Tensor) -> Tensor:
+        """output[i] = tensor[i, indices[i]]: shape indices.shape + tensor.shape[2:]."""
+
+    @harness()
+    def gather_on(self, device: str, tensor: Tensor, indices: Tensor) -> GatheredOn:
+        """batch_gather with both inputs on `device` (not the grading's), its operators' devices recorded."""
+
+    @harness()
+    def gather_error(self, tensor: Tensor, indices: Tensor) -> Raised:
+        """The exception batch_gather(tensor, indices) raises, as plain data (nothing of the grader's)."""
+
+    @answer(example=(torch.tensor([[1.0, 2.0]]), torch.tensor([[1, 1]]), 2))
+    def batch_scatter_add(self, values: Tensor, indices: Tensor, n: int) -> Tensor:
+        """The stretch task: out[i, j] = sum of values[i, k] over indices[i, k] == j, shape [B, n] + trailing."""
+
+
+# -- oracles -------------------------------------------------------------------------
+
+
+def gather_oracle(tensor: Tensor, indices: Tensor) -> Tensor:
+    """output[i] = tensor[i, indices[i]], by advanced indexing with one row number per index."""
+    rows = torch.arange(tensor.shape[0]).reshape([-1] + [1] * (indices.dim() - 1))
+    return tensor[rows, indices.long()]
+
+
+def scatter_oracle(values: Tensor, indices: Tensor, n: int) -> Tensor:
+    """out[i, j] = the sum of values[i, k] over indices[i, k] == j, accumulated in float64 (int64 for integers)."""
+    wide = values.double() if values.dtype.is_floating_point else values.long()
+    trailing = values.shape[indices.dim():]
+    out = torch.zeros((indices.shape[0], n, *trailing), dtype=wide.dtype)
+    rows = torch.arange(indices.shape[0]).reshape([-1] + [1] * (indices.dim() - 1)).expand(indices.shape)
+    out.index_put_((rows, indices.long()), wide, accumulate=True)
+    return out.to(values.dtype)
+
+
+def gather_grad_oracle(tensor: Tensor, indices: Tensor, grad_output: Tensor) -> Tensor:
+    x = tensor.detach().double().requires_grad_(True)
+    (grad,) = torch.autograd.grad(gather_oracle(x, indices), x, grad_output.double())
+    return grad.to(tensor.dtype)
+
+
+# The guide's loop, run in a clean reference process for the speed check.
+LOOP_SRC = '''
+def batch_gather_loop(tensor, indices):
+    output = []
+    for i in range(tensor.size(0)):
+        output += [tensor[i][indices[i]]]
+    return torch.stack(output)
+'''
+
+
+class Loop(StudentApi):
+    """The reference process's code (LOOP_SRC)."""
+
+    @answer
+    def batch_gather_loop(self, tensor: Tensor, indices: Tensor) -> Tensor:
+        """The guide's loop over rows."""
+
+
+# Speed: [B, N, D] = [1024, 16, 2] tensors with [B, K] = [1024, 4] indices, 10 calls per timed request:
+# the loop's cost is per row, so small rows keep the vectorized forms' copies and digests cheap. Measured
+# through compare_speed by benchmarks/timing_stability.py: 50 gradings of each form beside a CPU hog on a
+# 2-core machine (1 thread, inputs made inside the timed request and that time subtracted), two runs (9
+# and 11 rounds). Flat offsets, advanced indexing, torch.gather, take_along_dim, flat index_select and
+# torch.vmap: 9.3x at worst, medians 18-45x; one-hot bmm (N times the work) 4.9x at worst (12.9x with 11
+# rounds), medians 11-15x; the guide's loop, a zip loop and a scripted loop: 2.2x at best. 3.5x sits 1.4x
+# below the worst one-hot grading and 1.6x above the best loop grading. (At [1024, 16, 4] with [1024, 8]
+# indices torch.gather fell to 3.7x and a loop rose to 2.5x.) torch.compile on the loop unrolls it (27-45 s
+# to compile at B = 64), beyond the time limit of a call.
+SPEED_SHAPE = (1024, 16, 2, 4)
+SPEEDUP = 3.5
+
+TENSOR_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.int64, torch.int32)
+INDEX_DTYPES = (torch.int64, torch.int32)
+
+SHAPE_HINT = ("output[i] = tensor[i, indices[i]] keeps every trailing axis of tensor: the result has shape "
+              "indices.shape + tensor.shape[2:]. Flatten only the first two axes ([B * N, ...]) and step the "
+              "row offsets by N = tensor.shape[1], not by the size of the last axis.")
+OFFSET_HINT = ("indices may have more axes than [B], and the result has shape indices.shape + tensor.shape[2:]: "
+               "shape the row offsets [B, 1, ..., 1] (one 1 per extra axis of indices) so that they broadcast "
+               "against indices of shape [B, K, ...].")
+DEVICE_HINT = ("Never hard-code .cuda() (or .cpu()): make new tensors where the inputs are, "
+               "torch.arange(B, device=indices.device). The guide's batch_gather_vec has this bug.")
+GRAD_HINT = ("Build the result by indexing `tensor` itself with differentiable torch operations: no .detach(), "
+             ".data, torch.no_grad() or copies through .tolist(). Indexing adds up the gradient of an entry "
+             "gathered twice.")
+VECTOR_HINT = ("Index all rows at once: flatten tensor to [B * N, ...] and add a row offset i * N to indices[i] "
+               "(or index with a column of row numbers, tensor[rows, indices]). A Python loop over rows, "
+               "scripted or compiled, issues operations per row.")
+SPEED_HINT = ("Issue a fixed handful of tensor operations for the whole batch (see the notebook's vectorized "
+              "form). torch.jit.script or torch.compile on the loop does not remove its per-row work.")
+RANGE_HINT = ("Check the indices yourself before gathering, and raise IndexError naming the bad index: with "
+              "flat offsets, index N of row i silently reads row i + 1, and on CUDA an out-of-range index is a "
+              "device-side assert that breaks the whole process.")
+
+
+def _random_tensor(rng: torch.Generator, shape: list[int], dtype: torch.dtype) -> Tensor:
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=rng, dtype=torch.float64).to(dtype)
+    return torch.randint(-100, 100, shape, generator=rng, dtype=dtype)
+
+
+def _random_case(rng: torch.Generator, rank: int, index_rank: int, dtype: torch.dtype = torch.float32,
+                 index_dtype: torch.dtype = torch.int64, batch: int | None = None) -> tuple[Tensor, Tensor]:
+    """tensor [B, 6, 3, 2][:rank] and indices [B, 4, 3][:index_rank] (B = `batch`, else 5) of random values,
+    indices in [0, 6).
+
+    Fixed shapes keep every verdict independent of the seed. Trailing axes stay shorter than N, so offsets
+    stepped by the wrong axis stay in range and give wrong values rather than an error.
+    """
+    b = batch or 5
+    return _case(rng, [b, 6, 3, 2][:rank], [b, 4, 3][:index_rank], dtype, index_dtype)
+
+
+def _case(rng: torch.Generator, shape: list[int], index_shape: list[int], dtype: torch.dtype = torch.float32,
+          index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor]:
+    """A random tensor of `shape` and random indices of `index_shape`, all in [0, N = shape[1])."""
+    indices = torch.randint(0, shape[1], index_shape, generator=rng).to(index_dtype)
+    return _random_tensor(rng, shape, dtype), indices
+
+
+# Fixed shapes [B, N, ...] and index shapes, so that every mistake fails the same checks under any seed:
+# B = 1 and size-1 axes, K equal to B and not, and trailing axes shorter than N (offsets stepped by the
+# wrong axis then stay in range and give wrong values rather than an error).
+ROW_CASES = (([3, 5], [3]), ([4, 6, 2], [4]), ([2, 7, 3, 2], [2]), ([1, 5], [1]), ([5, 8, 1], [5]),
+             ([6, 5, 2, 3], [6]))
+INDEX_CASES = (([3, 6], [3, 3]), ([2, 5], [2, 1, 3]), ([4, 5, 3], [4, 4]), ([1, 7, 2], [1, 2, 2]),
+               ([3, 6, 2, 4], [3, 1]), ([2, 5, 3, 1], [2, 3, 2]))
+
+
+def _expect(got: Tensor, want: Tensor, tensor: Tensor, indices: Tensor, hint: str, device: str,
+            call: str = "batch_gather(tensor, indices)") -> None:
+    # Gathering copies values: exact, whatever the dtype.
+    expect_tensor(got, want, call=call, inputs={"tensor": tensor, "indices": indices}, hint=hint,
+                  rtol=0.0, atol=0.0, device=device)
+
+
+def _dtype_order(trials: int) -> list[torch.dtype]:
+    """Every tensor dtype at least once in `trials` (>= 5)."""
+    return [TENSOR_DTYPES[i % len(TENSOR_DTYPES)] for i in range(trials)]
+
+
+# -- batch_gather ------------------------------------------------------------------------
+
+
+@check(task="batch_gather", points=1, visible=True)
+def check_batch_gather_notebook_example(api: Api, device: str) -> None:
+    """the notebook's examples: [2, 3] with indices [2, 0] and [[0, 2], [1, 1]]"""
+    tensor = torch.tensor([[10.0, 11.0, 12.0], [20.0, 21.0, 22.0]])
+    for indices in (torch.tensor([2, 0]), torch.tensor([[0, 2], [1, 1]])):
+        got = api.batch_gather.using(hint=OFFSET_HINT)(tensor, indices)
+        _expect(got, gather_oracle(tensor, indices), tensor, indices, OFFSET_HINT, device)
+
+
+@check(task="batch_gather", points=2)
+def check_batch_gather_row_indices(api: Api, rng: torch.Generator, device: str) -> None:
+    """one index per row ([B] indices) into random tensors of rank 2 to 4, float and integer dtypes"""
+    dtypes = _dtype_order(len(ROW_CASES))
+    for trial, (shape, index_shape) in enumerate(ROW_CASES):
+        tensor, indices = _case(rng, shape, index_shape, dtypes[trial], INDEX_DTYPES[trial % 2])
+        got = api.batch_gather.using(hint=SHAPE_HINT)(tensor, indices)
+        _expect(got, gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT, device)
+
+
+@check(task="batch_gather", points=3)
+def check_batch_gather_index_tensors(api: Api, rng: torch.Generator, device: str) -> None:
+    """[B, K] and [B, K1, K2] indices into random tensors of rank 2 to 4, float and integer dtypes"""
+    dtypes = _dtype_order(len(INDEX_CASES))
+    for trial, (shape, index_shape) in enumerate(INDEX_CASES):
+        tensor, indices = _case(rng, shape, index_shape, dtypes[trial], INDEX_DTYPES[trial % 2])
+        got = api.batch_gather.using(hint=OFFSET_HINT)(tensor, indices)
+        _expect(got, gather_oracle(tensor, indices), tensor, indices, OFFSET_HINT, device)
+
+
+@check(task="batch_gather", points=2, forgeable=True)
+def check_batch_gather_device(api: Api, rng: torch.Generator, device: str) -> None:
+    """CPU inputs give a CPU result with no CUDA call, and CUDA inputs a CUDA result"""
+    tensor, indices = _random_case(rng, 3, 2)
+    want = gather_oracle(tensor, indices)
+    devices = ["cpu", "cuda"] if api.student.cuda_available else ["cpu"]
+    try:
+        _expect(api.batch_gather(tensor, indices), want, tensor, indices, DEVICE_HINT, device)
+        for on in devices:
+            gathered = api.gather_on(on, tensor, indices)
+            call = f"batch_gather(tensor, indices) with both inputs on {on}"
+            _expect(gathered["value"], want, tensor, indices, DEVICE_HINT, on, call)
+            if on == "cpu" and "cuda" in gathered["devices"]:
+                raise failure(call=call, problem="for CPU inputs your code made tensors on the GPU (devices used: "
+                                                 f"{', '.join(gathered['devices'])}).", hint=DEVICE_HINT)
+    except StudentError as e:
+        text = str(e)
+        if "cuda" in text.lower() or "nvidia" in text.lower():
+            raise failure(after=text, problem="your code put a tensor on another device than the inputs' (CUDA for "
+                                              "CPU inputs fails outright on a machine without a GPU).",
+                          hint=DEVICE_HINT) from None
+        raise
+
+
+@check(task="batch_gather", points=3)
+def check_batch_gather_gradient(api: Api, rng: torch.Generator, device: str) -> None:
+    """gradients flow to `tensor` and match indexing's; an index used twice gets its gradient added up"""
+    for dtype, shape, index_shape in ((torch.float32, [3, 5, 2], [3, 2]), (torch.float64, [4, 6], [4]),
+                                      (torch.float64, [2, 5, 3, 2], [2, 2, 3])):
+        tensor, indices = _case(rng, shape, index_shape, dtype)
+        if indices.dim() > 1:
+            indices = torch.cat([indices, indices[:, :1]], dim=1)  # every row gathers some entries twice
+        want = gather_oracle(tensor, indices)
+        _expect(api.batch_gather.using(hint=SHAPE_HINT)(tensor, indices), want, tensor, indices, SHAPE_HINT, device)
+        grad_output = torch.randn(want.shape, generator=rng, dtype=torch.float64).to(dtype)
+        with output_shape_checked():
+            _, grads = api.batch_gather.vjp(grad_output, wrt=(0,))(tensor, indices)
+        inputs = {"tensor": tensor, "indices": indices, "grad_output": grad_output}
+        call = "gradient of batch_gather(tensor, indices) with respect to tensor, for a random output gradient"
+        if not grads or grads[0] is None:
+            raise failure(call=call, problem="no gradient reached `tensor`: the result does not depend on it through "
+                                             "autograd.", hint=GRAD_HINT)
+        rtol, atol = (1e-12, 1e-12) if dtype == torch.float64 else (1e-6, 1e-6)
+        expect_tensor(grads[0], gather_grad_oracle(tensor, indices, grad_output), call=call, inputs=inputs,
+                      hint=GRAD_HINT, rtol=rtol, atol=atol, device=device)
+
+
+@check(task="batch_gather", points=3, forgeable=True)
+def check_batch_gather_vectorized(api: Api, rng: torch.Generator, device: str) -> None:
+    """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""
+    counts: dict[int, Counter[str]] = {}
+    for batch in (4, 64):
+        tensor, indices = _random_case(rng, 3, 2, batch=batch)
+        value, ops = api.batch_gather.traced(tensor, indices)
+        _expect(value, gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT, device)
+        counts[batch] = Counter(ops)
+    small, large = counts[4], counts[64]
+    if small.total() != large.total():
+        grown = ", ".join(f"{op} {small[op]} -> {large[op]}" for op in large if large[op] != small[op])
+        raise failure(call="batch_gather(tensor, indices) for [B, N, D] tensors and [B, K] indices, B = 4 and B = 64",
+                      problem=f"it issued {small.total()} tensor operations for B = 4 and {large.total()} for B = 64, "
+                              f"so the work grows with the batch (a loop over rows). Operations that grew: "
+                              f"{grown[:600]}.", hint=VECTOR_HINT)
+
+
+@check(task="batch_gather", points=4)
+def check_batch_gather_speed(api: Api, rng: torch.Generator, device: str,
+                             record_property: RecordProperty) -> None:
+    """at least 3.5x faster than the guide's loop for B = 1024 (median of interleaved runs, fresh inputs)"""
+    tensor, indices = _random_case(rng, 3, 2)
+    _expect(api.batch_gather(tensor, indices), gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT,
+            device)
+    b, n, d, k = SPEED_SHAPE
+    with reference_process(api.student, LOOP_SRC) as loop:
+        speed = compare_speed(api.batch_gather, Loop(loop).batch_gather_loop, [randn(b, n, d), randint(0, n, b, k)],
+                              gather_oracle, rng, count=10, rounds=11, warmup=2)
+    expect_speedup(speed, SPEEDUP, f"batch_gather on [{b}, {n}, {d}] with [{b}, {k}] indices",
+                   "the guide's loop", SPEED_HINT, record_property)
+
+
+# -- batch_scatter_add (the stretch task, bonus points) ------------------------------------
+
+COLLIDE_HINT = ("Values sent to the same slot must add up. `out[idx] += v` runs as `out[idx] = out[idx] + v`: "
+                "each repeated slot is written once, and all but one of its values are lost. Accumulate with "
+                "index_add, index_put_(..., accumulate=True) or scatter_add.")
+SLOTS_HINT = ("The result has shape [B, n] + E, where E = values.shape[indices.dim():]: n slots per row (not "
+              "indices.max() + 1), every trailing axis of values kept. With flat offsets, row i starts at i * n.")
+SCATTER_DTYPE_HINT = ("Make the result in values' dtype and on its device: values.new_zeros(...) or torch.zeros(..., "
+                      "dtype=values.dtype, device=values.device); torch.zeros(...) alone is float32.")
+SCATTER_GRAD_HINT = ("Build the result from `values` with differentiable operations (index_add, index_put, "
+                     "scatter_add, out-of-place or on a fresh zeros tensor): no .detach(), .data or torch.no_grad(). "
+                     "The gradient of a scatter-add is the gather of the output's gradient.")
+SCATTER_VECTOR_HINT = ("Do the whole batch in one accumulating operation: offset each row's indices by i * n into a "
+                       "[B * n, ...] result (or pass a column of row numbers to index_put_), as in batch_gather. A "
+                       "Python loop over rows issues operations per row.")
+
+# (values shape, index rank, n): collisions everywhere. Every index of a row the same, more values than slots,
+# slots that no index names (the last ones included), [B] indices and [B, K1, K2] indices with trailing axes.
+COLLISION_CASES = (([3, 6], 2, 4), ([2, 9, 2], 2, 3), ([4], 1, 3), ([2, 3, 4, 2], 3, 5), ([1, 7, 1], 2, 2))
+# (values shape, index rank, n): random slots, trailing axes E of rank 0 to 2, K equal to B and not.
+SCATTER_CASES = (([3, 4], 2, 6), ([4, 2, 3], 2, 5), ([2, 3, 2, 2], 2, 4), ([5], 1, 7), ([2, 2, 3, 4], 3, 6),
+                 ([1, 5, 3], 2, 8))
+SCATTER_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32)
+
+
+def _scatter_case(rng: torch.Generator, shape: list[int], rank: int, n: int, dtype: torch.dtype,
+                  collide: bool = False, top: int | None = None) -> tuple[Tensor, Tensor]:
+    """Values of `shape` and indices of shape[:rank] in [0, top or n). With rank >= 2, every row's first two
+    indices are equal (a collision whatever the seed). With `collide`, row i's indices all lie in one pair of
+    neighbouring slots below n - 1, so that every row repeats slots and slot n - 1 stays empty."""
+    values = _random_tensor(rng, shape, dtype)
+    if collide and n > 2:
+        low = torch.randint(0, n - 2, (shape[0],) + (1,) * (rank - 1), generator=rng)
+        indices = low + torch.randint(0, 2, shape[:rank], generator=rng)
+    elif collide:
+        indices = torch.zeros(shape[:rank], dtype=torch.long)
+    else:
+        indices = torch.randint(0, top or n, shape[:rank], generator=rng)
+    if rank >= 2:
+        rows = indices.reshape(shape[0], -1)
+        rows[:, 1] = rows[:, 0]
+    return values, indices.to(INDEX_DTYPES[rank % 2])
+
+
+def _expect_scatter(api: Api, values: Tensor, indices: Tensor, n: int, hint: str, device: str) -> Tensor:
+    got = api.batch_scatter_add.using(hint=hint)(values, indices, n)
+    want = scatter_oracle(values, indices, n)
+    if isinstance(got, Tensor) and got.shape != want.shape:
+        hint = SLOTS_HINT
+    exact = not values.dtype.is_floating_point
+    expect_tensor(got, want, call=f"batch_scatter_add(values, indices, n={n})",
+                  inputs={"values": values, "indices": indices}, hint=hint, rtol=0.0 if exact else 1e-5,
+                  atol=0.0 if exact else 1e-5, dtype_hint=SCATTER_DTYPE_HINT, device=device)
+    return got
+
+
+@check(task="batch_scatter_add", points=1, visible=True)
+def check_scatter_add_notebook_example(api: Api, device: str) -> None:
+    """the notebook's examples: two slots hit twice and thrice, n = 4 keeps an empty last slot; int64 vectors"""
+    _expect_scatter(api, torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), torch.tensor([[0, 0, 2], [1, 1, 1]]), 4,
+                    COLLIDE_HINT, device)
+    _expect_scatter(api, torch.arange(12).reshape(2, 3, 2), torch.tensor([[2, 0, 2], [1, 1, 0]]), 3, SLOTS_HINT,
+                    device)
+
+
+@check(task="batch_scatter_add", points=1)
+def check_scatter_add_collisions(api: Api, rng: torch.Generator, device: str) -> None:
+    """every row sends many values to the same few slots ([B] to [B, K1, K2] indices): they all add up"""
+    for trial, (shape, rank, n) in enumerate(COLLISION_CASES):
+        values, indices = _scatter_case(rng, shape, rank, n, (torch.int64, torch.float64)[trial % 2], collide=True)
+        _expect_scatter(api, values, indices, n, COLLIDE_HINT, device)
+
+
+@check(task="batch_scatter_add", points=1)
+def check_scatter_add_shapes_and_dtypes(api: Api, rng: torch.Generator, device: str) -> None:
+    """random slots, trailing axes of rank 0 to 2; float32, float64, int64 and int32 values keep their dtype"""
+    for trial, (shape, rank, n) in enumerate(SCATTER_CASES):
+        # The first case leaves slot n - 1 empty whatever the seed.
+        values, indices = _scatter_case(rng, shape, rank, n, SCATTER_DTYPES[trial % len(SCATTER_DTYPES)],
+                                        top=n - 1 if trial == 0 else None)
+        _expect_scatter(api, values, indices, n, SLOTS_HINT, device)
+
+
+@check(task="batch_scatter_add", points=1)
+def check_scatter_add_gradient(api: Api, rng: torch.Generator, device: str) -> None:
+    """gradients flow to `values`: the gradient of the scatter is the gather of the output's gradient"""
+    for dtype, shape, rank, n in ((torch.float64, [3, 5], 2, 4), (torch.float32, [2, 4, 3], 2, 6),
+                                  (torch.float64, [2, 2, 3, 2], 3, 3)):
+        values, indices = _scatter_case(rng, shape, rank, n, dtype, collide=True)
+        want = _expect_scatter(api, values, indices, n, SLOTS_HINT, device)
+        grad_output = torch.randn(want.shape, generator=rng, dtype=torch.float64).to(dtype)
+        with output_shape_checked():
+            _, grads = api.batch_scatter_add.vjp(grad_output, wrt=(0,))(values, indices, n)
+        call = f"gradient of batch_scatter_add(values, indices, n={n}) with respect to values"
+        inputs = {"values": values, "indices": indices, "grad_output": grad_output}
+        if not grads or grads[0] is None:
+            raise failure(call=call, problem="no gradient reached `values`: the result does not depend on it through "
+                                             "autograd.", hint=SCATTER_GRAD_HINT)
+        rtol, atol = (1e-12, 1e-12) if dtype == torch.float64 else (1e-6, 1e-6)
+        expect_tensor(grads[0], gather_oracle(grad_output, indices), call=call, inputs=inputs, hint=SCATTER_GRAD_HINT,
+                      rtol=rtol, atol=atol, device=device)
+
+
+@check(task="batch_scatter_add", points=1, forgeable=True)
+def check_scatter_add_vectorized(api: Api, rng: torch.Generator, device: str) -> None:
+    """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""
+    counts: dict[int, Counter[str]] = {}
+    for batch in (4, 64):
+        values, indices = _scatter_case(rng, [batch, 6, 3], 2, 8, torch.float32)
+        indices[:, -1] = 7  # the last slot used in every row: only the operation count decides here
+        value, ops = api.batch_scatter_add.traced(values, indices, 8)
+        expect_tensor(value, scatter_oracle(values, indices, 8), call="batch_scatter_add(values, indices, n=8)",
+                      inputs={"values": values, "indices": indices}, hint=SLOTS_HINT, device=device)
+        counts[batch] = Counter(ops)
+    small, large = counts[4], counts[64]
+    if small.total() != large.total():
+        grown = ", ".join(f"{op} {small[op]} -> {large[op]}" for op in large if large[op] != small[op])
+        raise failure(call="batch_scatter_add(values, indices, 8) for [B, 6, 3] values and [B, 6] indices, B = 4 and "
+                           "B = 64", problem=f"it issued {small.total()} tensor operations for B = 4 and "
+                                             f"{large.total()} for B = 64, so the work grows with the batch (a loop "
+                                             f"over rows). Operations that grew: {grown[:600]}.",
+                      hint=SCATTER_VECTOR_HINT)
+
+
+# Last in the module: on CUDA, code that indexes out of range breaks the process's CUDA context.
+@check(task="batch_gather", points=2)
+def check_batch_gather_out_of_range(api: Api, rng: torch.Generator, device: str) -> None:
+    """an index of N raises IndexError naming it, from a batch_gather that answers in-range indices"""
+    tensor, indices = _case(rng, [4, 6, 3], [4, 2])
+    n = tensor.shape[1]
+    api.batch_gather(tensor, indices)  # a function that raises on every call earns nothing here
+    indices[0, 0] = n  # with flat offsets this is row 1's entry 0: valid memory, wrong answer
+    call = f"batch_gather(tensor, indices) with indices[0, 0] = {n} on an axis of size N = {n}"
+    inputs = {"tensor": tensor, "indices": indices}
+    expected = f"IndexError with {n} in its message, since {n} is not a valid index"
+    try:
+        outcome = api.gather_error(tensor, indices)
+    except StudentError as e:
+        text = str(e)
+        if "device-side assert" in text:
+            if api.student.sandbox is not None:
+                api.student.sandbox.kill()  # its CUDA context is unusable: later checks get a fresh process
+            raise failure(after=text, problem=f"{call} hit a device-side assert: the GPU kernel read out of range.",
+                          hint=RANGE_HINT) from None
+        if "crashed" in text or "did not finish" in text:
+            raise failure(after=text, problem=f"{call} must raise an exception, not crash or hang.",
+                          hint=RANGE_HINT) from None
+        raise
+    if outcome["type"] is None:
+        fail(call, inputs, expected, outcome["value"], "returned a result for an out-of-range index: silent garbage",
+             RANGE_HINT)
+    if "device-side assert" in outcome["message"]:
+        if api.student.sandbox is not None:
+            api.student.sandbox.kill()
+        fail(call, inputs, expected, f"{outcome['type']}: {outcome['message'][:300]}",
+             "the GPU kernel read out of range (a device-side assert)", RANGE_HINT)
+    if not outcome["index_error"]:
+        fail(call, inputs, expected, f"{outcome['type']}: {outcome['message'][:300]}",
+             f"raised {outcome['type']}, not IndexError (or a subclass of it)", RANGE_HINT)
+    if not re.search(rf"(?<![\d.]){n}(?![\d.])", outcome["message"]):
+        fail(call, inputs, expected, f"{outcome['type']}: {outcome['message'][:300]}",
+             f"the message does not say which index is wrong ({n})", RANGE_HINT)

@@ -1,0 +1,5 @@
+"""Chapter 07_numerical_stability: Numerical stability."""
+
+from autograder.judging.chapter import ChapterConfig
+
+CONFIG = ChapterConfig(loads_dynamo=True)

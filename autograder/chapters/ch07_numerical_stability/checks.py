@@ -1,0 +1,454 @@
+"""Hidden checks for 07_numerical_stability: softmax, softmax_cross_entropy and the stretch log_softmax.
+
+Oracles are torch's own softmax and log_softmax computed in float64 in the
+judge. Every check runs fixed hard cases (shapes with equal and size-1 axes,
+every dim, huge logits) so that each classic mistake fails the same checks
+under any seed; random values come from `rng`, seeded by the grading's secret
+seed. softmax_cross_entropy runs through the harness
+(autograder/chapters/ch07_numerical_stability/harness.py) with the kit's softmax in
+place of the student's, so a softmax bug costs points in softmax only.
+
+The stretch task (bonus) is log_softmax as a torch.autograd.Function with its
+own backward; the harness reports what its graph holds (log_softmax_graph).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypedDict
+
+import torch
+from torch import Tensor
+
+from autograder.judging.api import StudentApi, answer, harness
+from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
+from autograder.judging.plugin import check
+
+# -- the API: what the notebook asks for, as the judge calls it -----------------
+
+# The notebook's examples: calls every working implementation answers.
+SOFTMAX_EXAMPLE = (torch.tensor([1000.0, 0.0]),)
+XENT_EXAMPLE = (torch.tensor([0.5, 0.5]), torch.tensor([1000.0, 0.0]))
+LOG_SOFTMAX_EXAMPLE = (torch.tensor([1000.0, 0.0]),)
+
+
+class GraphRecord(TypedDict):
+    output_type: str  # "Tensor", or the type log_softmax returned
+    saved: list[Tensor]  # every tensor the graph's nodes saved for backward, in order
+    nodes: list[str]  # the graph's nodes between the output and the input, by class name
+    custom: bool  # whether one of them is a custom torch.autograd.Function's
+
+
+class Api(StudentApi):
+    @answer(example=SOFTMAX_EXAMPLE)
+    def softmax(self, logits: Tensor, dim: int = -1) -> Tensor:
+        """Probabilities along `dim`, computed without overflow."""
+
+    @harness("xent", example=XENT_EXAMPLE)
+    def softmax_cross_entropy(self, labels: Tensor, logits: Tensor, dim: int = -1) -> Tensor:
+        """-sum(labels * log_softmax(logits)) along `dim`; the harness runs it with the kit's softmax."""
+
+    @answer(example=LOG_SOFTMAX_EXAMPLE)
+    def log_softmax(self, logits: Tensor, dim: int = -1) -> Tensor:
+        """Log-probabilities along `dim`, through the student's torch.autograd.Function (the stretch task)."""
+
+    @harness()
+    def log_softmax_graph(self, logits: Tensor, dim: int = -1) -> GraphRecord:
+        """The student's log_softmax(logits, dim) on a leaf that requires grad: what its graph saved and holds."""
+
+
+# -- oracles -------------------------------------------------------------------
+
+
+def softmax_oracle(logits: Tensor, dim: int = -1) -> Tensor:
+    return torch.softmax(logits.double(), dim).to(logits.dtype)
+
+
+def xent_oracle(labels: Tensor, logits: Tensor, dim: int = -1) -> Tensor:
+    return (-(labels.double() * torch.log_softmax(logits.double(), dim)).sum(dim)).to(logits.dtype)
+
+
+TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (1e-5, 1e-6), torch.bfloat16: (2e-2, 1e-2)}
+
+OVERFLOW_HINT = ("exp() of a logit above about 88.7 overflows float32 to inf, and inf / inf is nan. "
+                 "Subtract the maximum along `dim` (logits.amax(dim, keepdim=True)) before exp. "
+                 "The guide's torch.reduce_max does not exist.")
+ROWWISE_HINT = ("Take the maximum along `dim` with keepdim=True, one per row. A single global "
+                "max (logits.max()) makes exp underflow to 0 for rows far below the others: 0 / 0 = nan.")
+DIM_HINT = ("Use the `dim` argument everywhere, with keepdim=True: in the max, the exp normalisation and the "
+            "sum. Without keepdim the reduced tensor lines up with the wrong axis when sizes are equal.")
+LOG_HINT = ("log(softmax(x)) is log(0) = -inf when a probability underflows. Compute log-softmax "
+            "directly: (x - max) - logsumexp(x - max, dim), then -sum(labels * that, dim).")
+GRAD_HINT = ("Build the result from differentiable torch operations on the inputs; avoid .detach(), "
+             ".data, .numpy() and Python loops over .item() values.")
+DTYPE_HINT = "Compute in the input's dtype and return that dtype: no .float() or .double() copies."
+
+# Shapes with unequal, equal and size-1 axes: a reduction without keepdim, or along the wrong axis,
+# fails on some of them whatever the seed.
+BATCH_SHAPES = ([4, 7], [7, 4], [5, 5], [1, 6], [6, 1], [3, 2])
+DIM_SHAPES = ([6], [3, 5], [4, 4], [2, 3, 4], [3, 3, 3], [2, 3, 1, 4])
+SCALE = 3.0  # random logits ~ N(0, 9): their rows span less than 40, far from any overflow
+
+
+def _random_logits(rng: torch.Generator, shape: list[int], scale: float = SCALE,
+                   dtype: torch.dtype = torch.float32) -> Tensor:
+    return (torch.randn(shape, generator=rng, dtype=torch.float64) * scale).to(dtype)
+
+
+def _random_labels(rng: torch.Generator, shape: list[int], dim: int = -1) -> Tensor:
+    return torch.softmax(torch.randn(shape, generator=rng, dtype=torch.float64) * 2, dim).float()
+
+
+def _dims(rank: int) -> list[int]:
+    """Every axis, and the first one counted from the end as well."""
+    return [*range(rank), -rank] if rank > 1 else [0, -1]
+
+
+def _expect(got: Tensor, want: Tensor, call: str, inputs: dict[str, Tensor], hint: str, device: str) -> None:
+    rtol, atol = TOL[want.dtype]
+    expect_tensor(got, want, call=call, inputs=inputs, hint=hint, rtol=rtol, atol=atol, device=device)
+
+
+def _expect_softmax(got: Tensor, x: Tensor, dim: int, call: str, hint: str, device: str) -> None:
+    """softmax along `dim`; when the result is softmax along another axis, says that `dim` was ignored."""
+    want = softmax_oracle(x, dim)
+    rtol, atol = TOL[want.dtype]
+    if isinstance(got, Tensor) and got.shape == want.shape and got.dtype == want.dtype and x.dim() > 1:
+        g = got.detach().double()
+        if not bool(torch.isclose(g, want.double(), rtol=rtol, atol=atol).all()):
+            for other in range(x.dim()):
+                if other != dim % x.dim() and bool(torch.isclose(g, softmax_oracle(x, other).double(),
+                                                                  rtol=rtol, atol=atol).all()):
+                    fail(call, {"logits": x}, want, got,
+                         f"the result is softmax along dim={other}, not along dim={dim}: the `dim` argument "
+                         "was not used", DIM_HINT)
+    _expect(got, want, call, {"logits": x}, hint, device)
+
+
+def _gradcheck(fn: Callable[[Tensor], Tensor], x: Tensor, name: str, hint: str) -> None:
+    """torch.autograd.gradcheck of `fn` at `x` in float64: central differences against the backward pass."""
+    x = x.detach().double().requires_grad_(True)
+    try:
+        # Expected error of central differences here: about eps**2 = 1e-12, well under atol.
+        torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-7, rtol=1e-5)
+    except RuntimeError as e:
+        raise failure(call=f"{name} with {list(x.shape)} float64 input (gradcheck, central differences, eps=1e-6)",
+                      problem="your backward pass disagrees with the numerical gradient.",
+                      detail=str(e).strip()[:1200], hint=hint) from None
+
+
+# -- softmax -------------------------------------------------------------------
+
+
+@check(task="softmax", points=1, visible=True)
+def check_softmax_guide_example(api: Api, device: str) -> None:
+    """softmax([1000., 0.]) is [1., 0.], as in the notebook's visible check"""
+    x = torch.tensor([1000.0, 0.0])
+    _expect(api.softmax(x), torch.tensor([1.0, 0.0]), "softmax(logits)", {"logits": x},
+            OVERFLOW_HINT, device)
+
+
+@check(task="softmax", points=2)
+def check_softmax_random_batches(api: Api, rng: torch.Generator, device: str) -> None:
+    """softmax matches torch.softmax on [B, C] batches, square and with size-1 axes (default dim and dim=1)"""
+    for trial, shape in enumerate(BATCH_SHAPES):
+        x = _random_logits(rng, shape)
+        dim = None if trial % 2 == 0 else 1
+        call = "softmax(logits)" if dim is None else "softmax(logits, dim=1)"
+        _expect_softmax(api.softmax(x) if dim is None else api.softmax(x, dim=dim), x, -1, call, DIM_HINT, device)
+
+
+@check(task="softmax", points=2)
+def check_softmax_other_dims(api: Api, rng: torch.Generator, device: str) -> None:
+    """softmax normalises along the `dim` it is given, every axis of tensors of rank 1 to 4"""
+    for shape in DIM_SHAPES:
+        x = _random_logits(rng, shape)
+        for dim in _dims(len(shape)):
+            _expect_softmax(api.softmax(x, dim=dim), x, dim, f"softmax(logits, dim={dim})", DIM_HINT, device)
+
+
+@check(task="softmax", points=2)
+def check_softmax_rows_far_apart(api: Api, rng: torch.Generator, device: str) -> None:
+    """rows (or columns) on very different scales each get their own maximum (no 0/0)"""
+    for (b, c), dim in (([4, 5], 1), ([3, 6], 1), ([5, 3], 0)):
+        offsets = -1000.0 * torch.arange(b, dtype=torch.float64).unsqueeze(1)
+        x = (_random_logits(rng, [b, c]).double() + offsets).float()
+        x = x if dim == 1 else x.T.contiguous()
+        _expect_softmax(api.softmax(x, dim=dim), x, dim, f"softmax(logits, dim={dim})", ROWWISE_HINT, device)
+
+
+@check(task="softmax", points=1)
+def check_softmax_huge_and_infinite_logits(api: Api, device: str) -> None:
+    """logits of 1e4 and 1e30 do not overflow, and -inf entries get probability 0"""
+    inf = float("inf")
+    x = torch.tensor([[1e4, 0.0, -1e4], [1e30, 1e30, -1e30], [89.0, 88.0, 0.0], [-inf, 0.0, 1.0]])
+    _expect(api.softmax(x, dim=-1), softmax_oracle(x), "softmax(logits, dim=-1)", {"logits": x},
+            OVERFLOW_HINT, device)
+
+
+@check(task="softmax", points=1)
+def check_softmax_keeps_dtype(api: Api, rng: torch.Generator, device: str) -> None:
+    """the result has the input's dtype and accuracy: float64 and bfloat16"""
+    for dtype in (torch.float64, torch.bfloat16):
+        x = _random_logits(rng, [4, 6], dtype=dtype)
+        _expect_softmax(api.softmax(x, dim=-1), x, -1, "softmax(logits, dim=-1)", DTYPE_HINT, device)
+
+
+@check(task="softmax", points=1)
+def check_softmax_gradient(api: Api, rng: torch.Generator, device: str) -> None:
+    """the gradient passes gradcheck in float64 and matches torch.softmax's"""
+    x = _random_logits(rng, [3, 4], dtype=torch.float64)
+    g = torch.randn([3, 4], generator=rng, dtype=torch.float64)
+    call = "softmax(logits, dim=0)"
+    _expect_softmax(api.softmax(x, dim=0), x, 0, call, DIM_HINT, device)  # the value first
+    with output_shape_checked():
+        _, grads = api.softmax.vjp(g, wrt=(0,))(x, dim=0)
+    xr = x.clone().requires_grad_(True)
+    (want,) = torch.autograd.grad(torch.softmax(xr, 0), xr, g)
+    _expect(grads[0], want, f"gradient of {call} with a random output gradient",
+            {"logits": x, "grad_output": g}, GRAD_HINT, device)
+    _gradcheck(api.softmax.differentiable(0)(x, dim=1), x, api.softmax.name, GRAD_HINT)
+
+
+# -- softmax_cross_entropy -----------------------------------------------------
+
+
+def _xent_call(dim: int | None) -> str:
+    return "softmax_cross_entropy(labels, logits" + (")" if dim is None else f", dim={dim})")
+
+
+@check(task="softmax_cross_entropy", points=2, visible=True)
+def check_xent_guide_example(api: Api, device: str) -> None:
+    """labels [0.5, 0.5], logits [1000., 0.] give 500 and the gradient [0.5, -0.5]"""
+    labels, logits = torch.tensor([0.5, 0.5]), torch.tensor([1000.0, 0.0])
+    inputs = {"labels": labels, "logits": logits}
+    _expect(api.softmax_cross_entropy(labels, logits), torch.tensor(500.0), _xent_call(None), inputs, LOG_HINT,
+            device)
+    with output_shape_checked():
+        _, grads = api.softmax_cross_entropy.vjp(None, wrt=(1,))(labels, logits)
+    _expect(grads[0], torch.tensor([0.5, -0.5]), "gradient with respect to logits", inputs, LOG_HINT, device)
+
+
+@check(task="softmax_cross_entropy", points=2)
+def check_xent_random_batches(api: Api, rng: torch.Generator, device: str) -> None:
+    """matches -sum(labels * log_softmax(logits)) on [B, C] batches, square and with size-1 axes"""
+    for trial, shape in enumerate(BATCH_SHAPES):
+        labels, logits = _random_labels(rng, shape), _random_logits(rng, shape)
+        dim = None if trial % 2 == 0 else 1
+        xent = api.softmax_cross_entropy
+        _expect(xent(labels, logits) if dim is None else xent(labels, logits, dim=dim), xent_oracle(labels, logits),
+                _xent_call(dim),
+                {"labels": labels, "logits": logits}, "The result has `dim` reduced: shape [B].", device)
+
+
+@check(task="softmax_cross_entropy", points=1)
+def check_xent_other_dims(api: Api, rng: torch.Generator, device: str) -> None:
+    """reduces exactly the `dim` it is given, every axis of rank-3 inputs"""
+    for shape in ([2, 3, 4], [3, 3, 3]):
+        for dim in _dims(3):
+            labels, logits = _random_labels(rng, shape, dim), _random_logits(rng, shape)
+            _expect(api.softmax_cross_entropy(labels, logits, dim=dim), xent_oracle(labels, logits, dim),
+                    _xent_call(dim), {"labels": labels, "logits": logits}, DIM_HINT, device)
+
+
+@check(task="softmax_cross_entropy", points=2)
+def check_xent_extreme_logits(api: Api, device: str) -> None:
+    """stays finite and exact for logits of 1e4 and 1e30 and rows far apart"""
+    logits = torch.tensor([[1e4, 0.0, -1e4], [1e30, 0.0, -1e30], [0.0, 1.0, 2.0], [-5000.0, -5001.0, -7000.0]])
+    labels = torch.tensor([[0.2, 0.3, 0.5], [0.5, 0.25, 0.25], [1.0, 0.0, 0.0], [0.1, 0.1, 0.8]])
+    _expect(api.softmax_cross_entropy(labels, logits, dim=1), xent_oracle(labels, logits, 1), _xent_call(1),
+            {"labels": labels, "logits": logits}, LOG_HINT, device)
+
+
+@check(task="softmax_cross_entropy", points=2)
+def check_xent_gradient(api: Api, rng: torch.Generator, device: str) -> None:
+    """the gradient passes gradcheck in float64 and stays finite for huge logits"""
+    labels = _random_labels(rng, [3, 4]).double()
+    logits = _random_logits(rng, [3, 4], dtype=torch.float64)
+    _expect(api.softmax_cross_entropy(labels, logits, dim=1), xent_oracle(labels, logits, 1), _xent_call(1),
+            {"labels": labels, "logits": logits}, DIM_HINT, device)  # the value first
+    _gradcheck(api.softmax_cross_entropy.differentiable(1)(labels, logits, dim=1), logits,
+               api.softmax_cross_entropy.name, GRAD_HINT)
+    big = torch.tensor([[1e4, 0.0, -1e4], [1e30, 0.0, 1.0]])
+    soft = torch.tensor([[0.2, 0.3, 0.5], [0.5, 0.25, 0.25]])
+    g = torch.tensor([1.0, 2.0])
+    inputs = {"labels": soft, "logits": big, "grad_output": g}
+    _expect(api.softmax_cross_entropy(soft, big, dim=1), xent_oracle(soft, big, 1), _xent_call(1), inputs, LOG_HINT,
+            device)
+    with output_shape_checked():
+        _, grads = api.softmax_cross_entropy.vjp(g, wrt=(1,))(soft, big, dim=1)
+    bigr = big.double().requires_grad_(True)
+    (want,) = torch.autograd.grad(xent_oracle(soft, bigr, 1), bigr, g.double())
+    _expect(grads[0], want.float(), f"gradient of {_xent_call(1)}", inputs, LOG_HINT, device)
+
+
+@check(task="softmax_cross_entropy", points=1)
+def check_xent_keeps_dtype(api: Api, rng: torch.Generator, device: str) -> None:
+    """the result has the logits' dtype and accuracy: float64 and bfloat16"""
+    for dtype in (torch.float64, torch.bfloat16):
+        labels = _random_labels(rng, [4, 6]).to(dtype)
+        logits = _random_logits(rng, [4, 6], dtype=dtype)
+        _expect(api.softmax_cross_entropy(labels, logits, dim=-1), xent_oracle(labels, logits), _xent_call(-1),
+                {"labels": labels, "logits": logits}, "Compute in the logits' dtype and return that dtype.", device)
+
+
+# -- log_softmax (stretch, bonus): a torch.autograd.Function with its own backward ----------------------
+
+# The gradient of log_softmax mixes every entry along `dim`: bfloat16's 8 bits lose more than in the value.
+GRAD_TOL = {**TOL, torch.bfloat16: (5e-2, 5e-2)}
+INF = float("inf")
+# Huge logits, -inf entries, rows far apart and a row at exp's edge: the value and the gradient stay finite.
+EXTREME_LOGITS = torch.tensor([[1e4, 0.0, -1e4, 1.0], [1e30, 1e30, -1e30, 0.0], [89.0, 88.0, 0.0, -89.0],
+                               [-INF, 0.0, 1.0, -INF], [-5000.0, -5001.0, -7000.0, -5000.5]])
+
+LOG_SOFTMAX_HINT = ("Compute in log space with one shift per row along `dim`: (x - m) - log(sum(exp(x - m), dim, "
+                    "keepdim=True)) with m = x.amax(dim, keepdim=True). log(softmax(x)) is log(0) = -inf for "
+                    "entries far below the maximum, exp(x) without the shift overflows, and x - logsumexp(x) "
+                    "rounds away the small term for huge logits: in float32, 1e30 + log 2 is 1e30.")
+BACKWARD_HINT = ("out_i = x_i - logsumexp(x), so d out_i / d x_j = [i == j] - softmax(x)_j. backward receives "
+                 "grad_output g and returns sum_i g_i * d out_i / d x_j: a reduction of g along `dim` "
+                 "(keepdim=True) appears. softmax(x) = exp(out), so the saved output is all you need. Return one "
+                 "gradient per forward input: None for `dim`.")
+STABLE_BACKWARD_HINT = ("Compute the backward from the saved output: exp(out) is softmax(x), between 0 and 1 for "
+                        "any logits. Recomputing exp(x) / sum(exp(x)) from the input overflows for logits above "
+                        "88.7 and gives 0/0 for rows far below 0.")
+OWN_BACKWARD_HINT = ("Write `class LogSoftmax(torch.autograd.Function)` with static forward(ctx, logits, dim) and "
+                     "backward(ctx, grad_output); save one tensor with ctx.save_for_backward (the output), keep "
+                     "`dim` on ctx, and have log_softmax return LogSoftmax.apply(logits, dim). Build the forward "
+                     "from amax, exp, sum and log (or torch.logsumexp), not torch.log_softmax or torch.softmax.")
+LIBRARY_OPS = {"_log_softmax", "_softmax", "log_softmax", "softmax"}  # aten operators, as traced names them
+
+
+def log_softmax_oracle(logits: Tensor, dim: int = -1) -> Tensor:
+    return torch.log_softmax(logits.double(), dim).to(logits.dtype)
+
+
+def log_softmax_grad_oracle(logits: Tensor, grad_output: Tensor, dim: int = -1) -> Tensor:
+    """torch.log_softmax's vector-Jacobian product in float64, in the logits' dtype."""
+    x = logits.detach().double().requires_grad_(True)
+    (grad,) = torch.autograd.grad(torch.log_softmax(x, dim), x, grad_output.double())
+    return grad.to(logits.dtype)
+
+
+def _log_softmax_call(dim: int) -> str:
+    return f"log_softmax(logits, dim={dim})"
+
+
+def _expect_log_softmax(api: Api, x: Tensor, dim: int, hint: str, device: str) -> None:
+    want = log_softmax_oracle(x, dim)
+    rtol, atol = TOL[want.dtype]
+    expect_tensor(api.log_softmax(x, dim=dim), want, call=_log_softmax_call(dim), inputs={"logits": x},
+                  hint=hint, rtol=rtol, atol=atol, device=device)
+
+
+def _backward_mistake(got: Tensor, want: Tensor, x: Tensor, g: Tensor, dim: int) -> str:
+    """What a wrong gradient (not `want`) is instead, for the classic mistakes; else ''."""
+    if not (isinstance(got, Tensor) and got.shape == x.shape) or x.dim() == 0:
+        return ""
+    p = torch.softmax(x.double(), dim)
+    g, have = g.double(), got.detach().double()
+    rtol, atol = GRAD_TOL[x.dtype]
+    if bool(torch.isclose(have, want.double(), rtol=rtol, atol=atol).all()):
+        return ""
+    guesses = {
+        "grad_output - softmax: that is the gradient only when grad_output sums to 1 along `dim` (a cross "
+        "entropy's labels); in general softmax is weighted by the sum of grad_output along `dim`": g - p,
+        "grad_output * (1 - softmax): only the diagonal of the Jacobian; every output along `dim` also depends on "
+        "every other logit there": g * (1 - p),
+        "softmax * sum(grad_output) - grad_output: the sign is flipped": p * g.sum(dim, keepdim=True) - g,
+    }
+    for other in range(x.dim()):
+        if other != dim % x.dim():
+            guesses[f"the sum of grad_output is taken along dim={other}, not along dim={dim}"] = (
+                g - p * g.sum(other, keepdim=True))
+    for problem, wrong in guesses.items():
+        if bool(torch.isclose(have, wrong, rtol=rtol, atol=atol).all()):
+            return f"your backward computes {problem}."
+    return ""
+
+
+def _expect_log_softmax_grad(api: Api, x: Tensor, g: Tensor, dim: int, hint: str, device: str) -> None:
+    call = f"gradient of {_log_softmax_call(dim)} for a grad_output"
+    inputs = {"logits": x, "grad_output": g}
+    with output_shape_checked():
+        _, grads = api.log_softmax.vjp(g, wrt=(0,))(x, dim=dim)
+    want = log_softmax_grad_oracle(x, g, dim)
+    mistake = _backward_mistake(grads[0], want, x, g, dim)
+    if mistake:
+        fail(call, inputs, want, grads[0], mistake, BACKWARD_HINT)
+    rtol, atol = GRAD_TOL[want.dtype]
+    expect_tensor(grads[0], want, call=call, inputs=inputs, hint=hint, rtol=rtol, atol=atol, device=device)
+
+
+@check(task="log_softmax", points=1, visible=True)
+def check_log_softmax_values(api: Api, rng: torch.Generator, device: str) -> None:
+    """log_softmax matches torch.log_softmax along every dim, for huge and -inf logits, in float64 and bfloat16"""
+    x = torch.tensor([1000.0, 0.0])
+    _expect_log_softmax(api, x, -1, LOG_SOFTMAX_HINT, device)
+    for shape in DIM_SHAPES:
+        x = _random_logits(rng, shape)
+        for dim in _dims(len(shape)):
+            _expect_log_softmax(api, x, dim, DIM_HINT, device)
+    for x, dim in ((EXTREME_LOGITS, 1), (EXTREME_LOGITS.T.contiguous(), 0)):
+        _expect_log_softmax(api, x, dim, LOG_SOFTMAX_HINT, device)
+    for dtype in (torch.float64, torch.bfloat16):
+        _expect_log_softmax(api, _random_logits(rng, [4, 6], dtype=dtype), -1, DTYPE_HINT, device)
+
+
+@check(task="log_softmax", points=1)
+def check_log_softmax_gradient(api: Api, rng: torch.Generator, device: str) -> None:
+    """the backward matches torch.log_softmax's for random grad_outputs along every dim, and passes gradcheck"""
+    for shape in DIM_SHAPES:
+        x = _random_logits(rng, shape)
+        for dim in _dims(len(shape)):
+            g = torch.randn(shape, generator=rng)
+            _expect_log_softmax_grad(api, x, g, dim, BACKWARD_HINT, device)
+    x = _random_logits(rng, [3, 4], dtype=torch.float64)
+    _gradcheck(api.log_softmax.differentiable(0)(x, dim=0), x, f"{api.log_softmax.name}(dim=0)", BACKWARD_HINT)
+
+
+@check(task="log_softmax", points=1)
+def check_log_softmax_gradient_extremes(api: Api, rng: torch.Generator, device: str) -> None:
+    """the gradient stays finite and exact for huge and -inf logits and rows far apart; float64 and bfloat16 too"""
+    for x, dim in ((EXTREME_LOGITS, 1), (EXTREME_LOGITS.T.contiguous(), 0)):
+        g = torch.randn(x.shape, generator=rng)
+        _expect_log_softmax_grad(api, x, g, dim, STABLE_BACKWARD_HINT, device)
+    for dtype in (torch.float64, torch.bfloat16):
+        x = _random_logits(rng, [4, 6], dtype=dtype)
+        g = torch.randn([4, 6], generator=rng, dtype=torch.float64).to(dtype)
+        _expect_log_softmax_grad(api, x, g, -1, DTYPE_HINT, device)
+
+
+@check(task="log_softmax", points=1, forgeable=True)
+def check_log_softmax_own_backward(api: Api, rng: torch.Generator) -> None:
+    """the graph holds your torch.autograd.Function, which saves one tensor computed from the logits"""
+    x = _random_logits(rng, [5, 7])
+    call = "log_softmax(logits, dim=1) on logits that require grad"
+    inputs = [f"logits = {list(x.shape)} float32, requires_grad=True"]
+    record = api.log_softmax_graph.using(call=call)(x, dim=1)
+    if record["output_type"] != "Tensor":
+        raise failure(call=call, inputs=inputs, expected="a Tensor", got=record["output_type"],
+                      problem="log_softmax must return LogSoftmax.apply(logits, dim).", hint=OWN_BACKWARD_HINT)
+    nodes = ", ".join(record["nodes"]) or "none: the output does not depend on the logits"
+    if not record["custom"]:
+        raise failure(call=call, inputs=inputs, expected="a graph holding your Function's backward "
+                      "(e.g. LogSoftmaxBackward)", got=f"autograd's own nodes: {nodes}",
+                      problem="autograd differentiated your forward operations: the backward is not your own.",
+                      hint=OWN_BACKWARD_HINT)
+    saved = [t for t in record["saved"] if t.numel() > 1]
+    shapes = ", ".join(f"{list(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in saved) or "none"
+    if len(saved) != 1:
+        raise failure(call=call, inputs=inputs, expected="one saved tensor of the logits' size", got=shapes,
+                      problem=f"the graph ({nodes}) keeps {len(saved)} tensors for the backward pass: each costs "
+                      "as much memory as the logits.", hint=OWN_BACKWARD_HINT)
+    values = saved[0].detach().double().flatten().sort().values
+    if values.shape == x.flatten().shape and torch.equal(values, x.double().flatten().sort().values):
+        raise failure(call=call, inputs=inputs, expected="the output (or softmax, computed from it) saved",
+                      got="the logits saved", problem="your backward recomputes from the input what the forward "
+                      "already computed.", hint=OWN_BACKWARD_HINT)
+    _, ops = api.log_softmax.traced(x, dim=1)
+    library = sorted(set(ops) & LIBRARY_OPS)
+    if library:
+        raise failure(call="log_softmax(logits, dim=1)", inputs=inputs, expected="amax, exp, sum, log (or logsumexp)",
+                      got="the aten operators " + ", ".join(library), problem="the forward calls torch's own "
+                      "(log_)softmax: the exercise is to compute it yourself.", hint=OWN_BACKWARD_HINT)

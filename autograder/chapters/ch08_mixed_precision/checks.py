@@ -1,0 +1,607 @@
+"""Hidden checks for 08_mixed_precision: amp_train_step and train_checkerboard.
+
+The harness (autograder/chapters/ch08_mixed_precision/harness.py) hands the student's
+amp_train_step a small MLP holding the judge's weights (a Case, ch08_inputs), an
+SGD optimizer, a GradScaler and a loss function, and records from outside what
+happened: layer output dtypes and autocast state (forward hooks), the loss's
+dtype, what the loss's backward received (the scale, for a scaled loss) and
+whether autocast was on then, the parameters and gradients afterwards, the scale
+before and after, and any warnings. The judge decides: its oracle (ch08_oracles)
+is the same MLP in float64, without autocast, and an SGD step on the (clipped)
+gradient.
+
+train_checkerboard runs with the kit's amp_train_step in place of the
+student's, so that a mistake in amp_train_step costs points there only.
+
+The stretch task (bonus) is LossScaler, a dynamic loss scaler written from
+scratch: the harness trains a small MLP through a schedule of clean, poisoned
+(inf or nan) and clipped steps with it (scaler_run); the oracle is the same
+schedule with torch.amp.GradScaler, run in the judge.
+
+On CPU the low-precision dtype is bfloat16; on CUDA it is float16. Random
+inputs come from `rng`, seeded by the grading's secret seed.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from autograder.chapters.ch08_mixed_precision.inputs import (
+    FREQ,
+    SIZE,
+    STEPS,
+    Case,
+    StepCase,
+    grid,
+    low_dtype,
+    make_case,
+)
+from autograder.chapters.ch08_mixed_precision.oracles import (
+    STEP_HINT,
+    checker,
+    expect_finite_parameters,
+    expect_loss,
+    expect_update,
+    grad_norm,
+    reference_step,
+)
+from autograder.judging.api import StudentApi, answer, harness
+from autograder.judging.expect import fail, failure, nonfinite, show
+from autograder.judging.plugin import check
+from autograder.judging.remote import Student
+from autograder.judging.scan import references
+from autograder.judging.timing import RecordProperty, interleave, reference_process
+from autograder.sandbox.runtime.wire import RemoteObject
+
+SECONDS = 60.0  # the time bound for one train_checkerboard call (the reference takes about 1 s on CPU)
+SPEED_SECONDS = 120.0  # the time bound for one call of the speed comparison
+
+# -- the API: what the notebook asks for, as the judge calls it (through the harness) ----------------
+
+
+class StepRecord(TypedDict):
+    returned: Any  # what amp_train_step returned, if a number
+    returned_type: str
+    after: dict[str, Tensor]  # the parameters after the step
+    grads: dict[str, Tensor | None]  # their .grad after the step
+    scale_before: float
+    scale_after: float
+    forward: list[dict[str, Any]]  # per Linear layer: its output's dtype and whether autocast was on
+    loss_calls: list[dict[str, Any]]  # per loss_fn call: the loss's dtype and whether autocast was on
+    backward: list[dict[str, Any]]  # per backward through the loss: the gradient it got and the autocast state
+    warnings: list[str]
+
+
+class BoardRecord(TypedDict):
+    result: Any  # what train_checkerboard returned: (model, final_loss)
+    amp_calls: list[dict[str, str]]  # per amp_train_step call: its device_type and dtype
+    warnings: list[str]
+    layer_dtypes: list[str]  # the dtypes of every Conv2d/Linear output
+    autocast: bool  # whether autocast was on for any of them
+
+
+class Steps(TypedDict):
+    losses: list[float]
+    peak_bytes: int  # CUDA memory at its peak during the steps (0 on CPU)
+
+
+class ScalerStep(TypedDict):
+    poison: float | None  # inf or nan written into one gradient entry after backward, or None
+    param: int  # which parameter (in model.parameters() order) is poisoned
+    clip: float | None  # unscale_ then clip_grad_norm_ to this before the step, or None
+
+
+class ScalerCase(TypedDict):
+    sizes: list[int]
+    params: dict[str, Tensor]
+    inputs: Tensor
+    targets: Tensor
+    lr: float  # SGD with momentum 0.9
+    dtype: str | None  # the autocast dtype on CPU, or None for no autocast
+    config: dict[str, float]  # LossScaler(**config), as GradScaler("cpu", **config)
+    steps: list[ScalerStep]
+
+
+class ScalerRecord(TypedDict):
+    scales: list[float]  # get_scale() after each step's update()
+    ratios: list[float | None]  # scale(loss) / loss at each step
+    params: dict[str, Tensor]  # the parameters after the last step
+
+
+class Api(StudentApi):
+    @harness()
+    def observe_step(self, case: StepCase, device_type: str, dtype: torch.dtype, max_grad_norm: float | None = None,
+                     poison: float | None = None) -> StepRecord:
+        """The student's amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type=...,
+        dtype=..., max_grad_norm=...) on the case's MLP, watched from outside; `poison` multiplies the
+        gradients during backward."""
+
+    @harness(timeout=SECONDS)
+    def run_checkerboard(self, steps: int, size: int, device: str, use_amp: bool) -> BoardRecord:
+        """The student's train_checkerboard(steps, size, device, use_amp), with the kit's amp_train_step."""
+
+    @harness(timeout=SPEED_SECONDS)
+    def speed_rig(self, seed: int, width: int, layers: int, batch: int, device: str) -> RemoteObject:
+        """The AMP recipe's MLP, optimizer and GradScaler, built identically from `seed` in each process."""
+
+    @answer
+    def LossScaler(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                   growth_interval: int = 2000) -> RemoteObject:
+        """The stretch task: a dynamic loss scaler with GradScaler's scale, unscale_, step, update, get_scale."""
+
+    @harness()
+    def run_loss_scaler(self, case: ScalerCase) -> ScalerRecord:
+        """The case's MLP trained through its schedule of steps with the student's LossScaler(**case["config"])."""
+
+    @harness(timeout=SPEED_SECONDS)
+    def run_steps(self, rig: RemoteObject, steps: int, amp: bool, seed: int) -> Steps:
+        """`steps` training steps on a batch made from `seed` in the call: the student's AMP step, or the kit's
+        float32 step."""
+
+
+def run_step(api: Api, case: Case, device: str, max_grad_norm: float | None = None,
+             poison: float | None = None) -> StepRecord:
+    """One call of the student's amp_train_step, watched by the harness."""
+    observe = api.observe_step.using(call=case.call(device, max_grad_norm))
+    return observe(case.record(), device, low_dtype(device), max_grad_norm=max_grad_norm, poison=poison)
+
+
+def _board_call(device: str, use_amp: bool) -> str:
+    return f"train_checkerboard(steps={STEPS}, size={SIZE}, device={device!r}, use_amp={use_amp})"
+
+
+@pytest.fixture(scope="module")
+def board_runs() -> dict[bool, BoardRecord]:
+    """train_checkerboard's records by use_amp, shared by the checks of one grading (training takes seconds)."""
+    return {}
+
+
+def run_checkerboard(api: Api, runs: dict[bool, BoardRecord], device: str, use_amp: bool) -> BoardRecord:
+    if use_amp not in runs:
+        runs[use_amp] = api.run_checkerboard.using(call=_board_call(device, use_amp))(STEPS, SIZE, device, use_amp)
+    return runs[use_amp]
+
+
+THRESHOLD = 0.05  # mean squared error; predicting the mean gives 0.25
+CLIP_FACTOR = 4.0  # max_grad_norm is the true gradient norm divided by this
+
+AUTOCAST_HINT = ("Run the forward pass and the loss inside `with torch.autocast(device_type=device_type, "
+                 "dtype=dtype):` (the current API; torch.cuda.amp.autocast is deprecated and ignores CPU "
+                 "tensors). Do not cast the model or the inputs yourself.")
+SCALE_HINT = ("After the `with` block, call scaler.scale(loss).backward(): backward runs outside autocast, "
+              "on the scaled loss, so that small float16 gradients do not underflow to zero.")
+CLIP_HINT = ("Gradients are scaled after backward. Call scaler.unscale_(optimizer) first, then "
+             "torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm), then scaler.step(optimizer): "
+             "clipping scaled gradients clips at max_grad_norm times the scale.")
+ZERO_HINT = ("Clear the gradients at the end of the step with optimizer.zero_grad() (after scaler.update()), "
+             "so the next step does not add to them.")
+API_HINT = ("torch.cuda.amp.autocast and torch.cuda.amp.GradScaler are deprecated. Use "
+            "torch.autocast(device_type, dtype=dtype) (torch.amp.autocast) and torch.amp.GradScaler(device).")
+RETURN_HINT = "Return loss.item(): the unscaled loss as a Python float (not scaler.scale(loss))."
+BOARD_HINT = ("Build the guide's 1x1-convolution network (Conv2d 1x1 layers with BatchNorm2d and ReLU), "
+              "train it with Adam (lr about 3e-3) on grid(size, size) -> checker(size, size, 4), and return "
+              "(model, final_loss).")
+
+
+
+
+def _deprecations(warnings: list[str]) -> list[str]:
+    return [w for w in warnings if "torch.cuda.amp" in w]
+
+
+# -- amp_train_step ------------------------------------------------------------------
+
+
+@check(task="amp_train_step", points=2, visible=True)
+def check_amp_step_returns_loss_and_updates(api: Api, rng: torch.Generator, device: str) -> None:
+    """one step returns the unscaled loss as a float and changes the parameters"""
+    case = make_case(rng)
+    record = run_step(api, case, device)
+    expect_loss(record["returned"], record["returned_type"], case, device, RETURN_HINT)
+    expect_finite_parameters(record["after"], case, device)
+    if all(torch.equal(record["after"][n], case.params[n]) for n in case.params):
+        fail(case.describe(device), {}, "parameters changed by one SGD step", "parameters unchanged",
+             "the healthy step (finite gradients) did not update the model", STEP_HINT)
+
+
+def _dtype_and_autocast(record: dict[str, Any]) -> str:
+    return f"{record['dtype']} (autocast {'on' if record['autocast'] else 'off'})"
+
+
+@check(task="amp_train_step", points=2, forgeable=True)
+def check_amp_forward_under_autocast(api: Api, rng: torch.Generator, device: str) -> None:
+    """the forward pass runs under autocast: Linear outputs in low precision, the loss in float32"""
+    case = make_case(rng)
+    record = run_step(api, case, device)
+    low = str(low_dtype(device)).removeprefix("torch.")
+    layers = record["forward"]
+    want_layers = f"{len(case.sizes) - 1} Linear outputs in {low}, computed with autocast on"
+    if not layers:
+        fail(case.describe(device), {}, want_layers, "the model was never called",
+             "the forward pass did not run the model given as `model`", AUTOCAST_HINT)
+    got_layers = [_dtype_and_autocast(r) for r in layers]
+    if any(r["dtype"] != low or not r["autocast"] for r in layers):
+        fail(case.describe(device), {}, want_layers, got_layers,
+             f"the matrix multiplications did not run in {low} under torch.autocast({device!r})", AUTOCAST_HINT)
+    calls = record["loss_calls"]
+    got_loss = [_dtype_and_autocast(r) for r in calls]
+    if len(calls) != 1 or calls[0]["dtype"] != "float32" or not calls[0]["autocast"]:
+        fail(case.describe(device), {}, "one loss_fn call, under autocast, giving a float32 loss", got_loss,
+             "the loss must be computed once, inside the same autocast block as the forward pass "
+             "(autocast runs mse_loss in float32)", AUTOCAST_HINT)
+
+
+@check(task="amp_train_step", points=2, forgeable=True)
+def check_amp_backward_scaled_outside_autocast(api: Api, rng: torch.Generator, device: str) -> None:
+    """backward runs once, outside autocast, on the loss scaled by the GradScaler"""
+    case = make_case(rng)
+    record = run_step(api, case, device)
+    scale = record["scale_before"]
+    seen = [f"backward reached the loss with gradient {r['grad']:g}, autocast {'on' if r['autocast'] else 'off'}"
+            for r in record["backward"]]
+    expected = f"backward reached the loss with gradient {scale:g} (the scale), autocast off"
+    if len(seen) != 1:
+        fail(case.describe(device), {}, expected, seen or "backward never reached the loss",
+             f"backward reached the loss returned by loss_fn {len(seen)} times; expected exactly once", SCALE_HINT)
+    problems = []
+    if record["backward"][0]["grad"] != scale:
+        problems.append(f"the loss was not scaled: d(backpropagated value)/d(loss) is "
+                        f"{record['backward'][0]['grad']:g}, not the scale {scale:g}")
+    if record["backward"][0]["autocast"]:
+        problems.append("backward ran inside the autocast block")
+    if problems:
+        fail(case.describe(device), {}, expected, seen, "; ".join(problems), SCALE_HINT)
+
+
+@check(task="amp_train_step", points=2)
+def check_amp_update_matches_sgd(api: Api, rng: torch.Generator, device: str) -> None:
+    """the update equals SGD on the unscaled gradient (float64 oracle)"""
+    case = make_case(rng)
+    record = run_step(api, case, device)
+    _, grads = reference_step(case)
+    want = {n: -case.lr * g for n, g in grads.items()}
+    expect_update(record["after"], case, want, device, "the parameters did not move by -lr * gradient",
+                  STEP_HINT + " Do not divide by the scale yourself, and call optimizer.step() only through "
+                  "scaler.step(optimizer).")
+
+
+@check(task="amp_train_step", points=2)
+def check_amp_skips_inf_and_nan_steps(api: Api, rng: torch.Generator, device: str) -> None:
+    """a step whose gradients hold inf or NaN leaves the parameters unchanged and lowers the scale"""
+    case = make_case(rng)
+    for poison in (float("inf"), float("nan")):
+        record = run_step(api, case, device, poison=poison)
+        call = case.describe(device) + f"\n  (the judge multiplies the gradients by {poison} during backward)"
+        changed = [n for n in case.params if not torch.equal(record["after"][n], case.params[n])]
+        if changed:
+            fail(call, {}, "every parameter bit-for-bit unchanged (the step is skipped)",
+                 {n: show(record["after"][n]) for n in changed[:2]},
+                 f"the update was applied although the gradients hold {poison}: {', '.join(changed)} changed",
+                 STEP_HINT)
+        want = record["scale_before"] * case.scaler["backoff_factor"]
+        if record["scale_after"] != want:
+            fail(call, {}, f"scale {want:g} (= {record['scale_before']:g} x backoff_factor "
+                 f"{case.scaler['backoff_factor']:g})", f"scale {record['scale_after']:g}",
+                 "the scale was not lowered after a step with non-finite gradients: call scaler.update() "
+                 "after scaler.step(optimizer), once per step", STEP_HINT)
+
+
+@check(task="amp_train_step", points=2)
+def check_amp_clips_unscaled_gradients(api: Api, rng: torch.Generator, device: str) -> None:
+    """with max_grad_norm, the update is SGD on the unscaled gradients clipped to that norm"""
+    case = make_case(rng)
+    _, grads = reference_step(case)
+    norm = grad_norm(grads)
+    max_grad_norm = norm / CLIP_FACTOR
+    record = run_step(api, case, device, max_grad_norm=max_grad_norm)
+    want = {n: -case.lr * g / CLIP_FACTOR for n, g in grads.items()}
+    expect_update(record["after"], case, want, device,
+                  f"the unscaled gradient norm is {norm:.4g}, so clipping to {max_grad_norm:.4g} divides the "
+                  f"update by {CLIP_FACTOR:g}; the update did not match", CLIP_HINT, max_grad_norm)
+
+
+@check(task="amp_train_step", points=1)
+def check_amp_clears_gradients(api: Api, rng: torch.Generator, device: str) -> None:
+    """the gradients are cleared (None or zero) when the step returns"""
+    case = make_case(rng)
+    record = run_step(api, case, device)
+    left = {n: g for n, g in record["grads"].items() if g is not None and bool(g.ne(0).any())}
+    if left:
+        name, g = next(iter(left.items()))
+        fail(case.describe(device), {}, "every parameter's .grad None or zero after the step",
+             f"{name}.grad = {show(g)}", f"{len(left)} parameters still hold gradients after the step", ZERO_HINT)
+
+
+@check(task="amp_train_step", points=1, forgeable=True)
+def check_amp_uses_current_api(api: Api, rng: torch.Generator, device: str) -> None:
+    """uses torch.autocast and torch.amp, not the deprecated torch.cuda.amp"""
+    used = references(api.student.submission, "torch.cuda.amp", cell="amp_train_step")
+    if used:  # the judge's own read of the cell: no warning filter can hide it
+        fail("amp_train_step", {}, "torch.autocast and torch.amp.GradScaler",
+             f"torch.cuda.amp in cell 'amp_train_step', line {used[0][1]}",
+             "the step uses the deprecated torch.cuda.amp API (read from your code)", API_HINT)
+    case = make_case(rng)
+    record = run_step(api, case, device)
+    deprecated = _deprecations(record["warnings"])
+    if deprecated:
+        fail(case.call(device), {}, "no deprecation warnings", deprecated[0][:300],
+             "the step uses the deprecated torch.cuda.amp API (PyTorch warned about it)", API_HINT)
+
+
+# -- the speed-up on CUDA ---------------------------------------------------------------
+
+# The AMP recipe's network and batch: 3 Linear layers 4096 wide, batch 4096, SGD, MSE.
+SPEED_WIDTH, SPEED_LAYERS, SPEED_BATCH = 4096, 3, 4096
+SPEED_STEPS, SPEED_ROUNDS, SPEED_WARMUP = 10, 5, 1
+MIN_SPEEDUP = 1.3  # the recipe measured 2.3x; float16 tensor cores give far more than 1.3x on any recent GPU
+
+
+@dataclass
+class AmpSpeed:
+    amp: float  # median seconds per step of the student's AMP step
+    float32: float  # median seconds per step of the kit's float32 step
+    rounds: int
+    steps: int  # per round
+    memory_ratio: float  # peak bytes with AMP / peak bytes in float32
+
+    @property
+    def speedup(self) -> float:
+        return self.float32 / self.amp
+
+    def describe(self) -> str:
+        return (f"your amp_train_step: {self.amp * 1e3:.3g} ms per step; the float32 step: "
+                f"{self.float32 * 1e3:.3g} ms per step; {self.speedup:.2f}x (median of {self.rounds} interleaved "
+                f"rounds of {self.steps} steps); peak memory with AMP: {self.memory_ratio:.2f}x that of float32")
+
+
+def measure_amp_speed(student: Student, rng: torch.Generator, device: str, width: int = SPEED_WIDTH,
+                      batch: int = SPEED_BATCH, steps: int = SPEED_STEPS, rounds: int = SPEED_ROUNDS,
+                      warmup: int = SPEED_WARMUP) -> AmpSpeed:
+    """The student's AMP step against the kit's float32 step (in a clean process), through timing.interleave.
+
+    Both processes build the same model from one seed, and each round's batch from the round's fresh seed
+    sent with its timed call, so their losses must agree step by step (within 5 %): the timed steps did
+    the real work, and none could be worked out before its call.
+    """
+    seed = int(torch.randint(0, 2**31, (), generator=rng))
+    call = f"amp_train_step on a {SPEED_LAYERS}-layer MLP {width} wide, batch {batch}, float16"
+    with reference_process(student, "# kit code only: the float32 reference step") as ref:
+        mine, theirs = Api(student), Api(ref)
+        my_rig = mine.speed_rig.using(call=call)(seed, width, SPEED_LAYERS, batch, device)
+        their_rig = theirs.speed_rig(seed, width, SPEED_LAYERS, batch, device)
+
+        def verify(_: int, replies: list[Steps]) -> None:
+            amp, float32 = (torch.tensor(reply["losses"]) for reply in replies)
+            if amp.shape != float32.shape or not bool(torch.isclose(amp, float32, rtol=0.05).all()):
+                fail(call, {}, float32, amp, "the losses of the timed AMP steps do not follow those of float32 "
+                     "training of the same model on the same data", STEP_HINT)
+
+        timed = interleave([lambda s: mine.run_steps.using(call=call)(my_rig, steps, True, s),
+                            lambda s: theirs.run_steps(their_rig, steps, False, s)], rng, rounds, warmup, verify)
+    (amp, float32) = ([t / steps for t, _ in runs] for runs in timed)
+    peak_amp, peak_float32 = (max(int(reply["peak_bytes"]) for _, reply in runs) for runs in timed)
+    return AmpSpeed(statistics.median(amp), statistics.median(float32), rounds, steps,
+                    peak_amp / max(peak_float32, 1))
+
+
+@check(task="amp_train_step", points=2, cuda_only=True)
+def check_amp_speedup_on_cuda(api: Api, rng: torch.Generator, device: str, record_property: RecordProperty) -> None:
+    """on CUDA, AMP trains the recipe's 4096-wide MLP at least 1.3x faster than float32"""
+    result = measure_amp_speed(api.student, rng, device)
+    record_property("note", f"Timing:   {result.describe()}")
+    if result.speedup < MIN_SPEEDUP:
+        raise failure(call=f"amp_train_step on the AMP recipe's MLP ({SPEED_LAYERS} Linear layers {SPEED_WIDTH} wide, "
+                           f"batch {SPEED_BATCH}, SGD, MSE), float16 on CUDA",
+                      timing=result.describe(), problem=f"needs to be at least {MIN_SPEEDUP:g}x faster than the "
+                                                        "float32 step",
+                      hint="Keep the whole forward pass and the loss inside one torch.autocast block, call backward "
+                           "outside it, and avoid .item(), print or copies to the CPU inside the step except the "
+                           "final loss.item().")
+
+
+# -- train_checkerboard ----------------------------------------------------------------
+
+
+def _unpack(record: BoardRecord, device: str, use_amp: bool) -> tuple[RemoteObject, float]:
+    call = _board_call(device, use_amp)
+    result = record["result"]
+    if (not isinstance(result, (tuple, list)) or len(result) != 2 or not isinstance(result[0], RemoteObject)
+            or not isinstance(result[1], (float, int))):
+        fail(call, {}, "(model, final_loss): an nn.Module and a float", result,
+             "the result is not a (model, final_loss) pair", BOARD_HINT)
+    return result[0], float(result[1])
+
+
+def expect_learned(api: Api, record: BoardRecord, device: str, use_amp: bool) -> None:
+    """The reported final loss and the judge's own MSE of the returned model are under THRESHOLD."""
+    call = _board_call(device, use_amp)
+    model, final_loss = _unpack(record, device, use_amp)
+    if not final_loss < THRESHOLD:
+        found = f" (it is {final_loss})" if not math.isfinite(final_loss) else ""
+        fail(call, {}, f"final_loss < {THRESHOLD}", final_loss,
+             f"the training loss did not get under {THRESHOLD}{found} (a constant prediction gives 0.25)", BOARD_HINT)
+    inputs = grid(SIZE, SIZE).unsqueeze(0)
+    target = checker(SIZE, SIZE, FREQ).unsqueeze(0).unsqueeze(1)
+    out = api.student.method(model, [], inputs, timeout=SECONDS)["value"]
+    if not isinstance(out, Tensor) or out.shape != target.shape:
+        fail(f"model(grid({SIZE}, {SIZE}).unsqueeze(0)) with the returned model", {"inputs": inputs}, target, out,
+             "the model does not map a [1, 2, H, W] grid to a [1, 1, H, W] image", BOARD_HINT)
+    mse = float(F.mse_loss(out.double(), target.double()))
+    if not mse < THRESHOLD:
+        found = nonfinite(out)
+        fail(f"model(grid({SIZE}, {SIZE}).unsqueeze(0)) with the returned model", {"inputs": inputs}, target, out,
+             (f"the model's output holds {found}; " if found else "") +
+             f"the judge's mean squared error of the returned model is {mse:.4g}, not under {THRESHOLD} "
+             f"(you reported final_loss = {final_loss:.4g})",
+             "Return the trained model itself, in the state it was trained to." + " " + BOARD_HINT)
+
+
+@check(task="train_checkerboard", points=3, visible=True)
+def check_checkerboard_learns_with_amp(api: Api, device: str, board_runs: dict[bool, BoardRecord]) -> None:
+    """with use_amp=True, 300 steps on a 16x16 grid bring the loss under 0.05 within 60 s"""
+    expect_learned(api, run_checkerboard(api, board_runs, device, use_amp=True), device, use_amp=True)
+
+
+@check(task="train_checkerboard", points=2, forgeable=True)
+def check_checkerboard_trains_with_amp_train_step(api: Api, device: str,
+                                                   board_runs: dict[bool, BoardRecord]) -> None:
+    """with use_amp=True, every step goes through amp_train_step with the device's low-precision dtype"""
+    record = run_checkerboard(api, board_runs, device, use_amp=True)
+    call = _board_call(device, True)
+    low = str(low_dtype(device)).removeprefix("torch.")
+    want = {"device_type": device, "dtype": low}
+    calls = record["amp_calls"]
+    if len(calls) != STEPS or any(c != want for c in calls):
+        got = f"{len(calls)} calls" + (f", the first with {calls[0]}" if calls else "")
+        fail(call, {}, f"{STEPS} calls of amp_train_step, each with {want}", got,
+             "the training loop must take every step with your amp_train_step, on the given device, in "
+             f"{low} on {device}",
+             f"Call amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type=device, "
+             f"dtype={'torch.float16' if device == 'cuda' else 'torch.bfloat16'}) once per step.")
+    deprecated = _deprecations(record["warnings"])
+    if deprecated:
+        fail(call, {}, "no deprecation warnings", deprecated[0][:300],
+             "train_checkerboard uses the deprecated torch.cuda.amp API (PyTorch warned about it)", API_HINT)
+
+
+@check(task="train_checkerboard", points=1, forgeable=True)
+def check_checkerboard_float32_without_amp(api: Api, device: str,
+                                           board_runs: dict[bool, BoardRecord]) -> None:
+    """with use_amp=False, it trains in float32 without autocast and still gets under 0.05"""
+    record = run_checkerboard(api, board_runs, device, use_amp=False)
+    call = _board_call(device, False)
+    if record["layer_dtypes"] != ["float32"] or record["autocast"]:
+        raise failure(call=call, expected="every Conv2d/Linear output in float32, autocast off",
+                      got=f"outputs in {record['layer_dtypes'] or 'no layer ran'}, autocast "
+                          f"{'on' if record['autocast'] else 'off'}",
+                      problem="use_amp=False must train in plain float32, as the guide's single-precision loop does",
+                      hint="With use_amp=False, skip autocast and the GradScaler: loss = loss_fn(model(inputs), "
+                           "targets); loss.backward(); optimizer.step(); optimizer.zero_grad().")
+    expect_learned(api, record, device, use_amp=False)
+
+
+# -- LossScaler (stretch, bonus): a dynamic loss scaler of the student's own --------------------------------
+
+SCALER_HINT = ("scale(loss) returns loss * scale. unscale_(optimizer) multiplies the .grad of every parameter of "
+               "the optimizer's param_groups by 1 / scale, once per step, and records whether any of them holds "
+               "inf or nan (torch.isfinite(...).all() catches both). step(optimizer) unscales if unscale_ was not "
+               "called, then calls optimizer.step() only if every gradient was finite. update(): after a step with "
+               "inf or nan, scale *= backoff_factor and the count of clean steps restarts at 0; otherwise the count "
+               "grows, and when it reaches growth_interval, scale *= growth_factor and it restarts at 0. Then "
+               "forget this step's unscale and inf records.")
+INF_STEP, NAN_STEP = float("inf"), float("nan")
+
+
+def _scaler_case(rng: torch.Generator, steps: list[ScalerStep], config: dict[str, float],
+                 dtype: str | None = None) -> ScalerCase:
+    case = make_case(rng)
+    return ScalerCase(sizes=case.sizes, params=case.params, inputs=case.inputs, targets=case.targets, lr=0.01,
+                      dtype=dtype, config=config, steps=steps)
+
+
+def _step(poison: float | None = None, param: int = 0, clip: float | None = None) -> ScalerStep:
+    return ScalerStep(poison=poison, param=param, clip=clip)
+
+
+def _event(step: ScalerStep) -> str:
+    if step["poison"] is not None:
+        return f"{step['poison']} written into one gradient entry of parameter {step['param']}"
+    return "clean" + ("" if step["clip"] is None else f", unscale_ then clip_grad_norm_ to {step['clip']:.3g}")
+
+
+def _scaler_call(case: ScalerCase) -> tuple[str, list[str]]:
+    config = ", ".join(f"{k}={v:g}" for k, v in case["config"].items())
+    autocast = f"torch.autocast('cpu', dtype=torch.{case['dtype']})" if case["dtype"] else "no autocast"
+    return (f"scaler = LossScaler({config}), {len(case['steps'])} training steps "
+            "(scale(loss).backward(), [unscale_ + clip], step, update, zero_grad)",
+            [f"model = MLP {case['sizes']} with the judge's weights, SGD(lr={case['lr']:g}, momentum=0.9), "
+             f"F.mse_loss, {autocast}"])
+
+
+def expect_scaler_run(api: Api, case: ScalerCase, hint: str = SCALER_HINT) -> None:
+    """The student's LossScaler through the case's schedule against torch.amp.GradScaler through the same, in the
+    judge: the same scale after every step and the same final parameters."""
+    from autograder.chapters.ch08_mixed_precision.harness import scaler_run
+
+    call, inputs = _scaler_call(case)
+    got = api.run_loss_scaler.using(call=call)(case)
+    want = scaler_run(case, torch.amp.GradScaler("cpu", **case["config"]))
+    initial = case["config"].get("init_scale", 2.0**16)
+    for i, (have, expected) in enumerate(zip(got["scales"], want["scales"], strict=True)):
+        if have != expected:
+            before = want["scales"][i - 1] if i else initial
+            schedule = [f"step {j}: {_event(s)}; scale after update {want['scales'][j]:g}"
+                        for j, s in enumerate(case["steps"][: i + 1])]
+            raise failure(call=call, inputs=inputs + schedule, expected=f"get_scale() = {expected:g} after step {i}",
+                          got=f"{have:g} (it was {before:g} before that step)",
+                          problem=f"the scale follows GradScaler's rule until step {i} ({_event(case['steps'][i])}), "
+                          "then departs from it.", hint=hint)
+    # scale(loss) against the student's own scale at the time: the scales are right by now. A nan ratio (a nan loss)
+    # comes from weights already ruined by a step that ran on nan gradients: the parameters say so below.
+    for i, (ratio, expected) in enumerate(zip(got["ratios"], [initial, *got["scales"][:-1]], strict=True)):
+        if ratio is None or not (math.isnan(ratio) or math.isclose(ratio, expected, rel_tol=1e-3)):
+            raise failure(call=call, inputs=inputs, expected=f"scale(loss) = loss * {expected:g} (get_scale()) at "
+                          f"step {i}", got="not a tensor" if ratio is None else f"loss * {ratio:.6g}",
+                          problem="scale(loss) must multiply the loss by the current scale, as a tensor that "
+                          "backward() goes through.", hint=hint)
+    for name, p in want["params"].items():
+        have = got["params"].get(name)
+        if not (isinstance(have, Tensor) and have.shape == p.shape and
+                bool(torch.isclose(have, p, rtol=1e-4, atol=1e-6).all())):
+            events = [f"step {j}: {_event(s)}" for j, s in enumerate(case["steps"])]
+            raise failure(call=call, inputs=inputs + events, expected=f"parameter {name} = {show(p)}",
+                          got=show(have), problem="the scales were right but the parameters differ from training "
+                          "with torch.amp.GradScaler: a step ran on gradients still scaled (or divided twice), or a "
+                          "step with inf/nan was not skipped.", hint=hint)
+
+
+@check(task="LossScaler", points=1, visible=True)
+def check_loss_scaler_clean_steps(api: Api, rng: torch.Generator) -> None:
+    """clean steps: scale(loss) multiplies by the scale, steps use the unscaled gradients, the scale stays put"""
+    config = {"init_scale": float(2 ** int(torch.randint(8, 17, (), generator=rng))), "growth_interval": 100}
+    expect_scaler_run(api, _scaler_case(rng, [_step()] * 6, config))
+
+
+@check(task="LossScaler", points=1)
+def check_loss_scaler_grows(api: Api, rng: torch.Generator) -> None:
+    """after growth_interval clean steps in a row the scale grows by growth_factor, and counting starts again"""
+    for interval, factor in ((3, 2.0), (1, 4.0), (int(torch.randint(2, 5, (), generator=rng)), 2.0)):
+        config = {"init_scale": 256.0, "growth_factor": factor, "growth_interval": interval}
+        expect_scaler_run(api, _scaler_case(rng, [_step()] * 8, config))
+
+
+@check(task="LossScaler", points=1)
+def check_loss_scaler_skips_bad_steps(api: Api, rng: torch.Generator) -> None:
+    """a step with inf or nan in any gradient is skipped, the scale backs off and the clean count restarts"""
+    # inf and nan, in the first and the last parameter, just before a growth, twice in a row.
+    fixed = [_step(), _step(), _step(INF_STEP, 0), _step(), _step(), _step(NAN_STEP, 5), _step(NAN_STEP, 3),
+             _step(), _step(), _step(), _step()]
+    expect_scaler_run(api, _scaler_case(rng, fixed, {"init_scale": 1024.0, "backoff_factor": 0.25,
+                                                     "growth_interval": 3}))
+    draws = torch.rand(14, generator=rng).tolist()
+    steps = [_step(None if d < 0.6 else INF_STEP if d < 0.8 else NAN_STEP, int(d * 1000) % 6) for d in draws]
+    expect_scaler_run(api, _scaler_case(rng, steps, {"init_scale": 2.0**12, "growth_interval": 2}))
+
+
+@check(task="LossScaler", points=1)
+def check_loss_scaler_unscale_then_clip(api: Api, rng: torch.Generator) -> None:
+    """unscale_ before clipping: clipping sees true gradients, and step does not divide them a second time"""
+    steps = [_step(clip=0.05), _step(), _step(clip=0.02), _step(INF_STEP, 2, clip=0.05), _step(clip=0.1)]
+    expect_scaler_run(api, _scaler_case(rng, steps, {"init_scale": 2.0**10, "growth_interval": 2}))
+
+
+@check(task="LossScaler", points=1)
+def check_loss_scaler_float16_dynamics(api: Api) -> None:
+    """float16 autocast from a scale too large: backs off until gradients fit, then grows; bfloat16 never skips"""
+    rng = torch.Generator().manual_seed(8)  # a fixed case: the overflow pattern must not depend on the seed
+    for dtype in ("float16", "bfloat16"):
+        expect_scaler_run(api, _scaler_case(rng, [_step()] * 28, {"init_scale": 2.0**24, "growth_interval": 4},
+                                            dtype=dtype))

@@ -1,0 +1,345 @@
+"""Grade a whole class: discovery, sharding, parallel workers, resume, summaries, merge.
+
+Layout (nbgrader's): <course>/submitted/<student>/<assignment>/<notebook>.ipynb,
+or the submitted/ folder itself. Every submission gets exactly one result file,
+written atomically when it is graded, so an interrupted run resumes where it
+stopped and nothing is graded twice. Workers are separate judge processes
+(torch imported once each, every submission still in its own sandboxed
+child), each pinned to its own core, so a timing check never shares a core
+with another grading.
+
+Nothing loses a row: an exception while grading one submission, or a worker
+process that dies (out of memory, killed), becomes a "grader-error" result
+that is counted apart from scores, retried on the next run, and makes
+grade_all return 3.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import csv
+import hashlib
+import json
+import multiprocessing
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autograder.judging.registry import CHAPTERS
+from autograder.judging.report import clean
+
+GRADER_ERROR = "grader-error"  # the row status of a submission the grader failed on
+
+
+@dataclass(frozen=True)
+class Job:
+    student: str
+    assignment: str
+    notebook: str  # "" when the submission folder holds no notebook
+    sha256: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.student}/{self.assignment}"
+
+
+def submitted_dir(path: Path) -> Path:
+    return path / "submitted" if (path / "submitted").is_dir() else path
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def discover(root: Path) -> list[Job]:
+    """One job per <student>/<assignment> folder, even when it holds no notebook."""
+    jobs = []
+    for folder in sorted(p for p in submitted_dir(root).glob("*/*") if p.is_dir()):
+        notebooks = sorted(nb for nb in folder.glob("*.ipynb") if nb.is_file())
+        preferred = [nb for nb in notebooks if nb.stem == folder.name] or notebooks
+        nb = preferred[0] if preferred else None
+        jobs.append(Job(folder.parent.name, folder.name, str(nb) if nb else "", file_sha256(nb) if nb else ""))
+    return jobs
+
+
+def shard(jobs: list[Job], index: int, count: int) -> list[Job]:
+    """Shard i of n (1-based): a stable split by student and assignment, independent of order."""
+    if not 1 <= index <= count:
+        raise ValueError(f"shard {index}/{count}: need 1 <= i <= n")
+    return [j for j in jobs if int(hashlib.sha256(j.key.encode()).hexdigest(), 16) % count == index - 1]
+
+
+def result_path(out: Path, job: Job) -> Path:
+    return out / "results" / job.student / f"{job.assignment}.json"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def stored_result(out: Path, job: Job) -> dict[str, Any] | None:
+    """The result graded from this very notebook, or None: no result, another version of the notebook,
+    a damaged file (graded again) or a grader error (never done)."""
+    path = result_path(out, job)
+    if not path.exists():
+        return None
+    try:
+        result = json.loads(path.read_text())
+        extra = result["extra_data"]
+        return result if extra["sha256"] == job.sha256 and not extra.get("grader_error") else None
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _done(out: Path, job: Job) -> bool:
+    return stored_result(out, job) is not None
+
+
+def error_result(job: Job, device: str, message: str) -> dict[str, Any]:
+    """The result of a submission the grader failed on: no score, and retried on the next run."""
+    return {
+        "score": 0.0, "max_score": 0.0, "execution_time": 0.0,
+        "output": f"grader error: {message}", "visibility": "visible", "tests": [],
+        "extra_data": {"assignment": job.assignment, "notebook": Path(job.notebook).name, "device": device,
+                       "sandbox": {}, "student": job.student, "sha256": job.sha256, "grader_error": message},
+    }
+
+
+# -- the worker side ------------------------------------------------------------
+
+
+def _init_worker(counter: Any, warm: bool) -> None:
+    """Pin this worker (and the sandboxes it starts) to one core of its own. `warm`: some assignment's
+    grading imports torch._dynamo (Chapter.loads_dynamo), so the zygote imports it at once."""
+    cores = sorted(os.sched_getaffinity(0))
+    with counter.get_lock():
+        slot = counter.value
+        counter.value += 1
+    os.sched_setaffinity(0, {cores[slot % len(cores)]})
+    from autograder.sandbox.launcher import zygote
+
+    zygote(warm)  # on this core too; it imports torch while the worker waits for its first job
+
+
+def grade_job(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
+    """Grade one submission and write its result file; returns the summary row. Never raises
+    for a grading that fails: that is a grader-error result."""
+    started = time.perf_counter()
+    try:
+        result = grade_submission(job, out, device, junit)
+    except Exception as e:  # a bug in the kit or a broken machine must not lose the row
+        result = error_result(job, device, f"{type(e).__name__}: {e}")
+    result["execution_time"] = round(time.perf_counter() - started, 3)
+    _write_atomic(result_path(Path(out), job), json.dumps(result, indent=2))
+    return row(result)
+
+
+def grade_submission(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
+    """The result of one submission (a grader-error result when the machine failed it); writes nothing
+    but its JUnit report. grade-all's workers and nbgrader's autograde (course.nbgrader_autograde) call it."""
+    from autograder.judging.judge import Grade, GraderError, grade
+    from autograder.judging.report import gradescope
+
+    if not job.notebook:
+        g = Grade(Path(f"{job.assignment}.ipynb"), job.assignment, device,
+                  notes=["No .ipynb file was found in this submission folder."])
+        result = gradescope(g)
+    else:
+        assignment = job.assignment if job.assignment in CHAPTERS else None
+        report = Path(out) / "junit" / f"{job.student}__{job.assignment}.xml" if junit else None
+        if report is not None:
+            report.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            result = gradescope(grade(Path(job.notebook), assignment, device, junit=report, student=job.student))
+        except GraderError as e:
+            result = error_result(job, device, str(e))
+    result["extra_data"].update(student=job.student, sha256=job.sha256)
+    return result
+
+
+ROW_FIELDS = ["student", "assignment", "score", "max_score", "seconds", "status", "notes"]
+
+
+def row(result: dict[str, Any]) -> dict[str, Any]:
+    """A summary row; every text in it is cleaned of terminal control characters."""
+    extra = result["extra_data"]
+    if extra.get("grader_error"):
+        status = GRADER_ERROR
+    else:
+        status = "error" if result["output"] and result["score"] == 0 else "graded"
+    return {
+        "student": clean(extra["student"]), "assignment": clean(extra["assignment"] or ""),
+        "score": result["score"], "max_score": result["max_score"], "seconds": result["execution_time"],
+        "status": status, "notes": clean(result["output"].replace("\n", " ")[:300]),
+    }
+
+
+# -- the coordinator ----------------------------------------------------------------
+
+
+class Progress:
+    """The progress line on stderr: done, left, below full marks, errors and grader errors apart."""
+
+    def __init__(self, total: int, done: int) -> None:
+        self.total, self.done = total, done
+        self.below = self.errors = self.grader_errors = 0
+        self.started = time.monotonic()
+
+    def add(self, r: dict[str, Any]) -> None:
+        self.done += 1
+        if r["status"] == GRADER_ERROR:
+            self.grader_errors += 1
+        else:
+            self.below += r["score"] < r["max_score"]
+            self.errors += r["status"] == "error"
+        width = 30
+        filled = int(width * self.done / max(self.total, 1))
+        rate = self.done / max(time.monotonic() - self.started, 1e-9)
+        eta = (self.total - self.done) / rate if rate else 0.0
+        sys.stderr.write("\r" + clean(
+            f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} graded, "
+            f"{self.total - self.done} left, {self.below} below full marks, {self.errors} errors, "
+            f"{self.grader_errors} grader errors, ~{eta:.0f} s left "))
+        sys.stderr.flush()
+
+
+Work = Callable[[Job, str, str, bool], dict[str, Any]]
+
+
+def _run(todo: list[Job], workers: int, submit: Callable[[cf.Executor, Job], cf.Future[dict[str, Any]]],
+         new_pool: Callable[[], cf.Executor], graded: Callable[[dict[str, Any]], None],
+         failed: Callable[[Job, str], None]) -> None:
+    """Run every job of `todo` on process pools, `workers` at a time, surviving workers that die.
+
+    When a worker dies, concurrent.futures fails every job in flight and the pool is
+    unusable. Only the jobs in flight (at most `workers`: no more are submitted) can be
+    to blame; each is retried alone in a fresh pool before any other job, so a job that
+    breaks a pool a second time, alone, is the one that kills its worker: `failed`.
+    """
+    pending = deque(todo)
+    suspects: deque[Job] = deque()
+    strikes: dict[Job, int] = {}
+    while pending or suspects:
+        with new_pool() as pool:
+            running: dict[cf.Future[dict[str, Any]], Job] = {}
+            broken = False
+            while (pending or suspects or running) and not broken:
+                if suspects:
+                    if not running:
+                        job = suspects.popleft()
+                        running[submit(pool, job)] = job
+                else:
+                    while pending and len(running) < workers:
+                        job = pending.popleft()
+                        running[submit(pool, job)] = job
+                finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+                if any(isinstance(f.exception(), BrokenProcessPool) for f in finished):
+                    broken = True
+                    finished, _ = cf.wait(running)  # a broken pool fails all its futures at once
+                for future in finished:
+                    job = running.pop(future)
+                    error = future.exception()
+                    if isinstance(error, BrokenProcessPool):
+                        strikes[job] = strikes.get(job, 0) + 1
+                        if strikes[job] >= 2:
+                            failed(job, "the worker process grading this submission died twice (killed, usually "
+                                        "for using too much memory); it is graded again on the next run")
+                        else:
+                            suspects.append(job)
+                    elif error is not None:
+                        failed(job, f"{type(error).__name__}: {error}")
+                    else:
+                        graded(future.result())
+
+
+def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_spec: str | None = None,
+              junit: bool = False, work: Work = grade_job) -> int:
+    """Grade the class; 0 when every submission has a result, 3 when some are grader errors
+    (listed on stderr, retried by the next run), 130 when interrupted.
+
+    `work` grades one job in a worker (grade_job; the tests pass stand-ins).
+    """
+    jobs = discover(root)
+    if shard_spec:
+        i, n = (int(x) for x in shard_spec.split("/"))
+        jobs = shard(jobs, i, n)
+    todo = [j for j in jobs if not _done(out, j)]
+    print(f"{len(jobs)} submissions, {len(jobs) - len(todo)} already graded, {len(todo)} to grade "
+          f"with {workers} worker(s)", file=sys.stderr)
+    progress = Progress(len(jobs), len(jobs) - len(todo))
+    ctx = multiprocessing.get_context("spawn")
+    warm = any(c.loads_dynamo for c in (CHAPTERS.get(j.assignment) for j in todo) if c is not None)
+
+    def new_pool() -> cf.Executor:
+        counter = ctx.Value("i", 0)
+        return cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(counter, warm))
+
+    def failed(job: Job, message: str) -> None:
+        result = error_result(job, device, message)
+        _write_atomic(result_path(out, job), json.dumps(result, indent=2))
+        progress.add(row(result))
+
+    try:
+        _run(todo, workers, lambda pool, job: pool.submit(work, job, str(out), device, junit), new_pool,
+             progress.add, failed)
+    except KeyboardInterrupt:
+        print("\ninterrupted: graded results are kept; run the same command again to resume", file=sys.stderr)
+        return 130
+    print(file=sys.stderr)
+    results = [json.loads(result_path(out, j).read_text()) for j in jobs]
+    off = sorted({p for r in results for p in r["extra_data"].get("sandbox", {}).get("off", [])})
+    if off:
+        print(f"warning: sandbox protections off on this machine: {'; '.join(off)}", file=sys.stderr)
+    rows = write_summaries(out, results)
+    lost = [r for r in rows if r["status"] == GRADER_ERROR]
+    if lost:
+        print(f"{len(lost)} grader errors (no score; graded again when you rerun the same command):",
+              file=sys.stderr)
+        for r in lost:
+            print(f"  {r['student']}/{r['assignment']}: {r['notes']}", file=sys.stderr)
+        return 3
+    return 0
+
+
+def write_summaries(out: Path, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = sorted((row(r) for r in results), key=lambda r: (r["student"], r["assignment"]))
+    out.mkdir(parents=True, exist_ok=True)
+    _write_atomic(out / "summary.json", json.dumps(rows, indent=2))
+    with open(out / "summary.csv.tmp", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=ROW_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(out / "summary.csv.tmp", out / "summary.csv")
+    return rows
+
+
+def merge(parts: list[Path], out: Path) -> int:
+    """Join shard outputs; a submission graded in two shards is an error, not a silent pick."""
+    seen: dict[str, Path] = {}
+    results = []
+    for part in parts:
+        for path in sorted((part / "results").glob("*/*.json")):
+            key = f"{path.parent.name}/{path.stem}"
+            if key in seen:
+                print(f"error: {key} is in both {seen[key]} and {part}", file=sys.stderr)
+                return 2
+            seen[key] = part
+            text = path.read_text()
+            _write_atomic(out / "results" / path.parent.name / path.name, text)
+            results.append(json.loads(text))
+    write_summaries(out, results)
+    print(f"merged {len(results)} results from {len(parts)} parts into {out}", file=sys.stderr)
+    return 0

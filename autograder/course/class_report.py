@@ -1,0 +1,716 @@
+"""The class report: what a class got right and wrong, from a graded/ folder, as HTML and CSV.
+
+    python -m autograder class-report graded/ [--out graded/report]
+
+It reads the result files grade-all writes (results/<student>/<assignment>.json,
+Gradescope's schema) and writes into the output folder:
+
+- report.html: one self-contained page (plots inlined as PNG data, no script);
+- lessons.csv, tasks.csv, checks.csv: scores per assignment, points per task
+  (earned, lost to wrong answers, not run), pass rate of every check;
+- scores.csv: the score distribution of each assignment;
+- failures.csv: failure messages grouped across students, most common first;
+- flagged.csv: the submissions an instructor should look at.
+
+Student names and messages are hostile input: every text is stripped of control
+characters and HTML-escaped, and CSV cells cannot start a spreadsheet formula.
+matplotlib is imported only here, lazily: without it the page says so and has
+no plots, and the CSV files are the same.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+import os
+import re
+import statistics
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autograder.course.batch import GRADER_ERROR, row
+from autograder.judging.report import clean
+
+PASSED, WRONG, NOT_RUN = "passed", "wrong", "not run"
+NOT_IMPLEMENTED = "not implemented:"  # how the judge starts the message of a stub (autograder/judging/remote.py)
+KIT_FAILED = "The grader itself failed in this check"  # autograder/judging/plugin.py
+OUT_OF_TIME = "The time limit for grading this notebook ran out"  # autograder/judging/remote.py
+TOP_FAILURES = 30  # groups shown on the page; failures.csv has them all
+
+
+@dataclass
+class Submission:
+    student: str
+    assignment: str
+    score: float
+    max_score: float
+    status: str  # graded | error | grader-error | unreadable
+    notes: str
+    tests: list[dict[str, Any]] = field(default_factory=list)
+    integrity: list[str] = field(default_factory=list)
+    sandbox_off: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Check:
+    assignment: str
+    task: str
+    name: str
+    points: float
+    visible: bool
+    passed: int = 0
+    wrong: int = 0
+    not_run: int = 0
+    skipped: int = 0
+
+    @property
+    def ran(self) -> int:
+        return self.passed + self.wrong + self.not_run
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.ran if self.ran else None
+
+
+@dataclass
+class Task:
+    """Points of one task (an answer cell) summed over the submissions whose checks ran."""
+
+    assignment: str
+    task: str
+    points: float = 0.0  # of one submission
+    submissions: int = 0
+    earned: float = 0.0
+    wrong: float = 0.0
+    not_run: float = 0.0
+    full: int = 0
+    zero: int = 0
+
+    def share(self, part: float) -> float | None:
+        total = self.earned + self.wrong + self.not_run
+        return part / total if total else None
+
+
+@dataclass
+class Lesson:
+    assignment: str
+    submissions: int = 0
+    grader_errors: int = 0
+    full_marks: float = 0.0
+    scores: list[float] = field(default_factory=list)
+    flagged: int = 0
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.scores) if self.scores else None
+
+    @property
+    def percent(self) -> float | None:
+        return self.mean / self.full_marks if self.scores and self.full_marks else None
+
+
+@dataclass
+class Failure:
+    """One failure message, normalised, and everyone who got it."""
+
+    assignment: str
+    kind: str  # wrong | not run
+    message: str
+    example: str
+    students: set[str] = field(default_factory=set)
+    tasks: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Flagged:
+    student: str
+    assignment: str
+    score: float
+    max_score: float
+    status: str
+    reasons: list[str]
+    detail: str
+    rank: int  # lower is more urgent
+
+
+@dataclass
+class Report:
+    source: Path
+    submissions: list[Submission]
+    lessons: dict[str, Lesson]
+    tasks: list[Task]
+    checks: list[Check]
+    failures: list[Failure]
+    flagged: list[Flagged]
+    sandbox_off: list[str]
+
+
+# -- reading ------------------------------------------------------------------
+
+
+def results_dir(graded: Path) -> Path:
+    """graded/results (grade-all, merge), or the folder itself when it holds <student>/<assignment>.json."""
+    return graded / "results" if (graded / "results").is_dir() else graded
+
+
+def _text(value: Any) -> str:
+    return clean(value if isinstance(value, str) else "" if value is None else str(value))
+
+
+def read_submission(path: Path) -> Submission:
+    """One result file; a damaged one is an `unreadable` submission, never an exception."""
+    student, assignment = _text(path.parent.name), _text(path.stem)
+    try:
+        result = json.loads(path.read_text())
+        extra = result["extra_data"]
+        extra.setdefault("student", path.parent.name)
+        extra["assignment"] = extra.get("assignment") or path.stem
+        summary = row(result)
+        tests = [t for t in result["tests"] if isinstance(t, dict)]
+        return Submission(
+            summary["student"], summary["assignment"], float(summary["score"]), float(summary["max_score"]),
+            summary["status"], _text(result["output"]) or _text(extra.get("grader_error")), tests,
+            [_text(f) for f in extra.get("integrity") or []],
+            [_text(p) for p in (extra.get("sandbox") or {}).get("off", [])])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        return Submission(student, assignment, 0.0, 0.0, "unreadable",
+                          f"the result file {path.name} cannot be read ({type(e).__name__}: {_text(str(e))[:200]}); "
+                          "grade this submission again")
+
+
+def read_class(graded: Path) -> list[Submission]:
+    folder = results_dir(graded)
+    return [read_submission(p) for p in sorted(folder.glob("*/*.json")) if p.is_file()]
+
+
+# -- normalising failure messages ----------------------------------------------
+
+# Lines of a judge's message that show this student's inputs and outputs (autograder/judging/expect.py).
+_DETAIL_LINES = ("Call:", "Expected:", "Got:", "Timing:")
+_SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.!?])\s")
+_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
+# A number, with or without a unit (4x, 3.1ms), that is not part of a name: float32, 02_modules keep their digits.
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+                     r"(?=(?:x|s|ms|us|µs|ns|[KMG]i?B|B|%)?(?!\w))")
+_LONG_LIST = re.compile(r"#(?:,\s*#){4,}(?:,\s*(?:\.\.\.|…))?")
+_SPACE = re.compile(r"\s+")
+_ERROR_LINE = re.compile(r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b")
+# File names (random in chapter 06's checks), then a list of them of any length.
+_FILE = re.compile(r"[\w./-]*\w\.(?:png|jpe?g|bmp|tar|gz|zip|txt|npy|npz|pt|pth|ipynb|csv|json)\b")
+# An argument in a call's description (autograder/judging/remote.py): its shape is the input's, not the mistake.
+_TENSOR_ARG = re.compile(r"tensor\(shape=\[[\d, ]*\]")
+_FILES = re.compile(r"<file>(?: x\d+)?(?:, <file>(?: x\d+)?)+")  # "a.png x2, b.png x2": duplicates
+MAX_KEY = 240
+
+
+def first_sentence(text: str) -> str:
+    return _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
+
+
+def normalize(message: str) -> str:
+    """The mistake a failure message names, without this student's inputs and values.
+
+    The judge's messages (autograder/judging/expect.py) say Call/Expected/Got, then Problem and Hint:
+    the key is the first sentence of Problem and of Hint. Other messages keep the first sentence
+    of their prose up to the exception they report ("ValueError: ..."). Then file names become
+    <file>, numbers #, and lists of either "<file>, …" or "#, …", so the same mistake on different
+    random inputs reads the same.
+    """
+    lines = [line.rstrip() for line in message.splitlines()]
+    tagged = {tag: line.removeprefix(tag).strip() for line in lines for tag in ("Problem:", "Hint:")
+              if line.startswith(tag)}
+    if "Problem:" in tagged:
+        text = first_sentence(tagged["Problem:"])
+        if tagged.get("Hint:"):
+            text += " Hint: " + first_sentence(tagged["Hint:"])
+    else:
+        prose = [line.strip() for line in lines
+                 if line.strip() and not line.startswith(_DETAIL_LINES) and not line[:1].isspace()][:3]
+        ends = [i for i, line in enumerate(prose) if _ERROR_LINE.match(line)]  # "ValueError: ..." ends the story
+        text = first_sentence(" ".join(prose[:ends[0] + 1] if ends else prose[:2]))
+    text = _SPACE.sub(" ", text[:2000])
+    text = _FILES.sub("<file>, …", _FILE.sub("<file>", _TENSOR_ARG.sub("tensor(shape=[…]", text)))
+    text = _LONG_LIST.sub("#, …", _HEX.sub("0x#", _NUMBER.sub("#", text)))
+    return text[:MAX_KEY] + ("…" if len(text) > MAX_KEY else "")
+
+
+# -- the analysis ----------------------------------------------------------------
+
+
+def _task_and_name(test: dict[str, Any]) -> tuple[str, str]:
+    tags = test.get("tags") or []
+    task = _text(tags[0]) if tags else ""
+    name = _text(test.get("name"))
+    return task, name.removeprefix(f"[{task}] ") if task else name
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def outcome(sub: Submission, test: dict[str, Any]) -> str | None:
+    """passed, wrong, not run (a stub, or a notebook whose code could not run at all), or None: skipped."""
+    status = test.get("status")
+    if status == "passed":
+        return PASSED
+    if status != "failed":
+        return None
+    output = _text(test.get("output"))
+    if output.startswith(NOT_IMPLEMENTED) or (output and sub.notes and output in sub.notes):
+        return NOT_RUN
+    return WRONG
+
+
+def _reasons(sub: Submission) -> tuple[int, list[str]]:
+    """Why an instructor should look at this submission (most urgent first), and its rank; none: (99, [])."""
+    reasons: list[tuple[int, str]] = []
+    if sub.status == GRADER_ERROR:
+        reasons.append((0, "grader error: no score; run grade-all again"))
+    if sub.status == "unreadable":
+        reasons.append((1, "result file unreadable"))
+    if sub.integrity:
+        reasons.append((2, f"integrity: {len(sub.integrity)} construct(s) reaching into the grader"))
+    if any(KIT_FAILED in _text(t.get("output")) for t in sub.tests):
+        reasons.append((3, "the grader failed inside a check"))
+    if sub.status == "error":
+        reasons.append((4, "could not be graded: " + first_sentence(sub.notes.splitlines()[0] if sub.notes else "")))
+    outcomes = [outcome(sub, t) for t in sub.tests]
+    if sub.status == "graded" and sub.max_score > 0 and sub.score == 0:
+        failed = [o for o in outcomes if o is not None]
+        nothing = failed and all(o == NOT_RUN for o in failed)
+        reasons.append((5, "nothing implemented (the release unchanged?)" if nothing else "zero score"))
+    if any(OUT_OF_TIME in _text(t.get("output")) for t in sub.tests):
+        reasons.append((6, "ran out of grading time"))
+    return (min(r for r, _ in reasons) if reasons else 99), [text for _, text in reasons]
+
+
+def analyse(graded: Path) -> Report:
+    subs = read_class(graded)
+    lessons: dict[str, Lesson] = {}
+    tasks: dict[tuple[str, str], Task] = {}
+    checks: dict[tuple[str, str, str], Check] = {}
+    failures: dict[tuple[str, str], Failure] = {}
+    flagged: list[Flagged] = []
+    for sub in subs:
+        lesson = lessons.setdefault(sub.assignment, Lesson(sub.assignment))
+        lesson.submissions += 1
+        rank, reasons = _reasons(sub)
+        if reasons:
+            lesson.flagged += 1
+            flagged.append(Flagged(sub.student, sub.assignment, sub.score, sub.max_score, sub.status, reasons,
+                                   (sub.notes.replace("\n", " ") or "\n".join(sub.integrity))[:400], rank))
+        if sub.status in (GRADER_ERROR, "unreadable"):
+            lesson.grader_errors += 1
+            continue
+        lesson.scores.append(sub.score)
+        lesson.full_marks = max(lesson.full_marks, sub.max_score)
+        per_task: dict[str, list[float]] = {}  # task -> [points, earned, wrong, not run]
+        for test in sub.tests:
+            task, name = _task_and_name(test)
+            points = _number(test.get("max_score"))
+            check = checks.setdefault((sub.assignment, task, name),
+                                      Check(sub.assignment, task, name, points, test.get("visibility") == "visible"))
+            check.points = max(check.points, points)
+            result = outcome(sub, test)
+            if result is None:
+                check.skipped += 1
+                continue
+            acc = per_task.setdefault(task, [0.0, 0.0, 0.0, 0.0])
+            acc[0] += points
+            if result == PASSED:
+                check.passed += 1
+                acc[1] += points
+                continue
+            if result == WRONG:
+                check.wrong += 1
+                acc[2] += points
+            else:
+                check.not_run += 1
+                acc[3] += points
+            output = _text(test.get("output"))
+            key = normalize(output) or "(no message)"
+            failure = failures.setdefault((sub.assignment, key), Failure(sub.assignment, result, key, output[:1500]))
+            failure.students.add(sub.student)
+            if task not in failure.tasks:
+                failure.tasks.append(task)
+            if name not in failure.checks:
+                failure.checks.append(name)
+        for task, (points, earned, wrong, not_run) in per_task.items():
+            t = tasks.setdefault((sub.assignment, task), Task(sub.assignment, task))
+            t.points = max(t.points, points)
+            t.submissions += 1
+            t.earned += earned
+            t.wrong += wrong
+            t.not_run += not_run
+            t.full += earned == points
+            t.zero += earned == 0
+    order = {a: i for i, a in enumerate(sorted(lessons))}
+    task_order = {key: i for i, key in enumerate(dict.fromkeys((c.assignment, c.task) for c in checks.values()))}
+    return Report(
+        source=graded,
+        submissions=subs,
+        lessons={a: lessons[a] for a in sorted(lessons)},
+        tasks=sorted(tasks.values(), key=lambda t: order[t.assignment]),  # stable: checks' order within one
+        checks=sorted(checks.values(), key=lambda c: (order[c.assignment], task_order[(c.assignment, c.task)])),
+        failures=sorted(failures.values(), key=lambda f: (-len(f.students), f.assignment, f.message)),
+        flagged=sorted(flagged, key=lambda f: (f.rank, f.assignment, f.student)),
+        sandbox_off=sorted({p for s in subs for p in s.sandbox_off}),
+    )
+
+
+# -- CSV ---------------------------------------------------------------------------
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell: text without control characters that no spreadsheet reads as a formula."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return round(value, 4)
+    if not isinstance(value, str):
+        return value
+    text = clean(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _write_csv(path: Path, header: list[str], rows: Iterable[list[Any]]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows([_cell(v) for v in r] for r in rows)
+    os.replace(tmp, path)
+
+
+def write_csvs(report: Report, out: Path) -> list[str]:
+    _write_csv(out / "lessons.csv",
+               ["assignment", "submissions", "scored", "grader_errors", "full_marks", "mean", "median", "min", "max",
+                "mean_fraction", "full_marks_count", "zero_count", "flagged"],
+               ([a, le.submissions, len(le.scores), le.grader_errors, le.full_marks, le.mean,
+                 statistics.median(le.scores) if le.scores else None, min(le.scores, default=None),
+                 max(le.scores, default=None), le.percent, sum(s >= le.full_marks > 0 for s in le.scores),
+                 sum(s == 0 for s in le.scores), le.flagged] for a, le in report.lessons.items()))
+    _write_csv(out / "tasks.csv",
+               ["assignment", "task", "points", "submissions", "mean_points", "earned_fraction",
+                "lost_wrong_fraction", "not_run_fraction", "full_marks_count", "zero_count"],
+               ([t.assignment, t.task, t.points, t.submissions, t.earned / t.submissions if t.submissions else None,
+                 t.share(t.earned), t.share(t.wrong), t.share(t.not_run), t.full, t.zero] for t in report.tasks))
+    _write_csv(out / "checks.csv",
+               ["assignment", "task", "check", "points", "visible", "ran", "passed", "wrong", "not_run", "skipped",
+                "pass_rate"],
+               ([c.assignment, c.task, c.name, c.points, c.visible, c.ran, c.passed, c.wrong, c.not_run, c.skipped,
+                 c.pass_rate] for c in report.checks))
+    _write_csv(out / "scores.csv", ["assignment", "score", "students"],
+               ([a, score, le.scores.count(score)] for a, le in report.lessons.items()
+                for score in sorted(set(le.scores))))
+    _write_csv(out / "failures.csv",
+               ["assignment", "kind", "students_count", "message", "tasks", "checks", "students", "example"],
+               ([f.assignment, f.kind, len(f.students), f.message, "; ".join(f.tasks), "; ".join(f.checks),
+                 " ".join(sorted(f.students)), f.example] for f in report.failures))
+    _write_csv(out / "flagged.csv",
+               ["student", "assignment", "score", "max_score", "status", "reasons", "detail"],
+               ([f.student, f.assignment, f.score, f.max_score, f.status, "; ".join(f.reasons), f.detail]
+                for f in report.flagged))
+    return ["lessons.csv", "tasks.csv", "checks.csv", "scores.csv", "failures.csv", "flagged.csv"]
+
+
+# -- plots (matplotlib, imported here only) ----------------------------------------
+
+PARTS = [("earned", "#3a8f3a", lambda t: t.earned), ("lost to wrong answers", "#d0453a", lambda t: t.wrong),
+         ("not implemented / not run", "#b9b9b9", lambda t: t.not_run)]
+
+
+def _png(fig: Any) -> str:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    buffer = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(buffer)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def _plot_tasks(report: Report) -> str:
+    from matplotlib.figure import Figure
+
+    tasks = [t for t in report.tasks if t.share(t.earned) is not None]
+    fig = Figure(figsize=(9, 0.9 + 0.32 * len(tasks)), layout="constrained")
+    ax = fig.add_subplot()
+    y = list(range(len(tasks)))
+    left = [0.0] * len(tasks)
+    for label, colour, part in PARTS:
+        widths = [100 * (t.share(part(t)) or 0) for t in tasks]
+        ax.barh(y, widths, left=left, color=colour, label=label, height=0.7)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    for i, t in enumerate(tasks):
+        earned = t.share(t.earned) or 0
+        ax.text(1, i, f"{100 * earned:.0f}%", va="center", ha="left", color="white" if earned > 0.08 else "#222",
+                fontsize=8, fontweight="bold")
+        if i and t.assignment != tasks[i - 1].assignment:
+            ax.axhline(i - 0.5, color="#444", linewidth=0.8)
+    ax.set_yticks(y, [f"{t.assignment}  ·  {t.task}" for t in tasks], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of the task's points, summed over the class")
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=3, fontsize=8, frameon=False)
+    return _png(fig)
+
+
+def _plot_scores(report: Report) -> str:
+    from matplotlib.figure import Figure
+
+    lessons = [le for le in report.lessons.values() if le.scores]
+    cols = min(4, len(lessons))
+    rows = -(-len(lessons) // cols)
+    fig = Figure(figsize=(2.6 * cols, 2.2 * rows), layout="constrained")
+    for i, le in enumerate(lessons):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        top = max(le.full_marks, max(le.scores), 1.0)
+        bins = [x - 0.5 for x in range(int(top) + 2)] if top <= 40 else 20  # one bar per point, up to 40 points
+        ax.hist(le.scores, bins=bins, color="#4a78b5")
+        ax.axvline(le.mean or 0, color="#d0453a", linewidth=1)
+        ax.set_title(f"{le.assignment}\nn={len(le.scores)}, mean {le.mean:.1f} / {le.full_marks:g}", fontsize=8)
+        ax.set_xlim(-0.8, top + 0.8)
+        ax.tick_params(labelsize=7)
+        ax.yaxis.get_major_locator().set_params(integer=True)
+    fig.supxlabel("score (points); red line: mean", fontsize=8)
+    fig.supylabel("students", fontsize=8)
+    return _png(fig)
+
+
+def plots(report: Report) -> tuple[dict[str, str], str | None]:
+    """{"tasks": data URI, "scores": data URI}, or {} and why there are none."""
+    if not report.lessons or not any(le.scores for le in report.lessons.values()):
+        return {}, None
+    try:
+        import matplotlib
+    except ImportError:
+        return {}, ("matplotlib is not installed here (it is a dev extra: pip install -e '.[dev]'), so this page has "
+                    "no plots; the tables and CSV files are complete. Run `python -m autograder class-report` again "
+                    "where it is installed to draw them.")
+    with matplotlib.rc_context({"text.parse_math": False}):  # a "$" in a name is text, not TeX
+        return {"tasks": _plot_tasks(report), "scores": _plot_scores(report)}, None
+
+
+# -- HTML --------------------------------------------------------------------------
+
+
+def esc(value: Any) -> str:
+    return html.escape(clean(str(value)), quote=True)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+def _shade(value: float | None) -> str:
+    """A background from red (0) through amber to green (1)."""
+    if value is None:
+        return ""
+    return f' style="background:hsl({int(120 * value)},60%,85%)"'
+
+
+def _bar(value: float | None) -> str:
+    width = 0 if value is None else round(100 * value)
+    return f'<div class="bar"><span style="width:{width}%"></span></div>'
+
+
+def _names(names: Iterable[str], shown: int = 8) -> str:
+    names = sorted(names)
+    more = f" … and {len(names) - shown} more" if len(names) > shown else ""
+    return esc(", ".join(names[:shown])) + esc(more)
+
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;color:#222;max-width:1150px;margin:24px auto;padding:0 16px}
+h1{font-size:22px;margin-bottom:4px}
+h2{font-size:18px;margin-top:32px;border-bottom:2px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:20px 0 6px}
+.muted{color:#666}
+.note{background:#fff4d6;border:1px solid #e8c55a;padding:8px 12px;border-radius:4px;margin:10px 0}
+.key{background:#eef4fb;border:1px solid #b8cde6;padding:8px 12px;border-radius:4px}
+table{border-collapse:collapse;width:100%;margin:6px 0 12px;font-size:13px}
+table.checks{table-layout:fixed}
+th,td{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}
+th{background:#f3f3f3}
+td.n,td.k{white-space:nowrap}
+td.n{text-align:right}
+tr.task td{background:#f7f7f7;font-weight:600}
+.bar{background:#eee;width:110px;height:10px;display:inline-block}
+.bar span{display:block;height:10px;background:#3a8f3a}
+img{max-width:100%}
+code,.msg{font-family:ui-monospace,monospace;font-size:12px}
+.msg{white-space:pre-wrap;word-break:break-word}
+details summary{cursor:pointer;color:#2a5d9f}
+"""
+
+
+def _overview(report: Report) -> str:
+    rows = []
+    for a, le in report.lessons.items():
+        w = min((t for t in report.tasks if t.assignment == a and t.submissions), key=lambda t: t.share(t.earned) or 0,
+                default=None)
+        median = statistics.median(le.scores) if le.scores else None
+        rows.append(
+            f"<tr><td>{esc(a)}</td><td class=n>{le.submissions}</td>"
+            f"<td class=n>{'–' if le.mean is None else f'{le.mean:.1f} / {le.full_marks:g}'}</td>"
+            f"<td class=n{_shade(le.percent)}>{_pct(le.percent)}</td>"
+            f"<td class=n>{'–' if median is None else f'{median:g}'}</td>"
+            f"<td class=n>{sum(s >= le.full_marks > 0 for s in le.scores)}</td>"
+            f"<td class=n>{sum(s == 0 for s in le.scores)}</td><td class=n>{le.flagged}</td>"
+            f"<td class=n>{le.grader_errors}</td>"
+            f"<td>{esc(w.task) + ' (' + _pct(w.share(w.earned)) + ')' if w else '–'}</td></tr>")
+    return ("<table><tr><th>assignment</th><th>submissions</th><th>mean score</th><th>mean %</th><th>median</th>"
+            "<th>full marks</th><th>zero</th><th>flagged</th><th>grader errors</th><th>weakest task (points earned)"
+            "</th></tr>" + "".join(rows) + "</table>")
+
+
+def _headline(report: Report) -> str:
+    scored = [(le.percent, a) for a, le in report.lessons.items() if le.percent is not None]
+    tasks = [t for t in report.tasks if t.share(t.earned) is not None]
+    if not scored or not tasks:
+        return ""
+    low = min(scored)
+    weak = min(tasks, key=lambda t: t.share(t.earned) or 0)
+    wrong = max(tasks, key=lambda t: t.share(t.wrong) or 0)
+    parts = [f"Lowest mean score: <b>{esc(low[1])}</b> ({_pct(low[0])} of full marks).",
+             f"Weakest task: <b>{esc(weak.assignment)} · {esc(weak.task)}</b> "
+             f"({_pct(weak.share(weak.earned))} of its points earned)."]
+    if (wrong.share(wrong.wrong) or 0) > 0:
+        parts.append(f"Most points lost to wrong answers: <b>{esc(wrong.assignment)} · {esc(wrong.task)}</b> "
+                     f"({_pct(wrong.share(wrong.wrong))} of its points).")
+    return f'<p class="key">{" ".join(parts)}</p>'
+
+
+def _tasks_table(report: Report) -> str:
+    ranked = sorted((t for t in report.tasks if t.share(t.earned) is not None), key=lambda t: t.share(t.earned) or 0)
+    rows = "".join(
+        f"<tr><td>{esc(t.assignment)}</td><td>{esc(t.task)}</td><td class=n>{t.points:g}</td>"
+        f"<td class=n>{t.submissions}</td><td class=n{_shade(t.share(t.earned))}>{_pct(t.share(t.earned))}</td>"
+        f"<td class=n>{_pct(t.share(t.wrong))}</td><td class=n>{_pct(t.share(t.not_run))}</td>"
+        f"<td class=n>{t.full}</td><td class=n>{t.zero}</td></tr>" for t in ranked)
+    return ("<table><tr><th>assignment</th><th>task</th><th>points</th><th>submissions</th><th>earned</th>"
+            "<th>lost to wrong answers</th><th>not implemented / not run</th><th>full marks</th><th>zero</th></tr>"
+            + rows + "</table>")
+
+
+CHECK_COLUMNS = "<colgroup><col>" + "".join(f'<col style="width:{w}px">' for w in (60, 75, 125, 65, 65, 65, 72)) + (
+    "</colgroup>")
+
+
+def _checks_tables(report: Report) -> str:
+    parts = []
+    for a in report.lessons:
+        checks = [c for c in report.checks if c.assignment == a]
+        if not checks:
+            continue
+        rows, task = [], None
+        for c in checks:
+            if c.task != task:
+                task = c.task
+                rows.append(f'<tr class="task"><td colspan="8">{esc(task or "(no task)")}</td></tr>')
+            rows.append(
+                f"<tr><td>{esc(c.name)}{' <span class=muted>(visible)</span>' if c.visible else ''}</td>"
+                f"<td class=n>{c.points:g}</td><td class=n{_shade(c.pass_rate)}>{_pct(c.pass_rate)}</td>"
+                f"<td>{_bar(c.pass_rate)}</td><td class=n>{c.passed}</td><td class=n>{c.wrong}</td>"
+                f"<td class=n>{c.not_run}</td><td class=n>{c.skipped}</td></tr>")
+        parts.append(f"<h3>{esc(a)}</h3><table class=checks>{CHECK_COLUMNS}<tr><th>check</th><th>points</th>"
+                     "<th>pass rate</th><th></th>"
+                     "<th>passed</th><th>wrong</th><th>not run</th><th>skipped</th></tr>" + "".join(rows) + "</table>")
+    return "".join(parts)
+
+
+def _failures_table(report: Report) -> str:
+    if not report.failures:
+        return "<p>No check failed.</p>"
+    rows = []
+    for f in report.failures[:TOP_FAILURES]:
+        total = report.lessons[f.assignment].submissions
+        checks = "".join(f"<li>{esc(c)}</li>" for c in f.checks)
+        message = esc(f.message.replace(" Hint: ", "\nHint: "))  # the page keeps the newline (pre-wrap)
+        rows.append(
+            f"<tr><td class=n>{len(f.students)} <span class=muted>of {total}</span></td><td>{esc(f.assignment)}<br>"
+            f"<span class=muted>{esc(', '.join(f.tasks))}</span></td><td class=k>{esc(f.kind)}</td>"
+            f'<td><div class="msg">{message}</div><details><summary>{len(f.checks)} check(s), students, '
+            f"an example</summary><ul>{checks}</ul><p>{_names(f.students)}</p>"
+            f'<div class="msg">{esc(f.example)}</div></details></td></tr>')
+    more = len(report.failures) - TOP_FAILURES
+    return ("<table><tr><th>students</th><th>assignment / task</th><th>kind</th><th>message (numbers shown as #)"
+            "</th></tr>" + "".join(rows) + "</table>"
+            + (f'<p class="muted">{more} less common messages are in failures.csv.</p>' if more > 0 else ""))
+
+
+def _flagged_table(report: Report) -> str:
+    if not report.flagged:
+        return "<p>Nothing to review.</p>"
+    rows = "".join(
+        f"<tr><td>{esc(f.student)}</td><td>{esc(f.assignment)}</td>"
+        f"<td class=n>{'–' if f.status in (GRADER_ERROR, 'unreadable') else f'{f.score:g} / {f.max_score:g}'}</td>"
+        f"<td>{'<br>'.join(esc(r) for r in f.reasons)}</td><td><div class=msg>{esc(f.detail[:300])}</div></td></tr>"
+        for f in report.flagged)
+    return ("<table><tr><th>student</th><th>assignment</th><th>score</th><th>why</th><th>detail</th></tr>"
+            + rows + "</table>")
+
+
+def render(report: Report, images: dict[str, str], no_plots: str | None, files: list[str]) -> str:
+    n = len(report.submissions)
+    students = len({s.student for s in report.submissions})
+    notes = []
+    if no_plots:
+        notes.append(no_plots)
+    if report.sandbox_off:
+        notes.append("Sandbox protections were off on the grading machine: " + "; ".join(report.sandbox_off))
+    errors = sum(le.grader_errors for le in report.lessons.values())
+    if errors:
+        notes.append(f"{errors} submission(s) have no score (grader errors or unreadable results, listed under "
+                     "Flagged): run grade-all again to grade them; they are left out of every figure below.")
+    body = [f"<h1>Class report</h1><p class=muted>{n} submissions from {students} students in "
+            f"{len(report.lessons)} assignment(s), read from <code>{esc(report.source)}</code> on "
+            f"{esc(time.strftime('%Y-%m-%d %H:%M'))}. CSV: "
+            + ", ".join(f'<a href="{esc(f)}">{esc(f)}</a>' for f in files) + ".</p>"]
+    body += [f'<p class="note">{esc(note)}</p>' for note in notes]
+    if not n:
+        body.append("<p>No graded submissions yet: run <code>python -m autograder grade-all</code> first.</p>")
+    else:
+        body.append(_headline(report))
+        body.append("<h2>Assignments</h2>" + _overview(report))
+        body.append("<h2>Which task lost points</h2><p class=muted>Each task's points over the class: earned, lost to "
+                    "wrong answers, and not earned because the code was a stub or could not run at all (a corrupt "
+                    "notebook, a cell that exits). The plot follows the lessons; the table lists the weakest "
+                    "first.</p>")
+        if "tasks" in images:
+            body.append(f'<img alt="points per task" src="{images["tasks"]}">')
+        body.append(_tasks_table(report))
+        body.append("<h2>Score distribution</h2>")
+        if "scores" in images:
+            body.append(f'<img alt="score histograms" src="{images["scores"]}">')
+        body.append("<h2>Most common failures</h2><p class=muted>Messages are grouped by assignment and the mistake "
+                    "they name (the first sentence of the problem and of the hint); numbers, which differ with each "
+                    "student's inputs, are shown as #.</p>" + _failures_table(report))
+        body.append("<h2>Flagged for review</h2>" + _flagged_table(report))
+        body.append("<h2>Checks</h2><p class=muted>Pass rate: passed / (passed + wrong + not run). Not run: a stub "
+                    "(not implemented) or a notebook whose code could not run at all. Skipped checks (CUDA-only on "
+                    "CPU) are not scored.</p>" + _checks_tables(report))
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
+            "style-src 'unsafe-inline'\"><meta name=\"viewport\" content=\"width=device-width\">"
+            f"<title>Class report</title><style>{STYLE}</style></head><body>" + "\n".join(body) + "</body></html>\n")
+
+
+def write_report(graded: Path, out: Path | None = None) -> Path:
+    """Analyse `graded` and write report.html and the CSV files into `out` (default graded/report)."""
+    report = analyse(graded)
+    out = out or graded / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    files = write_csvs(report, out)
+    images, no_plots = plots(report)
+    page = out / "report.html"
+    tmp = page.with_name(f".{page.name}.{os.getpid()}.tmp")
+    tmp.write_text(render(report, images, no_plots, files), encoding="utf-8")
+    os.replace(tmp, page)
+    return page

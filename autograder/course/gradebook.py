@@ -1,0 +1,195 @@
+"""Hand results to nbgrader: scores into its gradebook, feedback into feedback/.
+
+`record` has nbgrader's own autograde record grade-all's results: for each submission it runs
+nbgrader's Autograde converter (what `nbgrader autograde` and Formgrader's button run), whose kit
+preprocessor (autograder.course.nbgrader_autograde, configured in nbgrader_config.py) takes the result
+grade-all made of the same notebook instead of grading it again. So the gradebook ends as
+`nbgrader autograde` leaves it: the same score per check cell, the submission's timestamp, late
+penalties, and an autograded notebook under autograded/<student>/<assignment>/ that Formgrader
+shows. Grader errors are not recorded (graded again on the next run).
+Needs the dev extras (nbgrader); grading does not.
+All text from a result is HTML-escaped in the feedback pages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import os
+import re
+import sqlite3
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REGISTER = ".venv/bin/nbgrader generate_assignment {assignment} --force"
+
+
+def interpreter_bin_first() -> None:
+    """nbgrader makes gradebook.db by running `alembic` from PATH: the one beside this interpreter first."""
+    bin_dir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if path.split(os.pathsep)[0] != bin_dir:
+        os.environ["PATH"] = os.pathsep.join([bin_dir, path]) if path else bin_dir
+
+
+def repair_half_made(db: Path) -> bool:
+    """Stamp a gradebook.db that nbgrader began without finding alembic (its tables made, no
+    alembic_version), as nbgrader would have; True if it was repaired."""
+    if not db.is_file():
+        return False
+    from nbgrader.api import get_alembic_version
+
+    with contextlib.closing(sqlite3.connect(db)) as con:
+        tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables or "alembic_version" in tables:
+            return False
+        interpreter_bin_first()
+        con.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        con.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (get_alembic_version(),))
+        con.commit()
+    return True
+
+
+@dataclass
+class Recorded:
+    recorded: int = 0  # autograded by nbgrader from grade-all's result
+    unchanged: int = 0  # already recorded from the same notebook
+    failed: list[str] = field(default_factory=list)  # "<student>/<assignment>: why"
+
+
+def nbgrader_api(course: Path, results: Path | None = None) -> Any:
+    """nbgrader's API (what Formgrader calls) on the course, configured as `nbgrader autograde` run in it;
+    with `results`, the kit preprocessor records grade-all's results there and fails any submission it
+    has none for."""
+    from nbgrader.apps import NbGraderAPI, NbGraderApp
+    from traitlets.config import Config
+
+    cwd = os.getcwd()
+    os.chdir(course)
+    try:
+        app = NbGraderApp()
+        app.initialize([])
+    finally:
+        os.chdir(cwd)
+    if results is not None:
+        override = Config()
+        override.KitAutograde.results_dir = str(results.resolve())
+        override.KitAutograde.grade_missing = False
+        app.update_config(override)
+    return NbGraderAPI(app.coursedir, parent=app)
+
+
+def _recorded_sha(api: Any, student: str, assignment: str, notebook: str) -> str | None:
+    from autograder.course.nbgrader_autograde import GRADED_SHA256
+
+    path = Path(api.coursedir.format_path(api.coursedir.autograded_directory, student, assignment), notebook)
+    try:
+        return json.loads(path.read_text())["metadata"]["kit"][GRADED_SHA256]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _why(outcome: dict[str, Any]) -> str:
+    """The exception nbgrader logged for a failed autograde (its last one), else its first error line."""
+    log = outcome.get("log", "") + "\n" + outcome.get("error", "")
+    raised = [line.strip() for line in log.splitlines() if re.match(r"\s*[\w.]+(Error|Exception): ", line)]
+    errors = [line for line in log.splitlines() if line.startswith("[ERROR]")]
+    return raised[-1] if raised else errors[0] if errors else "nbgrader autograde failed"
+
+
+def record(course: Path, out: Path) -> Recorded:
+    """Record every graded result of <out>/results in the course's gradebook with nbgrader's autograde.
+
+    A submission already recorded from the same notebook, with the submitted timestamp, is left alone
+    (manual grades stay unflagged). Raises SystemExit naming the command to run when an assignment
+    is not registered in gradebook.db."""
+    from nbgrader.api import Gradebook, MissingEntry
+    from sqlalchemy.exc import SAWarning
+
+    interpreter_bin_first()
+    todo: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for path in sorted((out / "results").glob("*/*.json")):
+        result = json.loads(path.read_text())
+        extra = result["extra_data"]
+        if extra.get("sha256") and not extra.get("grader_error"):  # a notebook, graded
+            todo.setdefault(path.stem, []).append((path.parent.name, result))
+    done = Recorded()
+    if not todo:
+        return done
+    api = nbgrader_api(course, out)
+    url = api.coursedir.db_url
+    db = Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None
+    register = " && ".join(REGISTER.format(assignment=a) for a in todo)
+    if db is not None and not db.exists():
+        raise SystemExit(f"{db} does not exist: register the assignments first, in {course}: {register}")
+    if db is not None and repair_half_made(db):
+        print(f"gradebook: {db} had no alembic_version (made without alembic on PATH); stamped", file=sys.stderr)
+    with Gradebook(url, api.coursedir.course_id) as gb:
+        missing = []
+        for assignment in todo:
+            try:
+                gb.find_assignment(assignment)
+            except MissingEntry:
+                missing.append(assignment)
+    if missing:
+        command = " && ".join(REGISTER.format(assignment=a) for a in missing)
+        raise SystemExit(f"{', '.join(missing)} not registered in {url}: run `{command}` in {course} first")
+    for assignment, submissions in todo.items():
+        autograded = api.get_autograded_students(assignment)
+        for student, result in submissions:
+            extra = result["extra_data"]
+            if student in autograded and _recorded_sha(api, student, assignment, extra["notebook"]) == extra["sha256"]:
+                done.unchanged += 1
+                continue
+            with warnings.catch_warnings():  # nbgrader's own SQLAlchemy session warnings, printed per submission
+                warnings.simplefilter("ignore", SAWarning)
+                outcome = api.autograde(assignment, student, force=True, create=True)
+            if outcome["success"]:
+                done.recorded += 1
+            else:
+                done.failed.append(f"{student}/{assignment}: {_why(outcome)}")
+    return done
+
+
+def feedback_html(result: dict[str, Any]) -> str:
+    """One page per submission: each check's name, points and message; no check code."""
+    extra = result["extra_data"]
+    rows = []
+    for test in result["tests"]:
+        status = html.escape(test.get("status", "skipped"))
+        rows.append(
+            f'<tr class="{status}"><td>{html.escape(test["name"])}</td>'
+            f'<td>{test["score"]:g} / {test["max_score"]:g}</td><td>{status}</td>'
+            f'<td><pre>{html.escape(test["output"])}</pre></td></tr>')
+    notes = f'<p class="notes">{html.escape(result["output"])}</p>' if result["output"] else ""
+    return f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Feedback: {html.escape(extra["assignment"] or "")}</title>
+<style>body{{font-family:sans-serif;margin:2em}}td{{vertical-align:top;padding:4px 8px}}
+tr.failed td:first-child{{color:#b00}}tr.passed td:first-child{{color:#070}}pre{{white-space:pre-wrap;margin:0}}</style>
+</head><body>
+<h1>{html.escape(extra["assignment"] or "")}: {result["score"]:g} / {result["max_score"]:g}</h1>
+<p>Student: {html.escape(extra.get("student", ""))}. Hidden checks ran on fresh random inputs;
+a failing check shows the input it failed on.</p>{notes}
+<table><tr><th>check</th><th>points</th><th>status</th><th>message</th></tr>
+{chr(10).join(rows)}
+</table></body></html>
+"""
+
+
+def write_feedback(course: Path, results: list[dict[str, Any]]) -> int:
+    """feedback/<student>/<assignment>/<assignment>.html, where `nbgrader release_feedback` looks;
+    returns how many pages were written."""
+    written = 0
+    for result in results:
+        extra = result["extra_data"]
+        if extra.get("grader_error"):
+            continue
+        folder = course / "feedback" / extra["student"] / (extra["assignment"] or "unknown")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{extra['assignment'] or 'unknown'}.html").write_text(feedback_html(result))
+        written += 1
+    return written

@@ -1,0 +1,154 @@
+"""Load a submitted notebook: find its assignment and its answer cells.
+
+A notebook is JSON. We read it with `json` rather than nbformat on purpose:
+the grading path must import with torch, numpy and pytest alone (GPU runners
+have no Jupyter packages), and we only need a few well-known fields, each of
+which is checked here with a clear message.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autograder.judging.registry import CHAPTERS, Chapter
+
+
+class NotebookError(Exception):
+    """The file is not a notebook we can grade; the message says why."""
+
+
+@dataclass
+class Submission:
+    path: Path
+    chapter: Chapter
+    cells: list[dict[str, str]] = field(default_factory=list)  # [{"id": grade_id, "source": code}]
+    missing: list[str] = field(default_factory=list)  # answer cells not found
+    error: str | None = None  # set when the notebook could not be read at all
+
+
+MAX_NOTEBOOK_BYTES = 50 << 20  # larger files are refused unread
+# The answer cells travel to the child in one frame header (autograder.sandbox.runtime.wire.MAX_HEADER, 8 MiB):
+# 2 MiB of JSON-encoded source leaves room for the harness and the preamble.
+MAX_ANSWER_BYTES = 2 << 20
+REPAIR = ("It was probably damaged while editing or uploading: download your last checkpoint (File > Revert "
+          "Notebook to Checkpoint) or re-download the release and copy your answers in.")
+
+
+def read_notebook(path: Path) -> dict[str, Any]:
+    """The notebook's JSON, checked for every field the grader reads; NotebookError says what is wrong."""
+    try:
+        if path.exists() and not path.is_file():  # a directory, or a FIFO that would block
+            raise NotebookError(f"{path.name} is not a regular file.")
+        with path.open("rb") as f:
+            raw = f.read(MAX_NOTEBOOK_BYTES + 1)
+    except OSError as e:
+        raise NotebookError(f"cannot read {path.name}: {e.strerror}") from None
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        raise NotebookError(f"{path.name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB, too large to grade. Clear "
+                            "its outputs (Edit > Clear All Outputs), save it and submit it again.")
+    try:
+        nb = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise NotebookError(f"{path.name} is not a notebook: its JSON is nested too deeply. {REPAIR}") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, integers too long to convert
+        raise NotebookError(f"{path.name} is not valid notebook JSON ({e}). {REPAIR}") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise NotebookError(f"{path.name} is JSON but not a Jupyter notebook (no list of cells).")
+    if "nbformat" not in nb:
+        raise NotebookError(f"{path.name} has no nbformat version, so it is not a saved Jupyter notebook. {REPAIR}")
+    if nb["nbformat"] != 4:
+        raise NotebookError(f"{path.name} has nbformat {nb['nbformat']!r}; save it as nbformat 4.")
+    problem = _problem(nb)
+    if problem:
+        raise NotebookError(f"{path.name} is damaged: {problem}. {REPAIR}")
+    return nb
+
+
+def _problem(nb: dict[str, Any]) -> str | None:
+    """The first field the grader reads that has the wrong type, or None."""
+    meta = nb.get("metadata", {})
+    if not isinstance(meta, dict):
+        return "the notebook's metadata is not a JSON object"
+    kit = meta.get("kit", {})
+    if not isinstance(kit, dict) or not isinstance(kit.get("assignment", ""), str):
+        return "the notebook's kit metadata is not an object with a text 'assignment'"
+    for i, cell in enumerate(nb["cells"], 1):
+        if not isinstance(cell, dict):
+            return f"cell {i} is not a JSON object"
+        cell_meta = cell.get("metadata", {})
+        grader = cell_meta.get("nbgrader", {}) if isinstance(cell_meta, dict) else None
+        source = cell.get("source", "")
+        if not isinstance(cell.get("cell_type"), str):
+            return f"cell {i} has no text cell_type"
+        if not isinstance(cell_meta, dict):
+            return f"the metadata of cell {i} is not a JSON object"
+        if not isinstance(grader, dict):
+            return f"the nbgrader metadata of cell {i} is not a JSON object"
+        if not isinstance(grader.get("grade_id", ""), str):
+            return f"the grade_id of cell {i} is not text"
+        if not (isinstance(source, str) or (isinstance(source, list) and all(isinstance(x, str) for x in source))):
+            return f"the source of cell {i} is neither text nor a list of lines"
+    return None
+
+
+def _nbgrader(cell: dict[str, Any]) -> dict[str, Any]:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _source(cell: dict[str, Any]) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def detect_assignment(nb: dict[str, Any] | None, path: Path) -> str | None:
+    """From the kit's notebook metadata, else the file name, else the answer cell ids.
+
+    `nb` is a notebook read_notebook accepted, so its fields have the right types."""
+    if nb is not None:
+        kit = nb.get("metadata", {}).get("kit", {})
+        if kit.get("assignment") in CHAPTERS:
+            return str(kit["assignment"])
+    if path.stem in CHAPTERS:
+        return path.stem
+    if nb is not None:
+        ids = {_nbgrader(c).get("grade_id") for c in nb["cells"]}
+        for chapter in CHAPTERS.values():
+            if set(chapter.answers) <= ids:
+                return chapter.id
+    return None
+
+
+def load_submission(path: Path, assignment: str | None = None) -> Submission:
+    """Never raises for a bad notebook: problems end up in `Submission.error`."""
+    nb: dict[str, Any] | None = None
+    error = None
+    try:
+        nb = read_notebook(path)
+    except NotebookError as e:
+        error = str(e)
+    assignment = assignment or detect_assignment(nb, path)
+    if assignment not in CHAPTERS:
+        known = ", ".join(CHAPTERS)
+        raise NotebookError(
+            (error + " " if error else "")
+            + f"Cannot tell which assignment {path.name} is for; pass --assignment (one of: {known})."
+        )
+    sub = Submission(path=path, chapter=CHAPTERS[assignment], error=error)
+    if nb is None:
+        return sub
+    found = set()
+    for cell in nb["cells"]:
+        grade_id = _nbgrader(cell).get("grade_id")
+        if cell.get("cell_type") == "code" and grade_id in sub.chapter.answers:
+            sub.cells.append({"id": str(grade_id), "source": _source(cell)})
+            found.add(grade_id)
+    sub.missing = [cid for cid in sub.chapter.answers if cid not in found]
+    size = len(json.dumps([c["source"] for c in sub.cells]))
+    if size > MAX_ANSWER_BYTES:
+        sub.error = (f"Your answer cells hold {size / 2**20:.1f} MB of code; the grader accepts at most "
+                     f"{MAX_ANSWER_BYTES >> 20} MB. Keep data out of the answer cells.")
+        sub.cells = []
+    return sub

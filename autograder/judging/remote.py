@@ -1,0 +1,318 @@
+"""The one seam between checks and student code: requests to the submission's sandboxed process.
+
+Checks reach it through their chapter's typed API (autograder/judging/api.py: `api.softmax(x, dim=1)`), which
+calls `Student.vjp`, `traced` and `timed_run` here and gets plain tensors back, decoded by the judge.
+The same seam serves the reference solution, so the kit's tests and real submissions go through
+exactly one path. Anything that goes wrong in the student's process becomes a `StudentError` whose
+message tells the student what happened and what to fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from autograder.judging.notebook import Submission
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.process import ChildDied, ChildTimeout, Sandbox, SandboxUnavailable
+from autograder.sandbox.runtime import wire
+
+MAX_RESTARTS = 8  # child restarts per grading, each ~2 s (import torch)
+MAX_CRASHES = 2  # crashes of one function before its later checks fail fast
+
+
+class StudentError(Exception):
+    """Student code failed to produce an answer; `str()` is the teaching message."""
+
+
+def summarize(value: Any) -> str:
+    """A short description of a call argument for messages."""
+    if isinstance(value, torch.Tensor):
+        return f"tensor(shape={list(value.shape)}, dtype={str(value.dtype).removeprefix('torch.')})"
+    if isinstance(value, wire.RemoteObject):
+        return value.type_name
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def describe_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    parts = [summarize(a) for a in args] + [f"{k}={summarize(v)}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+class Student:
+    """A submission running in a sandboxed child, restarted after crashes."""
+
+    def __init__(self, submission: Submission, device: str, limits: Limits, deadline: float) -> None:
+        self.submission = submission
+        self.device = device
+        self.limits = limits
+        self.deadline = deadline
+        self.sandbox: Sandbox | None = None
+        self.load_report: dict[str, Any] = {}
+        self.cuda = False  # as the child found before any student code ran
+        self.fatal: str | None = submission.error  # every call fails with this
+        self.broken: dict[str, str] = {}  # name -> why it is not called again
+        self.restarts = 0
+        self.environment_error: str | None = None  # the grading machine failed, not the student
+        self.crashes: dict[str, int] = {}
+        self.protections: dict[str, list[str]] = {}
+        # Input files that checks make (images, archives); the child may read them.
+        self.data_dir = Path(tempfile.mkdtemp(prefix="grade-data-"))
+        self.data_dir.chmod(0o755)
+
+    # -- lifecycle -------------------------------------------------------
+    def _ensure(self) -> Sandbox:
+        if self.fatal:
+            raise StudentError(self.fatal)
+        if self.sandbox is not None and self.sandbox.alive:
+            return self.sandbox
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.restarts += 1
+            if self.restarts > MAX_RESTARTS:
+                self.fatal = f"Grading stopped calling your code after it crashed {MAX_RESTARTS} times."
+                raise StudentError(self.fatal)
+        sub = self.submission
+        self.sandbox = Sandbox(sub.chapter.preamble, sub.chapter.harness_source(), sub.cells, self.device,
+                               self.limits, self.data_dir, sub.chapter.loads_dynamo)
+        try:
+            started = self.sandbox.start()
+            self.cuda = started["cuda"]
+            self.load_report = _checked_load_report(started["load"])
+        except ChildTimeout as e:
+            self.fatal = (f"Running your answer cells took longer than {e.seconds:g} s, so nothing could "
+                          "be graded. Look for an infinite loop or heavy work at the top level of a cell.")
+        except SandboxUnavailable as e:  # fail closed: no student code ran
+            self.environment_error = f"the grading machine could not sandbox this submission: {e}"
+            self.fatal = self.environment_error
+        except ChildDied as e:
+            self.fatal = (f"Running your answer cells ended the grading process: {e}. Remove calls such "
+                          "as exit(), sys.exit() or os._exit() from your cells.")
+        except wire.WireError as e:
+            self.fatal = f"Your answer cells corrupted the grader's channel ({e})."
+        finally:
+            plan = self.sandbox.plan
+            if plan is not None:
+                self.protections = {"active": plan.active, "off": plan.off}
+        if self.fatal:
+            raise StudentError(self.fatal)
+        return self.sandbox
+
+    def start(self) -> None:
+        with contextlib.suppress(StudentError):
+            self._ensure()
+
+    @property
+    def cuda_available(self) -> bool:
+        return self.cuda
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    # -- diagnosis of a missing name ----------------------------------------
+    def _why_missing(self, name: str) -> str:
+        chapter = self.submission.chapter
+        cell = name if name in chapter.answers else None
+        if cell in self.submission.missing:
+            return (f"The answer cell '{cell}' is missing from your notebook, so `{name}` could not be "
+                    "graded. Do not delete answer cells: copy the cell back from the released notebook.")
+        err = self.load_report.get("errors", {}).get(cell)
+        if err:
+            return f"The answer cell '{cell}' failed when run:\n{_format_error(err)}"
+        defined = sorted(n for n, kind in self.load_report.get("names", {}).items() if kind == "function")
+        return (f"`{name}` is not defined by your answer cell '{cell}'"
+                + (f" (it defines: {', '.join(defined)})" if defined else "")
+                + ". Keep the name and the signature of the stub exactly as given.")
+
+    # -- calls ---------------------------------------------------------------
+    def _request(self, name: str, header: dict[str, Any], buffers: list[bytes], during: str,
+                 timeout: float | None, shape: dict[str, Callable[[Any], bool]] | None = None,
+                 shown: str | None = None) -> Any:
+        """Send one request; the decoded reply, which must be a record with `shape`'s fields if given.
+
+        `name` is what the child calls; messages name it `shown` (by default `name`)."""
+        shown = shown or name
+        if name in self.broken:
+            raise StudentError(self.broken[name])
+        sandbox = self._ensure()
+        known = self.load_report.get("names")
+        if not isinstance(known, dict):
+            known = {}
+        if "object" not in header and not name.startswith("kit.") and name not in known:
+            raise StudentError(self._why_missing(name))
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise StudentError("The time limit for grading this notebook ran out before this check.")
+        try:
+            reply, out = sandbox.request(header, buffers, min(timeout or self.limits.call_seconds, left), during)
+        except ChildTimeout as e:
+            self.broken[name] = (f"`{during}` did not finish within {e.seconds:g} s (an infinite loop, or "
+                                 "far too slow?). Later checks of it were not run.")
+            raise StudentError(self.broken[name]) from None
+        except ChildDied as e:
+            self.crashes[name] = self.crashes.get(name, 0) + 1
+            message = f"`{during}` crashed: {e}."
+            if self.crashes[name] >= MAX_CRASHES:
+                self.broken[name] = message + f" `{shown}` crashed {MAX_CRASHES} times; its later checks were not run."
+            raise StudentError(message) from None
+        except wire.WireError as e:
+            sandbox.kill()
+            raise StudentError(f"`{during}` corrupted the grader's channel ({e}).") from None
+        if reply.get("ok") is not True:
+            err = reply.get("error")
+            if not isinstance(err, dict) or not all(isinstance(err.get(k, ""), str) for k in ERROR_FIELDS):
+                raise StudentError(f"`{during}` failed, and its process sent back a malformed error report.")
+            if err.get("type") == "NotImplementedError":
+                raise StudentError(f"not implemented: `{shown}` still raises NotImplementedError. "
+                                   "Replace the stub in its answer cell with your code.")
+            raise StudentError(f"`{during}` raised an error:\n{_format_error(err)}")
+        try:
+            result = wire.decode(reply, out)
+        except wire.WireError as e:
+            raise StudentError(f"`{during}` returned something that is not plain data: {e}.") from None
+        problem = _malformed(result, shape) if shape is not None else None
+        if problem:
+            raise StudentError(f"`{during}`: its process sent back a malformed reply ({problem}). Code that "
+                               "changes the grader's modules in your process cannot pass a check.")
+        return result
+
+    def call(self, name: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        """Call a student function or class; returns decoded plain values."""
+        return self.vjp(name, args, kwargs, timeout=timeout)[0]
+
+    def traced(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], shown: str | None = None,
+               during: str | None = None) -> tuple[Any, list[str]]:
+        """Call under a TorchDispatchMode; also returns the aten operators it issued, in order.
+
+        Messages name the function `shown` and the call `during` (by default `shown(args)`)."""
+        header, buffers = wire.encode([list(args), kwargs, None])
+        header.update(op="call", name=name, wrt=[], trace=True)
+        during = during or describe_call(shown or name, args, kwargs)
+        result = self._request(name, header, buffers, during, None, TRACED_REPLY, shown)
+        return result["value"], result["ops"]
+
+    def vjp(self, name: str, args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any],
+            wrt: tuple[int, ...] = (), grad_output: torch.Tensor | None = None, timeout: float | None = None,
+            shown: str | None = None, during: str | None = None) -> tuple[Any, list[torch.Tensor | None]]:
+        """Call, then backpropagate `grad_output` to the positional args in `wrt`.
+
+        Messages name the function `shown` and the call `during` (by default `shown(args)`)."""
+        header, buffers = wire.encode([list(args), kwargs, grad_output])
+        header.update(op="call", name=name, wrt=list(wrt))
+        during = during or describe_call(shown or name, tuple(args), kwargs)
+        result = self._request(name, header, buffers, during, timeout, CALL_REPLY, shown)
+        return result["value"], result["grads"] or []
+
+    def method(self, obj: wire.RemoteObject, attrs: list[str], *args: Any, wrt: tuple[int, ...] = (),
+               grad_output: torch.Tensor | None = None, trace: bool = False, timeout: float | None = None,
+               **kwargs: Any) -> dict[str, Any]:
+        """Call obj.attr1.attr2(*args) on an object living in the student's process.
+
+        Returns {"value", "grads", "ops"}: grads for the positional args in
+        `wrt`, and the aten operators issued when `trace` is set.
+        """
+        header, buffers = wire.encode([list(args), kwargs, grad_output])
+        header.update(op="call", name=obj.type_name, object=obj.handle, attrs=attrs, wrt=list(wrt), trace=trace)
+        during = describe_call(f"{obj.type_name}.{'.'.join(attrs)}" if attrs else obj.type_name, tuple(args), kwargs)
+        return self._request(obj.type_name, header, buffers, during, timeout, TRACED_REPLY if trace else CALL_REPLY)
+
+    def inspect(self, obj: wire.RemoteObject) -> dict[str, Any]:
+        """A remote Module's parameters (name -> tensor), state_dict keys and submodule types."""
+        header, buffers = wire.encode(None)
+        header.update(op="inspect", object=obj.handle)
+        return self._request(obj.type_name, header, buffers, f"inspecting your {obj.type_name}", None,
+                             INSPECT_REPLY)
+
+    def set_parameters(self, obj: wire.RemoteObject, values: dict[str, torch.Tensor]) -> None:
+        """Copy tensors into a remote Module's named parameters (under no_grad)."""
+        header, buffers = wire.encode(values)
+        header.update(op="set_parameters", object=obj.handle)
+        self._request(obj.type_name, header, buffers, f"setting the parameters of your {obj.type_name}", None)
+
+    def timed_run(self, name: str | None, specs: list[dict[str, Any]], seed: int, count: int,
+                  timeout: float | None = None) -> dict[str, Any]:
+        """One request that makes `count` input sets from `seed` in the child and calls `name` on each.
+
+        The judge times the whole request. Returns {"digests": one per call (see child.digest),
+        "events_ms": CUDA-event time of the calls as the child reports it, or None on CPU}. With
+        `name` None the child only makes the inputs (no digests), to time that part alone.
+        """
+        header, buffers = wire.encode(None)
+        header.update(op="run", name=name, specs=specs, seed=seed, count=count)
+        during = f"timed calls of {name}" if name else "making the inputs of a timed run"
+        return self._request(name or "kit.make_inputs", header, buffers, during, timeout, RUN_REPLY)
+
+
+def _checked_load_report(report: Any) -> dict[str, Any]:
+    """The child's account of running the cells, sent after student code ran: shape-checked."""
+    def strings(d: Any) -> bool:
+        return isinstance(d, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in d.items())
+
+    errors = report.get("errors") if isinstance(report, dict) else None
+    names = report.get("names") if isinstance(report, dict) else None
+    if not (isinstance(errors, dict) and all(isinstance(k, str) and strings(v) for k, v in errors.items())
+            and strings(names)):
+        raise wire.WireError("the report on running the answer cells is malformed")
+    return {"errors": errors, "names": names}
+
+
+def _format_error(err: dict[str, Any]) -> str:
+    text = f"{err.get('type', 'Error')}: {err.get('message', '')}"
+    return text + (f"\n{err['where']}" if err.get("where") else "")
+
+
+def _list_of(kind: type | tuple[type, ...]) -> Callable[[Any], bool]:
+    return lambda x: isinstance(x, list) and all(isinstance(v, kind) for v in x)
+
+
+def _dict_of(kind: type) -> Callable[[Any], bool]:
+    return lambda x: isinstance(x, dict) and all(isinstance(v, kind) for v in x.values())
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _is_digest(d: Any) -> bool:
+    """A child.digest record; the sums must be numbers wherever timing compares them."""
+    return isinstance(d, dict) and ("shape" not in d or (_is_number(d.get("sum")) and _is_number(d.get("abs"))))
+
+
+# The fields each kind of reply must have, checked before any check reads them.
+CALL_REPLY: dict[str, Callable[[Any], bool]] = {
+    "value": lambda v: True,
+    "grads": lambda g: g is None or _list_of((torch.Tensor, type(None)))(g),
+    "ops": lambda o: o is None or _list_of(str)(o),
+}
+TRACED_REPLY = {**CALL_REPLY, "ops": _list_of(str)}
+ERROR_FIELDS = ("type", "message", "where")  # strings, where present
+INSPECT_REPLY = {"parameters": _dict_of(torch.Tensor), "state_dict": _list_of(str), "modules": _dict_of(str)}
+RUN_REPLY = {"digests": lambda d: isinstance(d, list) and all(map(_is_digest, d)),
+             "events_ms": lambda e: e is None or _is_number(e)}
+
+
+def _malformed(result: Any, shape: dict[str, Callable[[Any], bool]]) -> str | None:
+    """What is wrong with a reply that should be a record with `shape`'s fields, or None."""
+    if not isinstance(result, dict):
+        return f"a {type(result).__name__} instead of a record"
+    for key, ok in shape.items():
+        if key not in result:
+            return f"no {key!r}"
+        if not ok(result[key]):
+            return f"{key!r} of the wrong type"
+    return None
+
+
+def origin(t: torch.Tensor) -> tuple[str, bool]:
+    """(device, requires_grad) of a tensor as it was in the student's process."""
+    return getattr(t, "origin", ("cpu", False))

@@ -1,0 +1,91 @@
+"""The judge's handle on the zygote (autograder.sandbox.runtime.zygote), torch-free on purpose.
+
+The zygote imports torch (about 1.7 s) and warms up its dispatcher (1.5 s and
+more). The command line starts it before the judge imports torch itself, so
+the two imports run at once on two cores instead of one after the other.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from autograder.sandbox.runtime import isolation
+
+# All the child process gets of the kit: this folder, whole (its modules import nothing else of the kit).
+RUNTIME = Path(__file__).resolve().parent / "runtime"
+
+
+class Zygote:
+    """The process that forks children; one per judge process."""
+
+    def __init__(self, warm: bool = False) -> None:
+        self.runtime = Path(tempfile.mkdtemp(prefix="kit-runtime-"))
+        pkg = self.runtime / "autograder" / "sandbox" / "runtime"
+        shutil.copytree(RUNTIME, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+        for parent in pkg.parents[:2]:  # autograder/ and autograder/sandbox/, empty: nothing of the judge
+            (parent / "__init__.py").write_text("")
+        for p in (self.runtime, *self.runtime.rglob("*")):
+            p.chmod(0o755)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        bootstrap = (f"import sys; sys.path.insert(0, {str(self.runtime)!r}); "
+                     "from autograder.sandbox.runtime.zygote import main; main()")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", bootstrap, str(theirs.fileno()), *(["warm"] if warm else [])],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"},
+        )
+        theirs.close()
+        self.sock = ours
+
+    def _ask(self, req: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
+        data = json.dumps(req).encode()
+        if fds:
+            socket.send_fds(self.sock, [data], fds)
+        else:
+            self.sock.send(data)
+        return json.loads(self.sock.recv(1 << 16))
+
+    def spawn(self, plan: isolation.Plan, cwd: Path, env: dict[str, str], stdin: int, stdout: int, warm: bool
+              ) -> tuple[int, int | None]:
+        """(the child's pid, the pid running student code, or None if its sandbox failed).
+
+        `warm`: the child's grading imports torch._dynamo, so the zygote imports it first (see Chapter).
+        """
+        reply = self._ask({"op": "spawn", "plan": plan.to_dict(), "cwd": str(cwd), "env": env, "warm": warm},
+                          [stdin, stdout])
+        return int(reply["pid"]), reply["box"]
+
+    def wait(self, pid: int, timeout: float) -> int | None:
+        return self._ask({"op": "wait", "pid": pid, "timeout": timeout})["code"]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        self.sock.close()
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.runtime, ignore_errors=True)
+
+
+_zygote: Zygote | None = None
+
+
+def zygote(warm: bool = False) -> Zygote:
+    """The zygote of this judge process, started on first use (or early, by the command line).
+
+    `warm`: a new zygote imports torch._dynamo right after torch, while the judge starts up (see Chapter).
+    """
+    global _zygote
+    if _zygote is None or not _zygote.alive():
+        _zygote = Zygote(warm)
+        atexit.register(_zygote.close)
+    return _zygote

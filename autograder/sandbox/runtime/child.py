@@ -1,0 +1,257 @@
+"""The child: runs a student's answer cells and serves calls from the judge.
+
+It starts in a sandbox made by autograder.sandbox.process, with a copy of this module
+and wire.py only. It never sees the checks, the solutions or the seed, and
+it decides nothing: it returns plain data that the judge then scores.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import traceback
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from autograder.sandbox.runtime import wire
+
+# Taken before any student code runs, so that patching torch cannot change them.
+_grad = torch.autograd.grad
+_is_tensor = torch.is_tensor
+
+
+def _where(exc: BaseException) -> str:
+    """The traceback restricted to frames in the student's cells."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<cell ")]
+    lines = [f'  {f.filename[1:-1]}, line {f.lineno}, in {f.name}\n    {f.line or ""}' for f in frames]
+    return "\n".join(lines[-6:])
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    return {"type": type(exc).__name__, "message": str(exc)[:2000], "where": _where(exc)}
+
+
+class OpTrace(TorchDispatchMode):
+    """Records the name of every aten operator a call issues (after autograd)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.ops.append(str(func.overloadpacket.__name__))
+        return func(*args, **(kwargs or {}))
+
+
+class Child:
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.namespace: dict[str, Any] = {"__name__": "__student__"}
+        # The chapter's harness: kit code (no secrets) that checks call (requests for "kit.NAME"),
+        # for work that must happen beside the student's objects (hooks, DataLoaders).
+        self.harness: dict[str, Any] = {"__name__": "__harness__", "student": self.namespace}
+        self.objects: list[Any] = []
+
+    def setup(self, preamble: str, harness: str) -> dict[str, Any]:
+        """The chapter's imports and harness, before any student code: a failure here is the grader's."""
+        try:
+            exec(compile(preamble, "<preamble>", "exec"), self.namespace)
+            exec(compile(harness, "<harness>", "exec"), self.harness)
+        except Exception as exc:
+            return {"setup_error": f"{type(exc).__name__}: {exc}", "cuda": False}
+        return {"setup_error": None, "cuda": torch.cuda.is_available()}
+
+    def load(self, cells: list[dict[str, str]]) -> dict[str, Any]:
+        errors: dict[str, Any] = {}
+        for cell in cells:
+            filename = f"<cell {cell['id']}>"
+            source = cell["source"]
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+            try:
+                exec(compile(source, filename, "exec"), self.namespace)
+            except BaseException as exc:  # SystemExit and KeyboardInterrupt too
+                errors[cell["id"]] = _error(exc)
+        names = {
+            k: type(v).__name__
+            for k, v in self.namespace.items()
+            if not k.startswith("_") and (callable(v) or isinstance(v, type))
+        }
+        return {"errors": errors, "names": names}
+
+    def _keep(self, obj: Any) -> dict[str, Any]:
+        self.objects.append(obj)
+        return {"$object": type(obj).__name__, "handle": len(self.objects) - 1}
+
+    def _resolve(self, x: Any) -> Any:
+        """Decoded request values: tensors go to the device, handles to objects."""
+        if isinstance(x, wire.RemoteObject):
+            return self.objects[x.handle]
+        if _is_tensor(x):
+            return x.to(self.device)
+        if isinstance(x, (list, tuple)):
+            return type(x)(self._resolve(v) for v in x)
+        if isinstance(x, dict):
+            return {k: self._resolve(v) for k, v in x.items()}
+        return x
+
+    def _target(self, req: dict[str, Any]) -> Any:
+        owner = req.get("object")
+        name = req["name"]
+        if owner is not None:
+            target = self.objects[owner]
+        elif name.startswith("kit."):
+            target = self.harness[name.removeprefix("kit.")]
+        else:
+            target = self.namespace[name]
+        for attr in req.get("attrs", []):
+            target = getattr(target, attr)
+        return target
+
+    def call(self, req: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        args, kwargs, grad_output = self._resolve(wire.decode(req, buffers))
+        wrt = [args[i].requires_grad_(True) for i in req.get("wrt", [])]
+        target = self._target(req)
+        trace = OpTrace() if req.get("trace") else None
+        if trace is None:
+            value = target(*args, **kwargs)
+        else:
+            with trace:
+                value = target(*args, **kwargs)
+        grads = None
+        if wrt:
+            if not _is_tensor(value):
+                raise TypeError(f"expected a tensor to differentiate, got {type(value).__name__}")
+            if value.grad_fn is None:
+                raise RuntimeError(
+                    "the result is not connected to the inputs' autograd graph (it has no grad_fn): "
+                    "avoid .detach(), .data, .item(), .numpy() and torch.tensor(...) on values you return"
+                )
+            grads = list(_grad(value, wrt, grad_output, allow_unused=True))
+        ops = trace.ops if trace is not None else None
+        return wire.encode({"value": value, "grads": grads, "ops": ops}, keep=self._keep)
+
+    def inspect(self, req: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+        """A Module's registered parameters, buffers and submodules."""
+        module = self.objects[req["object"]]
+        if not isinstance(module, torch.nn.Module):
+            raise TypeError(f"expected an nn.Module, got {type(module).__name__}")
+        info = {
+            "parameters": dict(module.named_parameters()),
+            "state_dict": list(module.state_dict()),
+            "modules": {name: type(m).__name__ for name, m in module.named_modules()},
+        }
+        return wire.encode(info)
+
+    def set_parameters(self, req: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        module = self.objects[req["object"]]
+        values = self._resolve(wire.decode(req, buffers))
+        params = dict(module.named_parameters())
+        with torch.no_grad():
+            for name, value in values.items():
+                params[name].copy_(value)
+        return wire.encode(None)
+
+    def run(self, req: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+        """Make `count` input sets from `seed`, then call the target once per set; the judge times this request.
+
+        The inputs do not exist in this process before the request starts, so no work on them can
+        happen outside the judge's timer. Making them costs the same in every process; with no `name`
+        the request only makes them, and the judge subtracts that time (measured in its clean reference
+        process). Digests are computed here, inside the timed request, so that work the code defers
+        until after it returns still counts. On CUDA the child also reports CUDA-event time, for
+        information only: the verdict uses the judge's clock, which student code cannot touch.
+        """
+        gen = torch.Generator().manual_seed(int(req["seed"]))
+        inputs = [[make_input(spec, gen).to(self.device) for spec in req["specs"]] for _ in range(int(req["count"]))]
+        if req.get("name") is None:
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+            return wire.encode({"digests": [], "events_ms": None})
+        target = self._target(req)
+        if self.device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            outputs = [target(*args) for args in inputs]
+            end.record()
+            torch.cuda.synchronize()
+            events_ms = start.elapsed_time(end)
+        else:
+            outputs = [target(*args) for args in inputs]
+            events_ms = None
+        return wire.encode({"digests": [digest(out) for out in outputs], "events_ms": events_ms})
+
+
+def make_input(spec: dict[str, Any], gen: torch.Generator) -> torch.Tensor:
+    """One tensor from a spec; the judge makes the identical tensor from the same seed."""
+    dtype = wire.DTYPES[spec.get("dtype", "float32")]
+    shape = [int(n) for n in spec["shape"]]
+    if spec["kind"] == "randint":
+        return torch.randint(int(spec["low"]), int(spec["high"]), shape, generator=gen, dtype=dtype)
+    return torch.randn(shape, generator=gen, dtype=dtype)
+
+
+def digest(out: Any) -> Any:
+    """A small fingerprint of an output: its shape, dtype, sum, sum of |x| and 16 sampled values."""
+    if not _is_tensor(out):
+        return {"type": type(out).__name__}
+    flat = out.detach().reshape(-1).double()
+    picks = torch.linspace(0, max(flat.numel() - 1, 0), 16).long() if flat.numel() else torch.zeros(0).long()
+    return {
+        "shape": list(out.shape),
+        "dtype": str(out.dtype).removeprefix("torch."),
+        "sum": float(flat.sum()),
+        "abs": float(flat.abs().sum()),
+        "sample": flat[picks.to(flat.device)].cpu(),
+    }
+
+
+def serve(channel_in: Any, channel_out: Any) -> None:
+    read = wire.read_exact(channel_in)
+    hello, _ = wire.read_frame(read)
+    child = Child(hello["device"])
+    wire.write_frame(channel_out, {"setup": child.setup(hello["preamble"], hello["harness"])}, [])
+    wire.write_frame(channel_out, {"value": None, "load": child.load(hello["cells"])}, [])
+    while True:
+        try:
+            req, buffers = wire.read_frame(read)
+        except EOFError:
+            return
+        try:
+            op = req.get("op")
+            if op == "call":
+                header, out = child.call(req, buffers)
+            elif op == "inspect":
+                header, out = child.inspect(req)
+            elif op == "set_parameters":
+                header, out = child.set_parameters(req, buffers)
+            elif op == "run":
+                header, out = child.run(req)
+            else:
+                raise ValueError(f"unknown op {op!r}")
+            header["ok"] = True
+        except BaseException as exc:  # the student's code may raise SystemExit too
+            header, out = {"ok": False, "error": _error(exc)}, []
+        wire.write_frame(channel_out, header, out)
+
+
+def main() -> None:
+    # The channel is the original stdin/stdout. Student prints go to a log file
+    # instead (fd 1 and 2), so they can never corrupt or forge a frame by accident.
+    channel_in = os.fdopen(os.dup(0), "rb")
+    channel_out = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    log = os.open("student-output.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(devnull, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    torch.set_num_threads(1)  # see sandbox.Sandbox._env
+    serve(channel_in, channel_out)
+
+
+if __name__ == "__main__":
+    main()

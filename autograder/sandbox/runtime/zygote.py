@@ -1,0 +1,116 @@
+"""The zygote: imports torch once, then forks one child per submission.
+
+Importing torch costs about 1.7 s, so starting a fresh interpreter per
+submission (and after every crash) dominates grading time. The zygote is a
+trusted process that holds only torch and the child runtime (never the
+checks, the solutions or a seed); the judge asks it to fork, and the forked
+process isolates itself (autograder.sandbox.runtime.isolation) before it reads any student
+code. It runs from the same three-file runtime copy as before, so it is the
+only way a child starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import sys
+import time
+from typing import Any
+
+
+def _spawn(req: dict, fds: list[int], sock: socket.socket) -> tuple[int, int | None]:
+    """Fork a child that isolates itself, says it is ready, then serves; returns (pid, box pid).
+
+    The box pid is the process running student code (PID 1 of its namespace,
+    or the child itself without namespaces): killing it ends everything the
+    submission started. None if the sandbox could not be set up.
+    """
+    from autograder.sandbox.runtime import child, isolation, wire
+
+    report_r, report_w = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(report_w)
+        ready, _, _ = select.select([report_r], [], [], 30.0)
+        text = os.read(report_r, 32) if ready else b""
+        os.close(report_r)
+        return pid, int(text) if text.isdigit() else None
+    status = isolation.SETUP_FAILED
+    try:  # pragma: no cover - runs in the forked child
+        sock.close()
+        os.close(report_r)
+        os.setsid()
+        os.dup2(fds[0], 0)
+        os.dup2(fds[1], 1)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+        for fd in fds:
+            os.close(fd)
+        os.environ.clear()
+        os.environ.update(req["env"])
+        isolation.enter(isolation.Plan.from_dict(req["plan"]), req["cwd"], report_w)
+        # Before any student code: from here on, an exit is the submission's doing, not the sandbox's.
+        with os.fdopen(os.dup(1), "wb") as channel:
+            wire.write_frame(channel, {"ready": True}, [])
+        status = 1  # an error escaping the child's own handling
+        child.main()
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def _wait(pid: int, timeout: float) -> int | None:
+    """Exit code (negative: killed by that signal), or None if still running after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.005)
+
+
+def _import_dynamo(torch: Any, child: Any) -> None:
+    """The first TorchDispatchMode use imports torch._dynamo (1-3.5 s here), as an optimizer's first step and
+    torch.func do: once, only for chapters that need it (Chapter.loads_dynamo), and before any fork so that
+    every child shares it."""
+    with child.OpTrace():
+        torch.zeros(1).add_(1)
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    import torch  # the point of the zygote: imported once
+
+    from autograder.sandbox.runtime import child, isolation, landlock, wire  # noqa: F401  (loaded before any fork)
+
+    warmed = sys.argv[2:] == ["warm"]
+    if warmed:  # asked for at start: the judge imports its own torch meanwhile
+        _import_dynamo(torch, child)
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
+        except OSError:
+            return
+        if not msg:
+            return
+        req = json.loads(msg)
+        if req["op"] == "spawn":
+            if req.get("warm") and not warmed:
+                _import_dynamo(torch, child)
+                warmed = True
+            pid, box = _spawn(req, fds, sock)
+            for fd in fds:
+                os.close(fd)
+            sock.send(json.dumps({"pid": pid, "box": box}).encode())
+        elif req["op"] == "wait":
+            sock.send(json.dumps({"code": _wait(int(req["pid"]), float(req["timeout"]))}).encode())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""Every chapter, through the self-test's own gradings (autograder/course/selftest.py): the reference
+solution earns full marks (on CPU without its CUDA-only checks), the untouched release earns 0 with
+"not implemented" everywhere, and the points agree with the notebook's nbgrader check cells, which the
+registry (autograder/chapters/chapters.json) is derived from.
+
+`grader` grades each notebook once per test session, so tests/course/test_selftest.py, which runs the whole
+CPU self-test, reuses these gradings and those of the chapter tests' wrong implementations."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from autograder.course import selftest
+from autograder.judging.judge import Grade, grade
+from autograder.judging.registry import REGISTRY, derive
+from tests.kit import FAST, TRAINING, release_path
+
+_GRADES: dict[tuple[str, str, str | None], Grade] = {}
+
+
+def grader(notebook: Path, device: str, only: str | None) -> Grade:
+    """The tests' grading (fixed seed, short limits; 01 and 02 train models), once per notebook, device and -k."""
+    key = (hashlib.sha256(notebook.read_bytes()).hexdigest(), device, only)
+    if key not in _GRADES:
+        limits = TRAINING if notebook.stem in ("01_basics", "02_modules") else FAST
+        _GRADES[key] = grade(notebook, device=device, seed=selftest.SEED, limits=limits, only=only)
+    return _GRADES[key]
+
+
+@pytest.mark.parametrize("chapter", selftest.POINTS)
+def test_solution_gets_full_marks(chapter: str) -> None:
+    solution, *speed = selftest.solution_rows(chapter, "cpu", grader)
+    assert solution.ok, solution.detail
+    assert all(row.ok is not False for row in speed), [row.detail for row in speed]
+
+
+@pytest.mark.parametrize("chapter", selftest.POINTS)
+def test_release_scores_zero_and_says_not_implemented(chapter: str) -> None:
+    row = selftest.release_row(chapter, "cpu", grader)
+    assert row.ok, row.detail
+
+
+@pytest.mark.parametrize("chapter", selftest.POINTS)
+def test_notebook_check_cells_carry_the_same_points(chapter: str) -> None:
+    nb = json.loads(release_path(chapter).read_text())
+    cells = [c["metadata"]["nbgrader"] for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
+    assert sum(c["points"] for c in cells) == selftest.POINTS[chapter]
+
+
+
+def test_the_registry_is_what_the_source_notebooks_say() -> None:
+    assert json.loads(REGISTRY.read_text()) == derive(), \
+        "Run `.venv/bin/python -m autograder.judging.registry` and commit autograder/chapters/chapters.json."

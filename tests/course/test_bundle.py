@@ -1,0 +1,45 @@
+"""The Gradescope bundle: its run_autograder grades a submission into results/results.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from autograder.course.bundle import build_bundle
+from tests.kit import solved
+
+CH = "07_numerical_stability"
+
+
+def test_bundle_runs_like_gradescope(tmp_path: Path) -> None:
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(build_bundle(CH, tmp_path / "bundle.zip")) as z:
+        names = set(z.namelist())
+        assert {"setup.sh", "run_autograder", "kit/pyproject.toml", f"kit/autograder/chapters/ch{CH}/checks.py"} <= names
+        z.extractall(root / "source")
+    for script in ("setup.sh", "run_autograder"):
+        assert subprocess.run(["bash", "-n", str(root / "source" / script)]).returncode == 0
+    (root / "submission").mkdir()
+    solved(root / "submission", CH, name="my_work.ipynb")
+    (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": "s123", "email": "ada@uni.edu"}]}))
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "PYTHON": sys.executable}
+    done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((root / "results" / "results.json").read_text())
+    assert result["max_score"] == 20 and result["score"] == 20 + result["extra_data"]["bonus"]["max_score"]
+
+
+def test_an_empty_submission_still_gets_results(tmp_path: Path) -> None:
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(build_bundle(CH, tmp_path / "bundle.zip")) as z:
+        z.extractall(root / "source")
+    (root / "submission").mkdir()
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "PYTHON": sys.executable}
+    subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True, timeout=60)
+    result = json.loads((root / "results" / "results.json").read_text())
+    assert result["score"] == 0 and "No .ipynb" in result["output"]

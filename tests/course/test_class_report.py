@@ -1,0 +1,366 @@
+"""The class report: exact counts, grouped failure messages, hostile text escaped, and a page that renders.
+
+Most tests build a graded/ folder of synthetic result files (Gradescope's schema, as grade-all
+writes them) instead of grading notebooks; one grades a tiny class for real.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import importlib.util
+import json
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autograder import cli
+from autograder.course import class_report
+from autograder.course.batch import Job, error_result
+from autograder.course.class_report import analyse, normalize, write_report
+from tests.judging.test_minimal_env import CLI as MINIMAL_CLI
+from tests.kit import ROOT, check_count, solved, write_submission
+
+CH = "07_numerical_stability"
+NOT_IMPL = ("not implemented: `{}` still raises NotImplementedError. Replace the stub in its answer cell with "
+            "your code.")
+
+
+def nan_at(index: str, value: str) -> str:
+    return (f"Call: softmax(logits)\n  logits = [{value},    0.]  (float32, shape [2])\nExpected: [1., 0.]  "
+            f"(float32, shape [2])\nGot:      [nan, 0.]  (float32, shape [2])\nProblem:  found nan (not a number) at "
+            f"index [{index}], where a number was expected\nHint:     exp() of a logit above about 88.7 overflows "
+            "float32 to inf, and inf / inf is nan. Subtract the maximum along `dim` before exp.")
+
+
+def off_by(have: str, want: str, differ: str) -> str:
+    return (f"Call: softmax(logits, dim=1)\n  logits = [[{have}, 2.]]  (float32, shape [1, 2])\nExpected: [[{want}]]\n"
+            f"Got:      [[{have}]]\nProblem:  at index [0, 1] got {have}, expected {want} (tolerance: rtol=1e-05, "
+            f"atol=1e-06); {differ} of 12 values differ\nHint:     Normalise along `dim`, not over the whole tensor.")
+
+
+def check(task: str, name: str, points: float, status: str, output: str = "", visible: bool = False) -> dict[str, Any]:
+    test: dict[str, Any] = {"name": f"[{task}] {name}", "score": points if status == "passed" else 0.0,
+                            "max_score": 0.0 if status == "skipped" else points, "output": output, "tags": [task],
+                            "visibility": "visible" if visible else "after_published"}
+    if status != "skipped":
+        test["status"] = status
+    return test
+
+
+def result(student: str, assignment: str, tests: list[dict[str, Any]], output: str = "",
+           integrity: list[str] | None = None) -> dict[str, Any]:
+    return {"score": sum(t["score"] for t in tests), "max_score": sum(t["max_score"] for t in tests),
+            "execution_time": 1.0, "output": output, "visibility": "visible", "tests": tests,
+            "extra_data": {"assignment": assignment, "notebook": f"{assignment}.ipynb", "device": "cpu",
+                           "sandbox": {}, "integrity": integrity or [], "student": student, "sha256": "0" * 64}}
+
+
+def write(graded: Path, r: dict[str, Any], folder: str | None = None) -> None:
+    path = graded / "results" / (folder or r["extra_data"]["student"]) / f"{r['extra_data']['assignment']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(r))
+
+
+SOFTMAX = [("softmax", "softmax([1000., 0.]) is [1., 0.]", 4.0, True),
+           ("softmax", "softmax normalises along dim", 6.0, False),
+           ("softmax_cross_entropy", "matches -sum(labels * log_softmax)", 10.0, False)]
+
+
+def softmax_result(student: str, outcomes: list[tuple[str, str]], output: str = "") -> dict[str, Any]:
+    return result(student, CH, [check(task, name, pts, status, out, vis)
+                                for (task, name, pts, vis), (status, out) in zip(SOFTMAX, outcomes, strict=True)],
+                  output)
+
+
+@pytest.fixture
+def graded(tmp_path: Path) -> Path:
+    """Five softmax submissions and one grader error: every count below is worked out by hand."""
+    out = tmp_path / "graded"
+    write(out, softmax_result("ada", [("passed", ""), ("passed", ""), ("passed", "")]))
+    write(out, softmax_result("bea", [("failed", nan_at("0", "1000.")), ("passed", ""),
+                                      ("failed", NOT_IMPL.format("softmax_cross_entropy"))]))
+    write(out, softmax_result("cal", [("failed", nan_at("0", "2417.5")), ("failed", off_by("0.25", "0.5", "3")),
+                                      ("passed", "")]))
+    write(out, softmax_result("dan", [("failed", NOT_IMPL.format("softmax")), ("failed", NOT_IMPL.format("softmax")),
+                                      ("failed", NOT_IMPL.format("softmax_cross_entropy"))]))
+    broken = "07_numerical_stability.ipynb is not valid notebook JSON (line 15 column 4 (char 300)). Re-download it."
+    write(out, softmax_result("eve", [("failed", broken)] * 3, output=broken))
+    write(out, error_result(Job("fay", CH, "x.ipynb", "0" * 64), "cpu", "the sandbox could not start"))
+    return out
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_pass_rates_points_and_scores_are_exact(graded: Path) -> None:
+    write_report(graded)
+    checks = {r["check"]: r for r in _csv(graded / "report" / "checks.csv")}
+    first = checks["softmax([1000., 0.]) is [1., 0.]"]
+    assert (first["ran"], first["passed"], first["wrong"], first["not_run"]) == ("5", "1", "2", "2")
+    assert float(first["pass_rate"]) == pytest.approx(0.2) and first["visible"] == "True"
+    last = checks["matches -sum(labels * log_softmax)"]
+    assert (last["passed"], last["wrong"], last["not_run"], float(last["pass_rate"])) == ("2", "0", "3", 0.4)
+    tasks = {r["task"]: r for r in _csv(graded / "report" / "tasks.csv")}
+    soft = tasks["softmax"]  # 10 points x 5 submissions: earned 10 + 6 + 0, wrong 4 + 4 + 6, not run 10 + 10
+    assert soft["points"] == "10.0" and soft["submissions"] == "5"
+    assert [float(soft[k]) for k in ("earned_fraction", "lost_wrong_fraction", "not_run_fraction")] == [
+        0.32, 0.28, 0.4]
+    assert (soft["full_marks_count"], soft["zero_count"]) == ("1", "3")
+    (lesson,) = _csv(graded / "report" / "lessons.csv")
+    assert (lesson["submissions"], lesson["scored"], lesson["grader_errors"], lesson["full_marks"]) == (
+        "6", "5", "1", "20.0")
+    assert float(lesson["mean"]) == pytest.approx((20 + 6 + 10 + 0 + 0) / 5) and lesson["median"] == "6.0"
+    assert (lesson["full_marks_count"], lesson["zero_count"], lesson["flagged"]) == ("1", "2", "3")
+    scores = {float(r["score"]): int(r["students"]) for r in _csv(graded / "report" / "scores.csv")}
+    assert scores == {0.0: 2, 6.0: 1, 10.0: 1, 20.0: 1}
+
+
+def test_checks_are_grouped_by_task_in_the_order_they_ran(tmp_path: Path) -> None:
+    tests = [check("row_sum", "values", 2, "passed"), check("pairwise", "distances", 2, "failed", "Problem:  off."),
+             check("row_sum", "speed", 2, "skipped", "no CUDA")]
+    write(tmp_path, result("ada", "04_overloaded_ops", tests))
+    report = analyse(tmp_path)
+    assert [(c.task, c.name, c.ran, c.skipped) for c in report.checks] == [
+        ("row_sum", "values", 1, 0), ("row_sum", "speed", 0, 1), ("pairwise", "distances", 1, 0)]
+    assert [(t.task, t.points, t.earned, t.wrong) for t in report.tasks] == [("row_sum", 2, 2, 0),
+                                                                             ("pairwise", 2, 0, 2)]
+    assert report.flagged == []  # a skipped check (CUDA-only on CPU) is not a reason to review
+
+
+def test_the_same_mistake_groups_across_students_and_different_ones_do_not(graded: Path) -> None:
+    report = analyse(graded)
+    by_message = {f.message: f for f in report.failures}
+    nan = next(f for m, f in by_message.items() if m.startswith("found nan"))
+    assert nan.students == {"bea", "cal"} and nan.kind == "wrong" and nan.checks == [SOFTMAX[0][1]]
+    stub = by_message["not implemented: `softmax_cross_entropy` still raises NotImplementedError."]
+    assert stub.students == {"bea", "dan"} and stub.kind == "not run"
+    assert by_message["not implemented: `softmax` still raises NotImplementedError."].students == {"dan"}
+    broken = next(f for m, f in by_message.items() if "not valid notebook JSON" in m)
+    assert broken.students == {"eve"} and broken.kind == "not run" and len(broken.checks) == 3
+    assert len(report.failures) == 5  # nan, off-by, two stubs, the broken notebook
+    rows = _csv(write_report(graded).parent / "failures.csv")
+    assert [(int(r["students_count"]), r["message"][:20]) for r in rows] == [  # most common first
+        (2, "found nan (not a num"), (2, "not implemented: `so"), (1, "<file> is not valid "),
+        (1, "at index [#, #] got "), (1, "not implemented: `so")]
+
+
+SAME = [  # one mistake each, on different inputs: one key
+    [nan_at("0", "1000."), nan_at("7", "-1e30")],
+    [off_by("0.25", "0.5", "3"), off_by("-1.5e-05", "0.125", "11")],
+    ["Call: f(x)\nExpected: b.png in RGB order\nGot: [0, 0, ...]\nProblem:  the channels are in BGR order (red and "
+     "blue swapped)\nHint:     cv2.imread gives BGR. Convert with cvtColor.",
+     "Call: f(x)\nExpected: 15e1.png in RGB order\nGot: [12, 43, ...]\nProblem:  the channels are in BGR order (red "
+     "and blue swapped)\nHint:     cv2.imread gives BGR. Convert with cvtColor."],
+    ["02_modules.ipynb is not valid notebook JSON (Expecting ',' delimiter: line 15 column 4 (char 300)). It was "
+     "probably damaged.", "02_modules.ipynb is not valid notebook JSON (Expecting ',' delimiter: line 2 column 81 "
+     "(char 9120)). It was probably damaged while uploading."],
+    ["Timing:   yours: 3.67 ms per call; the loop: 3.09 ms; 0.8x\nProblem:  needs to be at least 4x faster than the "
+     "slicing loop.\nHint:     Use one reduction.", "Timing:   yours: 12.1 ms per call; the loop: 3.2 ms; 0.26x\n"
+     "Problem:  needs to be at least 4x faster than the slicing loop.\nHint:     Use one reduction."],
+    ["Problem:  shape [3] instead of [3, 4]\nHint: Keep dim.",
+     "Problem:  shape [17] instead of [17, 9]\nHint: Keep dim."],
+    ["Problem:  2 images came out more than once: 6b2873.png x2, a.png x2\nHint:     Shard the files.",
+     "Problem:  3 images came out more than once: images/0474eea52.png x2, 16a.png x2, 9.png x2\nHint:     Shard the "
+     "files."],
+    ["`f(tensor(shape=[3, 4], dtype=float32), 2)` crashed: the process exited with status 0 (sys.exit?). Remove it.",
+     "`f(tensor(shape=[7], dtype=float32), 5)` crashed: the process exited with status 0 (sys.exit?). Remove it."],
+    ["Reading 12 images in 1 tar file:\n`kit.stream_tar(TarImageDataset, 2, 20.0, 28)` raised an error:\nValueError: "
+     "Caught ValueError in DataLoader worker process 0.\n  File \"<cell>\", line 41\nValueError: workers != files",
+     "Reading 6 images in 1 tar file:\n`kit.stream_tar(TarImageDataset, 3, 20.0, 16)` raised an error:\nValueError: "
+     "Caught ValueError in DataLoader worker process 2.\n  File \"<cell>\", line 40\nValueError: workers != files"],
+    ["`row_sum(x)` raised an error:\nIndexError: index 5 is out of bounds for dimension 0 with size 5\n  line 3",
+     "`row_sum(x)` raised an error:\nIndexError: index 12 is out of bounds for dimension 0 with size 12\n  line 4"],
+]
+DIFFERENT = [  # different mistakes: different keys
+    (NOT_IMPL.format("softmax"), NOT_IMPL.format("softmax_cross_entropy")),
+    ("Problem:  dtype torch.float32 instead of torch.float64",
+     "Problem:  dtype torch.float64 instead of torch.float32"),
+    ("Problem:  shape [3] instead of [3, 4]", "Problem:  shape [3, 4] instead of [3]"),
+    (nan_at("0", "1000."), off_by("0.25", "0.5", "3")),
+    ("Problem:  wrong values.\nHint:     Normalise along `dim`.",
+     "Problem:  wrong values.\nHint:     Subtract the max."),
+    ("`f(x)` raised an error:\nIndexError: index 5 is out of bounds",
+     "`f(x)` raised an error:\nTypeError: bad operand"),
+    ("Problem:  no gradient (grad is None)", "Problem:  found nan (not a number) at index [0]"),
+    ("Reading 6 images:\n`kit.stream_tar(T, 2)` raised an error:\nRuntimeError: DataLoader timed out after 20.0 s",
+     "Reading 6 images:\n`kit.stream_tar(T, 2)` raised an error:\nValueError: Caught ValueError in worker 0."),
+    ("Problem:  2 images came out more than once: a.png x2, b.png x2",
+     "Problem:  2 images never came out: a.png, b.png"),
+]
+
+
+@pytest.mark.parametrize("messages", SAME, ids=range(len(SAME)))
+def test_normalize_groups_one_mistake_on_different_inputs(messages: list[str]) -> None:
+    assert len({normalize(m) for m in messages}) == 1, [normalize(m) for m in messages]
+
+
+@pytest.mark.parametrize("pair", DIFFERENT, ids=range(len(DIFFERENT)))
+def test_normalize_separates_different_mistakes(pair: tuple[str, str]) -> None:
+    assert normalize(pair[0]) != normalize(pair[1])
+
+
+def test_the_flagged_list_says_why(graded: Path) -> None:
+    write(graded, softmax_result("gus", [("passed", ""), ("failed", "Not scored: your code reaches into the grader's "
+                                          "internals"), ("passed", "")]))
+    r = json.loads((graded / "results" / "gus" / f"{CH}.json").read_text())
+    r["extra_data"]["integrity"] = ["cell 'softmax', line 2: sys._getframe (reads the grader's frames)"]
+    (graded / "results" / "gus" / f"{CH}.json").write_text(json.dumps(r))
+    (graded / "results" / "hal").mkdir()
+    (graded / "results" / "hal" / f"{CH}.json").write_text("{ damaged")
+    flagged = {f.student: f for f in analyse(graded).flagged}
+    assert list(flagged) == ["fay", "hal", "gus", "eve", "dan"]  # most urgent first
+    assert flagged["fay"].reasons == ["grader error: no score; run grade-all again"]
+    assert "sandbox could not start" in flagged["fay"].detail
+    assert flagged["hal"].reasons == ["result file unreadable"]
+    assert flagged["gus"].reasons[0].startswith("integrity: 1 construct") and "_getframe" in flagged["gus"].detail
+    assert flagged["eve"].reasons[0].startswith("could not be graded: 07_numerical_stability.ipynb is not valid")
+    assert flagged["dan"].reasons == ["nothing implemented (the release unchanged?)"]
+    lesson = analyse(graded).lessons[CH]
+    assert (lesson.submissions, len(lesson.scores), lesson.grader_errors) == (8, 6, 2)
+
+
+HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "b", "code", "a", "img",
+                "table", "colgroup", "col", "tr", "th", "td", "div", "span", "br", "details", "summary", "ul", "li"}
+VOID = {"meta", "img", "br", "col"}
+
+
+class Page(HTMLParser):
+    """Tags, attributes and nesting of a page; raises on a closing tag that closes nothing open."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.doctype = ""
+        self.text: list[str] = []
+
+    def handle_decl(self, decl: str) -> None:
+        self.doctype = decl
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag not in VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.open and self.open[-1] == tag, f"</{tag}> closes {self.open[-1:]}"
+        self.open.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    page.close()
+    assert page.doctype.lower() == "doctype html" and not page.open, page.open
+    return page
+
+
+def test_hostile_names_and_messages_are_text_never_markup(tmp_path: Path) -> None:
+    graded = tmp_path / "graded"
+    evil = HOSTILE + "\x1b[2J\u202e"
+    r = softmax_result(evil, [("failed", f"`softmax(x)` raised an error:\nValueError: {HOSTILE}"), ("passed", ""),
+                              ("failed", "=HYPERLINK(\"http://x\")")], output=f"note {HOSTILE}")
+    r["extra_data"]["integrity"] = [f"cell 'softmax', line 1: {HOSTILE}"]
+    write(graded, r, folder="evil")
+    r["extra_data"]["assignment"] = "<b>$\\alpha^{$"  # an assignment folder named as broken TeX, in the plots
+    write(graded, r, folder="evil")
+    page = parse(write_report(graded))
+    assert {tag for tag, _ in page.tags} <= ALLOWED_TAGS
+    assert not [a for _, attrs in page.tags for a in attrs if a.startswith("on")]
+    images = [attrs["src"] for tag, attrs in page.tags if tag == "img"]
+    assert all(src.startswith("data:image/png;base64,") for src in images)
+    assert len(images) == (2 if importlib.util.find_spec("matplotlib") else 0)
+    text = "".join(page.text)
+    assert "<b>$\\alpha^{$" in text and len(analyse(graded).lessons) == 2
+    assert "<script>alert(1)</script>" in text and "\x1b" not in text and "\u202e" not in text  # shown, as text
+    flagged = _csv(graded / "report" / "flagged.csv")[0]
+    assert flagged["student"].startswith("<script>") and "\\x1b" in flagged["student"]
+    failures = _csv(graded / "report" / "failures.csv")
+    assert any(f["message"].startswith("'=HYPERLINK") for f in failures)  # a spreadsheet shows it, never runs it
+
+
+def test_the_page_is_valid_and_has_its_plots(graded: Path) -> None:
+    pytest.importorskip("matplotlib")
+    page = parse(write_report(graded))
+    images = [attrs["src"] for tag, attrs in page.tags if tag == "img"]
+    assert len(images) == 2
+    for src in images:
+        assert base64.b64decode(src.removeprefix("data:image/png;base64,"))[:8] == b"\x89PNG\r\n\x1a\n"
+    csp = [a["content"] for t, a in page.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    assert csp and "default-src 'none'" in csp[0]
+    text = " ".join(page.text)
+    assert "Weakest task: 07_numerical_stability · softmax (32% of its points earned)" in " ".join(text.split())
+    links = {a["href"] for t, a in page.tags if t == "a"}
+    assert links == {"lessons.csv", "tasks.csv", "checks.csv", "scores.csv", "failures.csv", "flagged.csv"}
+    assert all((graded / "report" / name).is_file() for name in links)
+
+
+def test_an_empty_class_gets_a_page_and_empty_tables(tmp_path: Path) -> None:
+    graded = tmp_path / "graded"
+    graded.mkdir()
+    (graded / "summary.json").write_text("[]")  # what grade-all writes for a course without submissions
+    assert cli.main(["class-report", str(graded)]) == 0
+    page = parse(graded / "report" / "report.html")
+    assert "No graded submissions yet" in "".join(page.text)
+    assert not [t for t, _ in page.tags if t == "img"]
+    for name in ("lessons.csv", "tasks.csv", "checks.csv", "scores.csv", "failures.csv", "flagged.csv"):
+        assert len((graded / "report" / name).read_text().splitlines()) == 1  # the header only
+
+
+def test_the_command_remakes_the_report_of_an_existing_folder(graded: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "elsewhere"
+    assert cli.main(["class-report", str(graded), "--out", str(out)]) == 0
+    assert f"class report: {out / 'report.html'}" in capsys.readouterr().out
+    assert len(_csv(out / "checks.csv")) == 3 and not (graded / "report").exists()
+    assert cli.main(["class-report", str(tmp_path / "missing")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_without_matplotlib_the_page_says_why_and_the_csv_files_are_whole(graded: Path) -> None:
+    """As on a GPU runner: torch, numpy and pytest only (no matplotlib, no notebook stack)."""
+    done = subprocess.run([sys.executable, "-c", MINIMAL_CLI, "class-report", str(graded)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    page = parse(graded / "report" / "report.html")
+    assert "matplotlib is not installed here" in "".join(page.text)
+    assert not [t for t, _ in page.tags if t == "img"]
+    assert len(_csv(graded / "report" / "checks.csv")) == 3
+
+
+def test_a_broken_report_is_a_warning_never_a_failed_grading(graded: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    def broken(*args: Any) -> Path:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(class_report, "write_report", broken)
+    monkeypatch.setattr(cli, "grade_all", lambda *args: 3)  # graded, with a grader error
+    assert cli.main(["grade-all", str(graded), "--out", str(graded)]) == 3
+    assert "warning: the class report could not be written: RuntimeError: boom" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_grade_all_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    course, out = tmp_path / "course", tmp_path / "graded"
+    for student in ("ada", "bea"):
+        (course / "submitted" / student / CH).mkdir(parents=True)
+    solved(course / "submitted" / "ada" / CH, CH)
+    write_submission(course / "submitted" / "bea" / CH, CH, {})
+    assert cli.main(["grade-all", str(course), "--out", str(out), "--workers", "1"]) == 0
+    assert f"class report: {out / 'report' / 'report.html'}" in capsys.readouterr().out
+    checks = _csv(out / "report" / "checks.csv")
+    assert len(checks) == check_count(CH) and {(c["passed"], c["not_run"]) for c in checks} == {("1", "1")}
+    flagged = _csv(out / "report" / "flagged.csv")
+    assert [(f["student"], f["reasons"]) for f in flagged] == [("bea", "nothing implemented (the release unchanged?)")]
+    parse(out / "report" / "report.html")

@@ -1,0 +1,178 @@
+"""The kit preprocessor's verdicts, read back with nbgrader's own grading function.
+
+nbgrader scores a code grade cell from its outputs (nbgrader.utils.determine_grade): an error or
+stderr output is 0, a numeric execute_result is partial credit, and no output at all is full
+marks. These tests write verdicts into the real release notebook and score them as nbgrader does.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbgrader import utils
+
+from autograder.course.gradebook import interpreter_bin_first
+from autograder.course.nbgrader_autograde import KitGradingError, record_extra_credit, write_verdicts
+from tests.kit import release_path
+
+CH = "07_numerical_stability"
+NAN_MESSAGE = "Call: softmax(logits)\nGot:      [nan, 0.]\nHint:     Subtract the maximum along `dim` first."
+
+
+def _test(task: str, name: str, score: float, points: float, status: str = "passed", output: str = "",
+          visible: bool = False) -> dict[str, Any]:
+    return {"name": f"[{task}] {name}", "score": score, "max_score": points, "output": output, "tags": [task],
+            "visibility": "visible" if visible else "after_published", "status": status}
+
+
+def _result(tests: list[dict[str, Any]], notes: str = "", device: str = "cpu") -> dict[str, Any]:
+    return {"score": sum(t["score"] for t in tests), "max_score": sum(t["max_score"] for t in tests),
+            "output": notes, "tests": tests, "extra_data": {"device": device, "assignment": CH}}
+
+
+def _bonus(name: str, score: float, points: float, status: str = "passed", output: str = "") -> dict[str, Any]:
+    """A check of 07's stretch task log_softmax: its points are extra credit."""
+    return {**_test("log_softmax", name, score, points, status, output), "tags": ["log_softmax", "bonus"],
+            "name": f"[bonus: log_softmax] {name}"}
+
+
+NO_MAX = _result([
+    _test("softmax", "matches the example", 0, 4, "failed", NAN_MESSAGE, visible=True),
+    _test("softmax", "matches torch.softmax on batches", 6, 6),
+    _test("softmax_cross_entropy", "matches log_softmax", 10, 10),
+    _bonus("matches torch.log_softmax", 0, 4, "failed", "not implemented"),
+])
+CHECK_CELLS = ["check_softmax", "check_softmax_cross_entropy", "check_log_softmax"]
+
+
+def _notebook() -> nbformat.NotebookNode:
+    return nbformat.read(release_path(CH), as_version=4)
+
+
+def _cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def _text(cell: nbformat.NotebookNode) -> str:
+    return "".join(o["text"] for o in cell.outputs if o["output_type"] == "stream")
+
+
+def test_partial_credit_is_what_nbgrader_reads() -> None:
+    nb = _notebook()
+    assert write_verdicts(nb, NO_MAX) == ({"check_softmax": 6.0, "check_softmax_cross_entropy": 10.0,
+                                           "check_log_softmax": 0.0}, {"check_log_softmax": 0.0})
+    softmax, xent = _cell(nb, "check_softmax"), _cell(nb, "check_softmax_cross_entropy")
+    assert utils.determine_grade(softmax) == (6.0, 10.0)
+    assert utils.determine_grade(xent) == (10.0, 10.0)
+    for cell in (softmax, xent):
+        assert [(o["output_type"], o.get("name")) for o in cell.outputs] == [("stream", "stdout"),
+                                                                            ("execute_result", None)]
+        assert not utils.has_failed(cell)  # nothing on stderr, no error output: nbgrader would score those 0
+    text = _text(softmax)
+    assert "softmax: 6 / 10 points" in text
+    assert "FAIL 0/4  matches the example\n" in text and "PASS 6/6  matches torch.softmax on batches (hidden)" in text
+    assert "Got:      [nan, 0.]" in text and "Subtract the maximum" in text
+    nbformat.validate(nb)
+
+
+def test_every_other_cell_is_left_as_it_was() -> None:
+    nb, before = _notebook(), _notebook()
+    write_verdicts(nb, NO_MAX)
+    changed = [c.metadata.get("nbgrader", {}).get("grade_id") for c, b in zip(nb.cells, before.cells, strict=True)
+               if c != b]
+    assert changed == CHECK_CELLS
+    for cell, old in zip(nb.cells, before.cells, strict=True):
+        if "nbgrader" in cell.metadata:  # sources and metadata unchanged: nbgrader's checksums still hold
+            assert (cell.source, cell.metadata) == (old.source, old.metadata)
+
+
+def test_a_code_grade_cell_without_kit_checks_fails_the_autograde() -> None:
+    nb = _notebook()
+    extra = copy.deepcopy(_cell(nb, "check_softmax"))
+    extra.metadata.nbgrader["grade_id"] = "check_bonus"
+    nb.cells.append(extra)
+    # Left without output, nbgrader would give it full marks:
+    assert utils.determine_grade(extra) == (10.0, 10.0)
+    with pytest.raises(KitGradingError, match="grade cell 'check_bonus' has no checks in the kit"):
+        write_verdicts(nb, NO_MAX)
+
+
+def test_points_are_scaled_when_the_checks_that_ran_are_worth_more_than_the_cell() -> None:
+    nb = _notebook()
+    _cell(nb, "check_softmax").metadata.nbgrader["points"] = 14  # 08 on CUDA: a 2-point speed check more
+    result = _result([_test("softmax", "on CUDA", 13, 14), _test("softmax", "speed on CUDA", 2, 2),
+                      _test("softmax_cross_entropy", "xent", 0, 10, "failed", "wrong"), _bonus("bonus", 0, 4)],
+                     device="cuda")
+    result["tests"][0]["score"] = 13  # 15 of 16
+    assert write_verdicts(nb, result)[0]["check_softmax"] == 13.125
+    cell = _cell(nb, "check_softmax")
+    assert utils.determine_grade(cell) == (13.125, 14.0)
+    assert "This cell is worth 14 points, so it records 13.125 (15/16 of them)." in _text(cell)
+
+
+def test_a_task_whose_checks_all_skipped_fails_the_autograde() -> None:
+    result = _result([
+        {**_test("softmax", "on CUDA", 0, 0, output="skipped: no CUDA GPU"), "status": "skipped"},
+        _test("softmax_cross_entropy", "xent", 10, 10), _bonus("bonus", 0, 4)], device="cuda")
+    with pytest.raises(KitGradingError, match="no check of task 'softmax' ran on this machine"):
+        write_verdicts(_notebook(), result)
+
+
+def test_an_unreadable_notebook_scores_zero_with_its_reason_once() -> None:
+    nb = _notebook()
+    reason = "07_numerical_stability.ipynb is damaged: cell 3 is not a JSON object. Re-download the release."
+    assert write_verdicts(nb, _result([], notes=reason)) == ({cell: 0.0 for cell in CHECK_CELLS}, {})
+    first, second = _cell(nb, "check_softmax"), _cell(nb, "check_softmax_cross_entropy")
+    assert utils.determine_grade(first) == (0.0, 10.0) and utils.determine_grade(second) == (0.0, 10.0)
+    assert reason in _text(first) and reason not in _text(second)
+
+
+def test_text_from_student_code_cannot_drive_a_terminal() -> None:
+    nb = _notebook()
+    hostile = copy.deepcopy(NO_MAX)
+    hostile["tests"][0]["output"] = "Got: \x1b[2J\x1b[31mred\rover"
+    write_verdicts(nb, hostile)
+    text = _text(_cell(nb, "check_softmax"))
+    assert "\x1b" not in text and "\r" not in text and "\\x1b[2J" in text
+
+
+def test_a_stretch_task_is_extra_credit_and_nbgrader_reads_zero_points() -> None:
+    nb = _notebook()
+    cell = _cell(nb, "check_log_softmax")
+    assert (cell.metadata.nbgrader["points"], cell.metadata["kit"]) == (0, {"bonus": 4})
+    cell.metadata["kit"]["bonus"] = 400  # the student's copy: never read; the registry's 4 is
+    stretch = [_bonus("matches torch.log_softmax", 2, 2), _bonus("its own backward", 0, 1, "failed", "Got: nan"),
+               _bonus("huge logits", 1, 1)]
+    recorded, extra = write_verdicts(nb, {**NO_MAX, "tests": [*NO_MAX["tests"][:3], *stretch]})
+    assert recorded["check_log_softmax"] == 0.0 and extra == {"check_log_softmax": 3.0}
+    assert utils.determine_grade(cell) == (0.0, 0.0)  # more than 0 would make nbgrader's SaveAutoGrades fail
+    text = _text(cell)
+    assert "bonus: log_softmax: 3 / 4 extra-credit points" in text and "FAIL 0/1  its own backward (hidden)" in text
+    # on a device where the stretch checks are worth 8, the share of the registry's 4 points
+    _, extra = write_verdicts(_notebook(), {**NO_MAX, "tests": [*NO_MAX["tests"][:3], _bonus("x", 6, 8)]})
+    assert extra == {"check_log_softmax": 3.0}
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own, on add_submission
+def test_extra_credit_goes_into_the_gradebook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbgrader.api import Gradebook
+
+    monkeypatch.setenv("PATH", os.environ["PATH"])
+    interpreter_bin_first()  # nbgrader makes the database with `alembic` from PATH
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gb:
+        gb.add_assignment(CH)
+        gb.add_notebook(CH, CH)
+        for name, points in (("check_softmax", 10), ("check_log_softmax", 0)):
+            gb.add_grade_cell(name, CH, CH, max_score=points, cell_type="code")
+        gb.add_student("ada")
+        gb.add_submission(CH, "ada")
+    record_extra_credit(url, {"notebook": CH, "assignment": CH, "student": "ada"}, {"check_log_softmax": 3.0})
+    with Gradebook(url) as gb:
+        grades = {g.name: g.extra_credit for g in gb.find_submission_notebook(CH, CH, "ada").grades}
+    assert grades == {"check_softmax": None, "check_log_softmax": 3.0}

@@ -1,0 +1,298 @@
+"""nbgrader's autograde with the kit's preprocessor, and grade-all --gradebook, leave the same gradebook.
+
+One small class of chapter 07 is graded both ways in two copies of one course: `nbgrader autograde`
+(what Formgrader's Autograde button runs) in one, `python -m autograder grade-all --gradebook` in the
+other, both with a PATH that lacks .venv/bin (nbgrader runs `alembic` from PATH). The class holds
+honest submissions (full marks, partial credit, the stub) and students who tamper with the
+notebook's graded cells; none of them may gain a point.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autograder.course.batch import error_result
+from autograder.course.build import generate_release
+from autograder.course.gradebook import interpreter_bin_first, nbgrader_api, record, repair_half_made, write_feedback
+from autograder.course.selftest_cases import NO_MAX
+from tests.kit import ROOT, solution_code, write_submission
+
+CH = "07_numerical_stability"
+SUBMITTED = datetime(2026, 11, 20, 10, 0)
+Notebook = dict[str, Any]
+
+
+def _cell_index(nb: Notebook, grade_id: str) -> int:
+    return next(i for i, c in enumerate(nb["cells"]) if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def _edits_check_cell(nb: Notebook) -> None:
+    cell = nb["cells"][_cell_index(nb, "check_softmax")]
+    cell["source"] = "print('all checks pass')\n"
+    cell["metadata"]["nbgrader"]["points"] = 100
+    cell["outputs"] = [{"output_type": "execute_result", "data": {"text/plain": "100"}, "metadata": {},
+                        "execution_count": 1}]
+
+
+def _deletes_check_cell(nb: Notebook) -> None:
+    del nb["cells"][_cell_index(nb, "check_softmax")]
+
+
+def _duplicates_check_cell(nb: Notebook) -> None:
+    twin = copy.deepcopy(nb["cells"][_cell_index(nb, "check_softmax_cross_entropy")])
+    twin["source"] = "pass\n"
+    nb["cells"].insert(_cell_index(nb, "check_softmax") + 1, twin)
+
+
+def _forges_grade_cell(nb: Notebook) -> None:
+    nb["cells"].append({"cell_type": "code", "execution_count": None, "outputs": [], "source": "pass\n",
+                        "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": True, "points": 50,
+                                                  "grade_id": "check_bonus", "schema_version": 3}}})
+
+
+def _retypes_answer_cell(nb: Notebook) -> None:
+    nb["cells"][_cell_index(nb, "softmax")]["metadata"]["nbgrader"].update(grade=True, points=10)
+
+
+# student -> (softmax's code, an edit of the notebook's graded cells, (auto score, extra credit) per check
+# cell; None: nbgrader's autograde fails for that submission and records nothing). Only ada does the
+# stretch task log_softmax (0 points in nbgrader, 4 of extra credit).
+HONEST_MISTAKE = {"check_softmax": (6.0, None), "check_softmax_cross_entropy": (10.0, None),
+                  "check_log_softmax": (0.0, 0.0)}  # no max subtraction: 16 / 20
+Expected = dict[str, tuple[float, float | None]]
+CLASS: dict[str, tuple[str | None, Callable[[Notebook], None] | None, Expected | None]] = {
+    "ada": ("solution", None, {"check_softmax": (10.0, None), "check_softmax_cross_entropy": (10.0, None),
+                               "check_log_softmax": (0.0, 4.0)}),
+    "bob": (NO_MAX, None, HONEST_MISTAKE),
+    "cid": (None, None, {"check_softmax": (0.0, None), "check_softmax_cross_entropy": (0.0, None),
+                         "check_log_softmax": (0.0, 0.0)}),
+    "edits": (NO_MAX, _edits_check_cell, HONEST_MISTAKE),  # nbgrader restores the locked source and points
+    "deletes": (NO_MAX, _deletes_check_cell, HONEST_MISTAKE),  # nbgrader puts the cell back (add_missing_cells)
+    "duplicates": (NO_MAX, _duplicates_check_cell, None),
+    "forges": (NO_MAX, _forges_grade_cell, None),
+    "retypes": (NO_MAX, _retypes_answer_cell, None),
+}
+FAILING = {s for s, (_, _, points) in CLASS.items() if points is None}
+
+
+def _env() -> dict[str, str]:
+    """The environment of a shell where .venv is not activated."""
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != venv_bin)
+    return {**os.environ, "PATH": path}
+
+
+def _run(course: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *args], cwd=course, env=_env(), capture_output=True, text=True,
+                          timeout=600)
+
+
+def _rows(course: Path) -> dict[str, Any]:
+    """The gradebook as Formgrader and `nbgrader export` see it."""
+    from nbgrader.api import Gradebook
+
+    api = nbgrader_api(course)
+    seen = {s["student"]: s for s in api.get_submissions(CH)}
+    rows: dict[str, Any] = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student in CLASS:
+            sub = gb.find_submission(CH, student)
+            grades = {g.name: (g.auto_score, g.extra_credit, g.manual_score, g.needs_manual_grade)
+                      for g in sub.notebooks[0].grades}
+            comments = {c.name: c.auto_comment for c in sub.notebooks[0].comments}
+            rows[student] = {"timestamp": sub.timestamp, "score": sub.score, "late": sub.late_submission_penalty,
+                             "grades": grades, "comments": comments, "autograded": seen[student]["autograded"],
+                             "formgrader_timestamp": seen[student]["timestamp"]}
+    return rows
+
+
+def _check_outputs(course: Path, student: str) -> dict[str, list[dict[str, Any]]]:
+    path = course / "autograded" / student / CH / f"{CH}.ipynb"
+    nb = json.loads(path.read_text())
+    return {c["metadata"]["nbgrader"]["grade_id"]: c["outputs"] for c in nb["cells"]
+            if c["metadata"].get("nbgrader", {}).get("grade")}
+
+
+@pytest.fixture(scope="module")
+def courses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two copies of one registered course with the class in submitted/, graded each way."""
+    base = tmp_path_factory.mktemp("nbgrader")
+    course = base / "nbgrader-autograde"
+    generate_release(CH, course)
+    code = solution_code(CH)
+    for student, (softmax, edit, _) in CLASS.items():
+        if softmax is None:
+            cells = {}
+        elif softmax == "solution":
+            cells = code
+        else:  # the stretch task left as the stub
+            cells = {**{k: v for k, v in code.items() if k != "log_softmax"}, "softmax": softmax}
+        folder = course / "submitted" / student / CH
+        folder.mkdir(parents=True)
+        path = write_submission(folder, CH, cells)
+        if edit is not None:
+            nb = json.loads(path.read_text())
+            edit(nb)
+            path.write_text(json.dumps(nb))
+        (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    other = base / "grade-all"
+    shutil.copytree(course, other)
+
+    done = _run(course, "nbgrader", "autograde", CH)
+    assert done.returncode == 1, done.stdout + done.stderr  # the tampered notebooks fail, loudly
+    failed = {s for s in CLASS if f"There was an error processing assignment '{CH}' for student '{s}'" in done.stderr}
+    assert failed == FAILING, done.stderr
+
+    done = _run(other, "autograder", "grade-all", ".", "--gradebook", "--workers", "2")
+    assert done.returncode == 3, done.stdout + done.stderr  # exit 3: some submissions have no score recorded
+    assert f"{len(CLASS) - len(FAILING)} submissions recorded by nbgrader autograde, 0 already recorded, " \
+           f"{len(FAILING)} failed" in done.stdout, done.stdout
+    not_recorded = done.stderr.split("not recorded")[1]
+    assert {s for s in CLASS if f"{s}/{CH}:" in not_recorded} == FAILING, done.stderr
+    return {"nbgrader": course, "grade-all": other}
+
+
+def test_both_ways_leave_the_same_gradebook_with_partial_credit(courses: dict[str, Path]) -> None:
+    theirs, ours = _rows(courses["nbgrader"]), _rows(courses["grade-all"])
+    assert ours == theirs
+    for student, (_, _, points) in CLASS.items():
+        row = ours[student]
+        assert row["timestamp"] == SUBMITTED, student
+        if points is None:  # no score at all, not a zero: needs grading, and not shown as autograded
+            assert row["grades"] == {g: (None, None, None, True) for g in HONEST_MISTAKE}, student
+            assert not row["autograded"], student
+        else:
+            assert row["grades"] == {g: (auto, extra, None, False) for g, (auto, extra) in points.items()}, student
+            assert row["score"] == sum(auto + (extra or 0) for auto, extra in points.values()), student
+            assert row["autograded"] and row["formgrader_timestamp"], student
+    assert ours["bob"]["score"] == 16.0  # the kit's partial credit; stock nbgrader records 10 (all or nothing)
+    assert ours["ada"]["score"] == 24.0  # 20 and the stretch task's 4 as extra credit
+
+
+def test_both_ways_write_the_same_autograded_notebook(courses: dict[str, Path]) -> None:
+    for student, (_, _, points) in CLASS.items():
+        if points is None:
+            assert not (courses["grade-all"] / "autograded" / student / CH).exists()
+            continue
+        outputs = _check_outputs(courses["grade-all"], student)
+        assert outputs == _check_outputs(courses["nbgrader"], student), student
+        assert all(o.get("name") != "stderr" for cell in outputs.values() for o in cell)
+    bob = _check_outputs(courses["grade-all"], "bob")["check_softmax"]
+    assert "softmax: 6 / 10 points" in "".join(bob[0]["text"]) and "Subtract the maximum" in "".join(bob[0]["text"])
+    assert "".join(bob[1]["data"]["text/plain"]) == "6.0"
+
+
+def test_grade_all_gradebook_leaves_recorded_submissions_and_manual_grades_alone(courses: dict[str, Path]) -> None:
+    from nbgrader.api import Gradebook
+
+    course = courses["grade-all"]
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.find_grade("check_softmax", CH, CH, "bob").manual_score = 8.0
+        gb.db.commit()
+    done = _run(course, "autograder", "grade-all", ".", "--gradebook", "--workers", "2")
+    assert f"0 submissions recorded by nbgrader autograde, {len(CLASS) - len(FAILING)} already recorded" \
+           in done.stdout, done.stdout + done.stderr
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        grade = gb.find_grade("check_softmax", CH, CH, "bob")
+        assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (6.0, 8.0, False)
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own, on every autograde
+@pytest.mark.parametrize("failure", ["grader error", "kit bug"])
+def test_a_grader_failure_fails_the_autograde_and_records_no_zero(
+        courses: dict[str, Path], monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
+    """What Formgrader's Autograde button runs, in this process, on a machine that cannot grade."""
+    import autograder.course.nbgrader_autograde as kit
+
+    course, student = courses["nbgrader"], f"gus-{failure.replace(' ', '-')}"
+    folder = course / "submitted" / student / CH
+    folder.mkdir(parents=True)
+    write_submission(folder, CH, solution_code(CH))
+
+    def broken(job: Any, out: str, device: str, junit: bool) -> dict[str, Any]:
+        if failure == "kit bug":
+            raise RuntimeError("a bug in the kit")
+        return error_result(job, device, "the grading machine could not sandbox this submission: no free uid")
+
+    monkeypatch.setattr(kit, "grade_submission", broken)
+    outcome = nbgrader_api(course).autograde(CH, student)
+    assert not outcome["success"]
+    assert ("grader error, no score recorded" if failure == "grader error" else "a bug in the kit") in outcome["log"]
+    assert not (course / "autograded" / student / CH).exists()  # Formgrader: not autograded
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        grades = gb.find_submission_notebook(CH, CH, student).grades
+        assert [(g.auto_score, g.needs_manual_grade) for g in grades] == [(None, True)] * 3
+
+
+def test_a_half_made_gradebook_is_stamped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nbgrader creates the tables, then runs `alembic` from PATH; without it the database is left unstamped."""
+    import sqlite3
+
+    import nbgrader
+    from nbgrader.api import Gradebook
+
+    db = tmp_path / "gradebook.db"
+    monkeypatch.setenv("PATH", _env()["PATH"])
+    with pytest.raises(FileNotFoundError, match="alembic"):
+        Gradebook(f"sqlite:///{db}")
+    assert repair_half_made(db)
+    with sqlite3.connect(db) as con:
+        ((version,),) = con.execute("SELECT version_num FROM alembic_version").fetchall()
+    revisions = (Path(nbgrader.__file__).parent / "alembic" / "versions").glob("*.py")
+    assert any(path.name.startswith(f"{version}_") for path in revisions), version
+    assert not repair_half_made(db)
+    Gradebook(f"sqlite:///{db}").close()  # nbgrader opens it as its own
+
+
+def test_export_and_feedback(courses: dict[str, Path], tmp_path: Path) -> None:
+    course = courses["nbgrader"]
+    done = _run(course, "nbgrader", "export", "--to", str(tmp_path / "grades.csv"))
+    assert done.returncode == 0, done.stderr
+    rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader((tmp_path / "grades.csv").open())}
+    assert {s: rows[s] for s in ("ada", "bob", "cid")} == {"ada": 24.0, "bob": 16.0, "cid": 0.0}
+    results = [json.loads(p.read_text()) for p in sorted((courses["grade-all"] / "graded" / "results").glob("*/*"))]
+    write_feedback(course, results)
+    page = (course / "feedback" / "bob" / CH / f"{CH}.html").read_text()
+    assert f"{CH}: 16 / 20" in page and "Subtract the maximum" in page
+    source = (Path(__file__).parent.parent / "autograder" / "checks" / f"ch{CH}.py").read_text()
+    for line in (ln.strip() for ln in source.splitlines()):
+        if line.startswith(("def ", "x = ", "logits = ", "_expect(")):
+            assert line not in page
+
+
+def test_an_unregistered_assignment_names_the_command_that_registers_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbgrader.api import Gradebook
+
+    course, out = tmp_path / "course", tmp_path / "graded"
+    course.mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    result = out / "results" / "ada" / f"{CH}.json"
+    result.parent.mkdir(parents=True)
+    result.write_text(json.dumps({"score": 0, "max_score": 20, "output": "", "tests": [],
+                                  "extra_data": {"sha256": "0" * 64, "notebook": f"{CH}.ipynb"}}))
+    command = f".venv/bin/nbgrader generate_assignment {CH} --force"
+    with pytest.raises(SystemExit, match=re.escape(command)):
+        record(course, out)
+    assert not (course / "gradebook.db").exists()  # nothing half-made left behind
+    monkeypatch.setenv("PATH", os.environ["PATH"])  # record puts this interpreter's bin/ first; undone after
+    interpreter_bin_first()
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "effective-pytorch") as gb:
+        gb.add_assignment("08_mixed_precision")
+    with pytest.raises(SystemExit, match=f"{CH} not registered .*: run `{re.escape(command)}`"):
+        record(course, out)

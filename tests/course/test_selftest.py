@@ -1,0 +1,80 @@
+"""`python -m autograder selftest`: the CPU self-test meets every expectation and says so in one table
+and in JSON; failures are named and exit 1; without CUDA `--device cuda` exits 4.
+
+The CPU self-test reuses the gradings of tests/chapters/test_chapters.py and the chapter tests (one grading per
+notebook per session), so in a full run it grades nothing again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from autograder.course import selftest
+from autograder.course.selftest_cases import MUTANTS
+from autograder.judging.judge import Grade
+from tests.chapters.test_chapters import grader
+from tests.kit import ROOT
+
+SPEED_CHECKS = ["check_row_sum_speed", "check_batch_gather_speed", "check_amp_speedup_on_cuda"]
+
+
+def test_cpu_selftest_meets_every_expectation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "selftest.json"
+    code = selftest.main("cpu", out, grader)
+    table = capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert code == 0 and report["ok"] and report["failed"] == [], table
+    rows = {(r["kind"], r["chapter"], r["case"]): r for r in report["rows"]}
+    for chapter in selftest.POINTS:
+        assert rows["solution", chapter, "reference solution"]["verdict"] == "ok"
+        assert rows["release", chapter, "untouched release"]["verdict"] == "ok"
+    assert [(m.chapter, m.name) for m in MUTANTS] == [(c, n) for k, c, n in rows if k == "wrong"]
+    speed = {case: r for (kind, _, case), r in rows.items() if kind == "speed"}
+    assert sorted(speed) == sorted(SPEED_CHECKS)
+    assert speed.pop("check_amp_speedup_on_cuda")["verdict"] == "info"  # skipped on CPU
+    for r in speed.values():  # each ratio read, above what its check needs
+        assert r["verdict"] == "ok" and r["values"]["ratio"] >= r["values"]["needs"] > 0, r
+    assert not any(kind == "cuda" for kind, _, _ in rows)
+    assert "0 failed" in table and all(m.name in table for m in MUTANTS)
+
+
+def test_failed_expectations_are_named_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def nothing_graded(notebook: Path, device: str, only: str | None) -> Grade:
+        return Grade(notebook, notebook.stem, device)
+
+    code = selftest.main("cpu", tmp_path / "selftest.json", nothing_graded, chapters=["07_numerical_stability"])
+    table = capsys.readouterr().out
+    failed = json.loads((tmp_path / "selftest.json").read_text())["failed"]
+    assert code == 1
+    assert failed[:3] == ["07_numerical_stability/reference solution", "07_numerical_stability/untouched release",
+                          "07_numerical_stability/no max subtraction"]
+    assert "out of 0 points, expected 20" in table
+    assert "check_softmax_huge_and_infinite_logits did not run" in table
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_asked_for_without_cuda_exits_4(tmp_path: Path) -> None:
+    out = tmp_path / "selftest-cuda.json"
+    done = subprocess.run([sys.executable, "-m", "autograder", "selftest", "--device", "cuda", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == selftest.NO_CUDA == 4, done.stderr
+    assert "no CUDA GPU" in done.stderr and "Nothing was graded" in done.stderr
+    assert json.loads(out.read_text())["ok"] is False
+
+
+def test_peak_bandwidth_from_device_properties() -> None:
+    h100_sxm = SimpleNamespace(memory_clock_rate=2_619_000, memory_bus_width=5120)  # kHz, bits
+    assert selftest.peak_bandwidth(h100_sxm) == pytest.approx(3.35e12, rel=0.01)
+    assert selftest.peak_bandwidth(SimpleNamespace()) is None  # older torch: reported as unknown
+
+
+def test_amp_figures_measure_the_chapter_08_reference_step() -> None:
+    figures = selftest.measure_amp(32, 16, "cpu", torch.bfloat16, steps=2, rounds=1)
+    assert figures.float32 > 0 and figures.amp > 0 and figures.speedup > 0
+    assert figures.float32_bytes == figures.amp_bytes == 0  # memory is measured on CUDA only

@@ -1,0 +1,76 @@
+"""Clean output: text from student code never brings terminal control characters to the
+instructor's terminal, CSV or logs, and stays HTML-escaped in the feedback pages."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from autograder import cli
+from autograder.course.batch import row
+from autograder.course.gradebook import feedback_html, write_feedback
+from autograder.judging.judge import Grade
+from autograder.judging.plugin import CheckResult
+from autograder.judging.report import clean, gradescope, table, text
+from tests.kit import solved
+
+CH = "07_numerical_stability"
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\rover\x9b31m\u202eevil\x00 <script>alert(1)</script>"
+# Control characters a terminal acts on: all C0 but tab and newline, DEL, C1, bidi overrides.
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def test_clean_makes_control_characters_visible_and_keeps_the_rest() -> None:
+    out = clean(HOSTILE + "\ttab\nline é 中")
+    assert not RAW.search(out)
+    assert "\\x1b]0;owned\\x07" in out and "\\r" in out and "\\x9b" in out and "\\u202e" in out
+    assert out.endswith("\ttab\nline é 中")
+
+
+def _grade() -> Grade:
+    failed = CheckResult("x::check_softmax", "softmax is right", "softmax", 5.0, False, "failed",
+                         f"`softmax` raised an error:\nRuntimeError: {HOSTILE}")
+    return Grade(Path(f"{CH}.ipynb"), CH, "cpu", [failed], notes=[f"Answer cell 'softmax' raised {HOSTILE}"])
+
+
+def test_the_text_report_and_the_table_are_clean() -> None:
+    unread = Grade(Path(f"{CH}.ipynb"), CH, "cpu", notes=[HOSTILE])  # the table shows its first note
+    for report in (text(_grade()), table([("ada", unread)])):
+        assert not RAW.search(report) and "\\x1b]0;owned" in report
+
+
+def test_results_and_summary_rows_are_clean() -> None:
+    result = gradescope(_grade())
+    result["extra_data"].update(student="ada\x1b[8m", sha256="")
+    assert not RAW.search(result["output"] + result["tests"][0]["output"])
+    r = row(result)
+    assert not RAW.search(r["notes"] + r["student"]) and "\\x1b[2J" in r["notes"]
+
+
+def test_feedback_pages_escape_html_from_student_code(tmp_path: Path) -> None:
+    result = gradescope(_grade())
+    result["extra_data"].update(student="<b>ada</b>", sha256="")
+    page = feedback_html(result)
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>ada</b>" not in page and not RAW.search(page)
+
+
+def test_feedback_is_not_written_for_grader_errors(tmp_path: Path) -> None:
+    ok = gradescope(_grade())
+    ok["extra_data"].update(student="ada", sha256="")
+    lost = {**ok, "extra_data": {**ok["extra_data"], "student": "bea", "grader_error": "worker died"}}
+    assert write_feedback(tmp_path, [ok, lost]) == 1
+    assert [p.parent.parent.name for p in tmp_path.glob("feedback/*/*/*.html")] == ["ada"]
+
+
+ESCAPES_AT_IMPORT = f"raise RuntimeError({HOSTILE!r})\n"
+
+
+def test_the_grade_command_prints_no_escape_sequences_from_student_code(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = solved(tmp_path, CH, softmax=ESCAPES_AT_IMPORT)
+    assert cli.main(["grade", str(path), "--seed", "1", "--timeout", "5", "--only", "guide_example"]) == 0
+    out = capsys.readouterr().out
+    assert "\\x1b]0;owned" in out and not RAW.search(out), out

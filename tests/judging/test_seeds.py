@@ -1,0 +1,112 @@
+"""Seeds: students cannot reroll their hidden inputs by editing a comment, and regrading is identical.
+
+With the student known (grade-all's folder name, --student, Gradescope's metadata) the seed is
+HMAC(course secret, student and assignment); otherwise HMAC(course secret, the answer cells' code
+without comments, blank lines or spacing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from autograder.course import batch
+from autograder.judging import judge
+from autograder.judging.judge import normalized_code, secret_seed, student_from_gradescope
+from tests.kit import ROOT, grade_fast, solution_code, write_submission
+
+CH = "07_numerical_stability"
+# Wrong in the same way (it ignores `dim`), written differently: the failure shows the same inputs
+# exactly when both get the same seed.
+WRONG_DIM = "def softmax(logits, dim=-1):\n    return torch.softmax(logits, -1)\n"
+WRONG_DIM_AGAIN = "def softmax(logits, dim=-1):\n    last = -1\n    return torch.softmax(logits, last)\n"
+
+
+@pytest.fixture(autouse=True)
+def _secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOGRADER_SECRET", "a course secret")
+
+
+def _with_softmax(directory: Path, code: str, name: str) -> Path:
+    return write_submission(directory, CH, {**solution_code(CH), "softmax": code}, name=name)
+
+
+def test_comments_blank_lines_and_spacing_do_not_reroll_the_inputs(tmp_path: Path) -> None:
+    plain = _with_softmax(tmp_path, WRONG_DIM, "a.ipynb")
+    edited = WRONG_DIM.replace("\n    return", "  # my softmax   \n\n    # one more try\n    return") + "\n# end\n"
+    assert secret_seed(plain) == secret_seed(_with_softmax(tmp_path, edited, "b.ipynb"))
+    assert secret_seed(plain) != secret_seed(_with_softmax(tmp_path, WRONG_DIM_AGAIN, "c.ipynb"))
+
+
+def test_normalized_code_keeps_the_code_and_drops_the_rest() -> None:
+    assert normalized_code("x = 1  # one\n\n\ny = 2   \n") == normalized_code("x=1\ny = 2")
+    assert normalized_code("x = 1\n") != normalized_code("x = 2\n")
+    assert normalized_code("s = '''unterminated\n# note\n") == normalized_code("s = '''unterminated   \n")
+
+
+def test_a_known_student_keeps_the_same_inputs_whatever_the_notebook_holds(tmp_path: Path) -> None:
+    first = _with_softmax(tmp_path, WRONG_DIM, "a.ipynb")
+    second = _with_softmax(tmp_path, WRONG_DIM_AGAIN, "b.ipynb")
+    assert secret_seed(first, CH, "alice") == secret_seed(second, CH, "alice")
+    assert secret_seed(first, CH, "alice") != secret_seed(first, CH, "bob")
+    other = write_submission(tmp_path, "04_overloaded_ops", solution_code("04_overloaded_ops"))
+    assert secret_seed(other, "04_overloaded_ops", "alice") != secret_seed(first, CH, "alice")
+
+
+def test_grade_takes_the_student_and_regrading_is_identical(tmp_path: Path) -> None:
+    first = _with_softmax(tmp_path, WRONG_DIM, "a.ipynb")
+    second = _with_softmax(tmp_path, WRONG_DIM_AGAIN, "b.ipynb")
+    check = "check_softmax_other_dims"
+
+    def output(path: Path, student: str | None) -> str:
+        return grade_fast(path, seed=None, student=student, only=check).results[0].output
+
+    alice = output(first, "alice")
+    assert "Call: softmax(logits, dim=0)" in alice
+    assert output(first, "alice") == alice == output(second, "alice")
+    assert output(first, None) != output(second, None)
+
+
+def test_grade_all_passes_the_students_folder_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, object] = {}
+
+    def fake_grade(*args: object, **kwargs: object) -> NoReturn:
+        seen.update(kwargs)
+        raise judge.GraderError("recorded; nothing graded")
+
+    monkeypatch.setattr(judge, "grade", fake_grade)
+    path = _with_softmax(tmp_path, WRONG_DIM, f"{CH}.ipynb")
+    batch.grade_submission(batch.Job("alice", CH, str(path), "0" * 64), str(tmp_path / "out"), "cpu", False)
+    assert seen["student"] == "alice"
+
+
+def test_gradescope_metadata_names_the_student(tmp_path: Path) -> None:
+    meta = tmp_path / "submission_metadata.json"
+    meta.write_text(json.dumps({"users": [{"email": "a@uni.edu", "sid": "s123", "name": "A"}],
+                                "assignment": {"id": 1, "title": "07"}}))
+    assert student_from_gradescope(meta) == "s123"
+    meta.write_text(json.dumps({"users": [{"email": "a@uni.edu", "sid": ""}]}))
+    assert student_from_gradescope(meta) == "a@uni.edu"
+    meta.write_text("not json")
+    assert student_from_gradescope(meta) is None
+
+
+def test_cli_reads_the_student_from_gradescope_metadata(tmp_path: Path) -> None:
+    first = _with_softmax(tmp_path, WRONG_DIM, "a.ipynb")
+    second = _with_softmax(tmp_path, WRONG_DIM_AGAIN, "b.ipynb")
+    meta = tmp_path / "submission_metadata.json"
+    meta.write_text(json.dumps({"users": [{"email": "a@uni.edu", "sid": "s123"}]}))
+    outputs = []
+    for path, who in ((first, ["--gradescope-metadata", str(meta)]), (second, ["--student", "s123"])):
+        out = tmp_path / f"{path.stem}.json"
+        subprocess.run([sys.executable, "-m", "autograder", "grade", str(path), "--out", str(out),
+                        "--only", "check_softmax_other_dims", *who], cwd=ROOT, check=True, capture_output=True,
+                       env={**os.environ, "AUTOGRADER_SECRET": "a course secret"})
+        outputs.append(json.loads(out.read_text())["tests"][0]["output"])
+    assert outputs[0] == outputs[1] and "Call: softmax(logits, dim=0)" in outputs[0]
