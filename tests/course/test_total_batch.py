@@ -22,10 +22,11 @@ from autograder import cli
 from autograder.course import batch
 from autograder.course.batch import Job, grade_all, result_path
 from autograder.judging.notebook import MAX_NOTEBOOK_BYTES, NotebookError, load_submission
+from tests.kit import ROOT
 
 # No torch at the top: the pool's spawned workers import this module for fake_grade.
 CH = "07_numerical_stability"
-RELEASE = Path(__file__).resolve().parent.parent / "release" / CH / f"{CH}.ipynb"
+RELEASE = ROOT / "release" / CH / f"{CH}.ipynb"
 
 
 def _cell(nb: dict[str, Any], grade_id: str = "softmax") -> dict[str, Any]:
