@@ -414,7 +414,7 @@ def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ..
         except (SyntaxError, ValueError):  # the cell fails to load anyway: it earns nothing to forge
             continue
     try:
-        extra = [ast.parse(preamble)]
+        extra: list[ast.AST] = [ast.parse(preamble)]
     except SyntaxError:
         extra = []
     origin = _aliases(list(trees.values()) + extra)
@@ -470,7 +470,7 @@ def references(submission: Any, dotted: str, cell: str | None = None) -> list[tu
                 if isinstance(root, ast.Name):
                     names = [".".join([origin.get(root.id, root.id), *attrs])]
             if any(n == dotted or n.startswith(dotted + ".") for n in names):
-                found.append((c["id"], node.lineno))
+                found.append((c["id"], getattr(node, "lineno", 0)))
     return sorted(set(found))
 
 
