@@ -70,25 +70,6 @@ def by_name(g: Grade) -> dict[str, Any]:
     return {r.nodeid.split("::")[-1]: r for r in g.results}
 
 
-def assert_full_marks(g: Grade, max_score: float) -> None:
-    assert g.max_score == max_score
-    assert g.score == g.max_score, [(r.name, r.output) for r in g.results if r.status != "passed"]
-
-
-def assert_not_implemented(g: Grade, max_score: float) -> None:
-    assert g.score == 0 and g.max_score == max_score
-    assert all("not implemented" in r.output for r in g.results), [r.output for r in g.results]
-
-
-def assert_caught(g: Grade, mutant: str, check: str, phrase: str) -> None:
-    """The wrong implementation `mutant` fails `check`, whose message contains `phrase`."""
-    result = by_name(g)[check]
-    assert result.status == "failed", f"{mutant}: {check} passed"
-    assert phrase in result.output, result.output
-    assert any(w in result.output for w in ("Expected", "Problem", "not", "raised")), "the message teaches"
-    assert g.score < g.max_score
-
-
 def task_scores(g: Grade) -> dict[str, float]:
     """Points earned per graded task (answer cell); stretch tasks, which earn bonus points, are left out."""
     stretch = {r.task for r in g.results if r.bonus}

@@ -135,11 +135,10 @@ def _string_why(text: str) -> str | None:
 
 
 class _Scanner(ast.NodeVisitor):
-    def __init__(self, cell: str, aliases: set[str], sys_aliases: set[str], bound: set[str],
+    def __init__(self, cell: str, aliases: set[str], bound: set[str],
                  classes: set[str], docstrings: set[int], origin: dict[str, str]) -> None:
         self.cell = cell
         self.aliases = aliases  # names bound to modules or to objects imported from them
-        self.sys_aliases = sys_aliases
         self.bound = bound  # every name the cells bind themselves
         self.classes = classes
         self.docstrings = docstrings
@@ -425,10 +424,9 @@ def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ..
         b, c = _bound(tree)
         bound |= b
         classes |= c
-    sys_aliases = {name for name, dotted in origin.items() if dotted == "sys"}
     flags: list[Flag] = []
     for cell, tree in trees.items():
-        scanner = _Scanner(cell, import_bound, sys_aliases, bound - import_bound, classes, _docstrings(tree), origin)
+        scanner = _Scanner(cell, import_bound, bound - import_bound, classes, _docstrings(tree), origin)
         scanner.visit(tree)
         flags += scanner.flags
     seen: dict[tuple[str, int, str], Flag] = {}
