@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judging.judge import Grade, grade
+from autograder.judging.registry import CHAPTERS
 from autograder.sandbox.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -15,8 +16,13 @@ _MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
 
 # Short limits keep hanging submissions cheap to test; real grading uses the defaults.
 FAST = Limits(call_seconds=5.0, load_seconds=20.0)
-# 01 and 02 train models inside a call: 5 s is too tight on a loaded 2-core machine.
+# A chapter whose calls train models (ChapterConfig.trains): 5 s is too tight on a loaded 2-core machine.
 TRAINING = Limits(call_seconds=20.0, load_seconds=20.0)
+
+
+def limits_for(chapter: str) -> Limits:
+    """The tests' short limits, or the training ones for a chapter whose calls train models."""
+    return TRAINING if CHAPTERS[chapter].config.trains else FAST
 
 
 def release_path(chapter: str) -> Path:
