@@ -10,10 +10,12 @@ demo: setup
 
 test: setup
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest
 
 lint: setup
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 # The browser test (JupyterLab and Formgrader in chromium): minutes, so not part of `make test`.
 e2e-setup:

@@ -20,6 +20,7 @@ on tmpfs the cold pass is the warm pass.
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import os
 import tarfile
@@ -70,7 +71,7 @@ def write_data(folder: Path, count: int, size: int, shards: int, seed: int = 0) 
     for tar in tars:
         tar.close()
     os.sync()  # only clean pages can be evicted
-    return directory, [tar.name for tar in tars]
+    return directory, [str(tar.name) for tar in tars]
 
 
 def evict(paths: list[Path]) -> None:
@@ -96,8 +97,9 @@ def tar_bytes(paths: list[Path]) -> int:
     for path in paths:
         with tarfile.open(path) as tar:
             for member in tar:
-                if member.isfile():
-                    tar.extractfile(member).read()
+                data = tar.extractfile(member) if member.isfile() else None
+                if data is not None:
+                    data.read()
                     n += 1
     return n
 
@@ -150,9 +152,9 @@ def main() -> None:
         for workers in (0, 2):
             settings += [
                 (f"ImageDirectoryDataset, shuffled, {workers} workers",
-                 lambda w=workers: loader_pass(folder, w, True, args.batch), pngs),
+                 functools.partial(loader_pass, folder, workers, True, args.batch), pngs),
                 (f"TarImageDataset, {workers} workers",
-                 lambda w=workers: loader_pass(stream, w, False, args.batch), tars),
+                 functools.partial(loader_pass, stream, workers, False, args.batch), tars),
             ]
         mb = sum(p.stat().st_size for p in pngs) / 1e6
         print(f"{args.images} PNGs of {args.size}x{args.size} ({mb:.0f} MB), {args.shards} tar shards, "

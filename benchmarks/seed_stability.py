@@ -22,9 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder.judging.judge import grade
 from autograder.judging.registry import CHAPTERS
-from tests.kit import FAST, TRAINING, solved
-
-TRAINS = ("01_basics", "02_modules")  # these chapters train models inside a call: longer limits
+from tests.kit import limits_for, solved
 
 
 def named_wrong_implementations(chapters: list[str]) -> Iterator[tuple[str, str, dict[str, str]]]:
@@ -56,7 +54,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for chapter, name, cells in named_wrong_implementations(chapters):
             path = solved(Path(tmp), chapter, **cells)
-            limits = TRAINING if chapter in TRAINS else FAST
+            limits = limits_for(chapter)
             outcomes: dict[str, dict[str, list[tuple[int, str]]]] = {}  # check -> status -> (seed, output)
             scores: set[float] = set()
             for seed in range(args.seeds):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judging.judge import Grade, grade
+from autograder.judging.registry import CHAPTERS
 from autograder.sandbox.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -15,8 +16,13 @@ _MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
 
 # Short limits keep hanging submissions cheap to test; real grading uses the defaults.
 FAST = Limits(call_seconds=5.0, load_seconds=20.0)
-# 01 and 02 train models inside a call: 5 s is too tight on a loaded 2-core machine.
+# A chapter whose calls train models (ChapterConfig.trains): 5 s is too tight on a loaded 2-core machine.
 TRAINING = Limits(call_seconds=20.0, load_seconds=20.0)
+
+
+def limits_for(chapter: str) -> Limits:
+    """The tests' short limits, or the training ones for a chapter whose calls train models."""
+    return TRAINING if CHAPTERS[chapter].config.trains else FAST
 
 
 def release_path(chapter: str) -> Path:
@@ -68,25 +74,6 @@ def grade_fast(path: Path, **kwargs: Any) -> Grade:
 def by_name(g: Grade) -> dict[str, Any]:
     """Check results keyed by check function name (the part of the nodeid after ::)."""
     return {r.nodeid.split("::")[-1]: r for r in g.results}
-
-
-def assert_full_marks(g: Grade, max_score: float) -> None:
-    assert g.max_score == max_score
-    assert g.score == g.max_score, [(r.name, r.output) for r in g.results if r.status != "passed"]
-
-
-def assert_not_implemented(g: Grade, max_score: float) -> None:
-    assert g.score == 0 and g.max_score == max_score
-    assert all("not implemented" in r.output for r in g.results), [r.output for r in g.results]
-
-
-def assert_caught(g: Grade, mutant: str, check: str, phrase: str) -> None:
-    """The wrong implementation `mutant` fails `check`, whose message contains `phrase`."""
-    result = by_name(g)[check]
-    assert result.status == "failed", f"{mutant}: {check} passed"
-    assert phrase in result.output, result.output
-    assert any(w in result.output for w in ("Expected", "Problem", "not", "raised")), "the message teaches"
-    assert g.score < g.max_score
 
 
 def task_scores(g: Grade) -> dict[str, float]:

@@ -117,8 +117,10 @@ class Remote(Generic[P, R]):
     def using(self, *, timeout: float | None = None, call: str | None = None, hint: str | None = None
               ) -> Remote[P, R]:
         """The same function with the options given changed."""
-        changes = {k: v for k, v in {"timeout": timeout, "call": call, "hint": hint}.items() if v is not None}
-        return Remote(self.student, self.declared, dataclasses.replace(self.options, **changes))
+        o = self.options
+        options = dataclasses.replace(o, timeout=o.timeout if timeout is None else timeout,
+                                      call=o.call if call is None else call, hint=o.hint if hint is None else hint)
+        return Remote(self.student, self.declared, options)
 
     def _request(self, args: tuple[Any, ...], kwargs: dict[str, Any], wrt: tuple[int, ...] = (),
                  grad_output: torch.Tensor | None = None) -> tuple[Any, list[torch.Tensor | None]]:

@@ -135,11 +135,10 @@ def _string_why(text: str) -> str | None:
 
 
 class _Scanner(ast.NodeVisitor):
-    def __init__(self, cell: str, aliases: set[str], sys_aliases: set[str], bound: set[str],
+    def __init__(self, cell: str, aliases: set[str], bound: set[str],
                  classes: set[str], docstrings: set[int], origin: dict[str, str]) -> None:
         self.cell = cell
         self.aliases = aliases  # names bound to modules or to objects imported from them
-        self.sys_aliases = sys_aliases
         self.bound = bound  # every name the cells bind themselves
         self.classes = classes
         self.docstrings = docstrings
@@ -414,7 +413,7 @@ def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ..
         except (SyntaxError, ValueError):  # the cell fails to load anyway: it earns nothing to forge
             continue
     try:
-        extra = [ast.parse(preamble)]
+        extra: list[ast.AST] = [ast.parse(preamble)]
     except SyntaxError:
         extra = []
     origin = _aliases(list(trees.values()) + extra)
@@ -425,10 +424,9 @@ def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ..
         b, c = _bound(tree)
         bound |= b
         classes |= c
-    sys_aliases = {name for name, dotted in origin.items() if dotted == "sys"}
     flags: list[Flag] = []
     for cell, tree in trees.items():
-        scanner = _Scanner(cell, import_bound, sys_aliases, bound - import_bound, classes, _docstrings(tree), origin)
+        scanner = _Scanner(cell, import_bound, bound - import_bound, classes, _docstrings(tree), origin)
         scanner.visit(tree)
         flags += scanner.flags
     seen: dict[tuple[str, int, str], Flag] = {}
@@ -470,7 +468,7 @@ def references(submission: Any, dotted: str, cell: str | None = None) -> list[tu
                 if isinstance(root, ast.Name):
                     names = [".".join([origin.get(root.id, root.id), *attrs])]
             if any(n == dotted or n.startswith(dotted + ".") for n in names):
-                found.append((c["id"], node.lineno))
+                found.append((c["id"], getattr(node, "lineno", 0)))
     return sorted(set(found))
 
 

@@ -30,7 +30,6 @@ SKIPPED = {  # command prefix -> why this test does not run it
     ".venv/bin/jupyter lab": "interactive: the browser test drives JupyterLab and Formgrader",
     ".venv/bin/nbgrader zip_collect": "needs your LMS's file-name pattern in nbgrader_config.py",
 }
-SUCCESS = "Success! Your notebook passes all the tests."
 
 
 def _section(title: str) -> str:

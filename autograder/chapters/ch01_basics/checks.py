@@ -303,7 +303,11 @@ def hvp_oracle(name: str, x: Tensor, w: Tensor, v: Tensor) -> Tensor:
     """H(x) @ v in float64, forward-over-reverse with torch.func (never the Hessian itself)."""
     fn = FUNCTIONS[name][1]
     w64 = w.double()
-    _, hv = torch.func.jvp(torch.func.grad(lambda t: fn(t, w64)), (x.double(),), (v.double(),))
+
+    def at(t: Tensor) -> Tensor:
+        return fn(t, w64)
+
+    hv = torch.func.jvp(torch.func.grad(at), (x.double(),), (v.double(),))[1]  # (value, tangent)
     return hv.to(x.dtype)
 
 

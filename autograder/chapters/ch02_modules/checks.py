@@ -378,7 +378,7 @@ def norm_oracle(x: Tensor, mean: Tensor, var: Tensor, momentum: float, eps: floa
 
 def norm_grad_oracle(x: Tensor, g: Tensor, mean: Tensor, var: Tensor, eps: float, training: bool) -> Tensor:
     """d(sum(out * g))/dx through the batch statistics, in float64."""
-    _, vjp = torch.func.vjp(lambda t: norm_oracle(t, mean, var, 0.0, eps, training)[0], x.double())
+    vjp = torch.func.vjp(lambda t: norm_oracle(t, mean, var, 0.0, eps, training)[0], x.double())[1]
     return vjp(g.double())[0]
 
 
@@ -508,10 +508,10 @@ def check_running_norm_gradient(api: Api, rng: torch.Generator, device: str) -> 
 def check_running_norm_state(api: Api, rng: torch.Generator, device: str) -> None:
     """.to(torch.float64) converts the buffers, and load_state_dict into a fresh RunningNorm restores them"""
     f, options = _features(rng), {"momentum": _momentum(rng), "eps": 1e-4}
-    steps = [["train", _batch(rng, [9, f]), None], ["train", _batch(rng, [2, 5, f]), None],
-             ["eval", _batch(rng, [4, f]), None]]
+    x_eval = _batch(rng, [4, f])
+    steps = [["train", _batch(rng, [9, f]), None], ["train", _batch(rng, [2, 5, f]), None], ["eval", x_eval, None]]
     run = api.running_norm.using(hint=STATE_HINT)(f, steps, options, dtype="float64", reload=True)
     _judge_norm(run, steps, f, options, device, dtype="float64")
     call = f"m = {_describe_norm(f, options, 'float64')} after the steps above; fresh.load_state_dict(m.state_dict())"
     expect_tensor(run["reloaded"]["fresh"], run["steps"][-1]["out"], call=f"{call}; fresh.eval()(x)",
-                  inputs={"x": steps[-1][1].double()}, hint=STATE_HINT, rtol=0, atol=0, device=device)
+                  inputs={"x": x_eval.double()}, hint=STATE_HINT, rtol=0, atol=0, device=device)

@@ -132,7 +132,7 @@ NEW_TENSOR_OPS = frozenset({"empty", "empty_like", "empty_strided", "zeros", "ze
 COPY_OPS = frozenset({"clone", "contiguous", "copy_", "_to_copy"})
 
 
-def _expect(got: Tensor, want: Tensor, call: str, inputs: dict[str, Tensor], hint: str, device: str) -> None:
+def _expect(got: Tensor | None, want: Tensor, call: str, inputs: dict[str, Tensor], hint: str, device: str) -> None:
     rtol, atol = TOL.get(want.dtype, (0.0, 0.0))
     expect_tensor(got, want, call=call, inputs=inputs, hint=hint, rtol=rtol, atol=atol, device=device)
 

@@ -118,7 +118,7 @@ def _sizes(rng: torch.Generator, n: int, low: int, high: int) -> list[int]:
     return [int(s) for s in torch.randint(low, high, (n,), generator=rng)]
 
 
-def _expect(got: Tensor, want: Tensor, call: str, inputs: dict[str, Tensor], hint: str, device: str,
+def _expect(got: Tensor | None, want: Tensor, call: str, inputs: dict[str, Tensor], hint: str, device: str,
             rtol: float, atol: float) -> None:
     expect_tensor(got, want, call=call, inputs=inputs, hint=hint, rtol=rtol, atol=atol, dtype_hint=DTYPE_HINT,
                   device=device)

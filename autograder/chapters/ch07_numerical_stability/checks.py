@@ -104,7 +104,7 @@ def _dims(rank: int) -> list[int]:
     return [*range(rank), -rank] if rank > 1 else [0, -1]
 
 
-def _expect(got: Tensor, want: Tensor, call: str, inputs: dict[str, Tensor], hint: str, device: str) -> None:
+def _expect(got: Tensor | None, want: Tensor, call: str, inputs: dict[str, Tensor], hint: str, device: str) -> None:
     rtol, atol = TOL[want.dtype]
     expect_tensor(got, want, call=call, inputs=inputs, hint=hint, rtol=rtol, atol=atol, device=device)
 
@@ -341,7 +341,7 @@ def _expect_log_softmax(api: Api, x: Tensor, dim: int, hint: str, device: str) -
                   hint=hint, rtol=rtol, atol=atol, device=device)
 
 
-def _backward_mistake(got: Tensor, want: Tensor, x: Tensor, g: Tensor, dim: int) -> str:
+def _backward_mistake(got: Tensor | None, want: Tensor, x: Tensor, g: Tensor, dim: int) -> str:
     """What a wrong gradient (not `want`) is instead, for the classic mistakes; else ''."""
     if not (isinstance(got, Tensor) and got.shape == x.shape) or x.dim() == 0:
         return ""

@@ -48,7 +48,8 @@ def log_softmax_graph(logits: torch.Tensor, dim: int = -1) -> dict[str, Any]:
         out = namespace["log_softmax"](x, dim)
     if not isinstance(out, torch.Tensor):
         return {"output_type": type(out).__name__, "saved": saved, "nodes": [], "custom": False}
-    nodes, custom, todo, seen = [], False, [out.grad_fn], set()
+    nodes: list[str] = []
+    custom, todo, seen = False, [out.grad_fn], set()
     while todo and len(nodes) < 200:
         node = todo.pop()
         if node is None or id(node) in seen or type(node).__name__ == "AccumulateGrad":

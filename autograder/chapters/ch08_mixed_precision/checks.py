@@ -106,7 +106,7 @@ class ScalerCase(TypedDict):
     targets: Tensor
     lr: float  # SGD with momentum 0.9
     dtype: str | None  # the autocast dtype on CPU, or None for no autocast
-    config: dict[str, float]  # LossScaler(**config), as GradScaler("cpu", **config)
+    config: dict[str, Any]  # LossScaler(**config), as GradScaler("cpu", **config): its keyword arguments
     steps: list[ScalerStep]
 
 
@@ -436,9 +436,9 @@ def expect_learned(api: Api, record: BoardRecord, device: str, use_amp: bool) ->
              "the model does not map a [1, 2, H, W] grid to a [1, 1, H, W] image", BOARD_HINT)
     mse = float(F.mse_loss(out.double(), target.double()))
     if not mse < THRESHOLD:
-        found = nonfinite(out)
+        bad = nonfinite(out)
         fail(f"model(grid({SIZE}, {SIZE}).unsqueeze(0)) with the returned model", {"inputs": inputs}, target, out,
-             (f"the model's output holds {found}; " if found else "") +
+             (f"the model's output holds {bad}; " if bad else "") +
              f"the judge's mean squared error of the returned model is {mse:.4g}, not under {THRESHOLD} "
              f"(you reported final_loss = {final_loss:.4g})",
              "Return the trained model itself, in the state it was trained to." + " " + BOARD_HINT)
@@ -553,12 +553,12 @@ def expect_scaler_run(api: Api, case: ScalerCase, hint: str = SCALER_HINT) -> No
                           problem="scale(loss) must multiply the loss by the current scale, as a tensor that "
                           "backward() goes through.", hint=hint)
     for name, p in want["params"].items():
-        have = got["params"].get(name)
-        if not (isinstance(have, Tensor) and have.shape == p.shape and
-                bool(torch.isclose(have, p, rtol=1e-4, atol=1e-6).all())):
+        param = got["params"].get(name)
+        if not (isinstance(param, Tensor) and param.shape == p.shape and
+                bool(torch.isclose(param, p, rtol=1e-4, atol=1e-6).all())):
             events = [f"step {j}: {_event(s)}" for j, s in enumerate(case["steps"])]
             raise failure(call=call, inputs=inputs + events, expected=f"parameter {name} = {show(p)}",
-                          got=show(have), problem="the scales were right but the parameters differ from training "
+                          got=show(param), problem="the scales were right but the parameters differ from training "
                           "with torch.amp.GradScaler: a step ran on gradients still scaled (or divided twice), or a "
                           "step with inf/nan was not skipped.", hint=hint)
 

@@ -16,7 +16,7 @@ closures, never on the objects handed to student code.
 
 import inspect
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -85,7 +85,7 @@ def _mlp(sizes: list[int]) -> nn.Sequential:
     return nn.Sequential(*layers[:-1])
 
 
-def _scaler(device_type: str, config: dict[str, float]) -> torch.amp.GradScaler:
+def _scaler(device_type: str, config: dict[str, Any]) -> torch.amp.GradScaler:
     """A GradScaler that has already been used, as it would be after earlier iterations."""
     scaler = torch.amp.GradScaler(device_type, **config)
     scaler.scale(torch.zeros((), device=device_type))  # creates the scale tensor
@@ -242,7 +242,7 @@ def run_steps(rig: SpeedRig, steps: int, amp: bool, seed: int) -> dict[str, Any]
 # -- the stretch task: the student's LossScaler, driven through a schedule of steps --------------------------
 
 
-def scaler_run(case: dict[str, Any], scaler: Any) -> dict[str, Any]:
+def scaler_run(case: Mapping[str, Any], scaler: Any) -> dict[str, Any]:
     """Train the case's MLP for its `steps` with `scaler` (the student's LossScaler, or torch's GradScaler in the
     judge's oracle): each step may poison one gradient entry with inf or nan after backward, or unscale and clip
     before the step. Returns the scale after every step, the final parameters and what scale(loss) gave."""

@@ -4,8 +4,9 @@ Importing torch costs about 1.7 s, so starting a fresh interpreter per
 submission (and after every crash) dominates grading time. The zygote is a
 trusted process that holds only torch and the child runtime (never the
 checks, the solutions or a seed); the judge asks it to fork, and the forked
-process isolates itself (autograder.sandbox.runtime.isolation) before it reads any student
-code. It runs from the same three-file runtime copy as before, so it is the
+process isolates itself (autograder.sandbox.runtime.isolation) before it reads
+any student code. It runs from the judge's copy of autograder/sandbox/runtime/
+(the children get the same copy and nothing else of the kit), and it is the
 only way a child starts.
 """
 
