@@ -36,8 +36,8 @@ from autograder.chapters.ch05_batch_gather.checks import (  # noqa: E402
     Loop,
     gather_oracle,
 )
+from autograder.course.reference import solution_cells, source_path  # noqa: E402
 from autograder.course.selftest import cuda_ms, gather_bandwidth, peak_bandwidth  # noqa: E402
-from autograder.course.selftest_cases import solution_cells, source_path  # noqa: E402
 from autograder.judging.notebook import load_submission  # noqa: E402
 from autograder.judging.remote import Student  # noqa: E402
 from autograder.judging.timing import compare_speed, randint, randn, reference_process  # noqa: E402

@@ -23,17 +23,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder.course.batch import grade_all
 from autograder.course.build import generate_release
+from autograder.course.cases import mutants
 from autograder.course.nbgrader_autograde import stock_options
-from autograder.course.selftest_cases import mutants
 from autograder.judging.registry import CHAPTERS
-from tests.kit import ROOT, solution_code, write_submission
+from tests.kit import ROOT, solution_cells, write_submission
 
 KINDS = ["correct", "wrong", "empty", "broken"]
 
 
 def _wrong_cells(chapter: str) -> dict[str, str]:
-    """The chapter's first named wrong implementation (autograder/course/selftest_cases.py)."""
-    return {**solution_code(chapter), **mutants(chapter)[0].cells}
+    """The chapter's first named wrong implementation (its folder's cases.py)."""
+    return {**solution_cells(chapter), **mutants(chapter)[0].cells}
 
 
 def make_class(course: Path, count: int) -> dict[str, tuple[str, str]]:
@@ -46,7 +46,7 @@ def make_class(course: Path, count: int) -> dict[str, tuple[str, str]]:
         student = f"s{i:03d}"
         folder = course / "submitted" / student / chapter
         folder.mkdir(parents=True)
-        cells = {"correct": solution_code(chapter), "wrong": _wrong_cells(chapter), "empty": {},
+        cells = {"correct": solution_cells(chapter), "wrong": _wrong_cells(chapter), "empty": {},
                  "broken": {next(iter(CHAPTERS[chapter].answers)): "import os\nos._exit(0)\n"}}[kind]
         path = write_submission(folder, chapter, cells)
         if kind == "broken" and i % 2:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder.course.build import generate_release
 from autograder.course.nbgrader_autograde import stock_options
-from tests.kit import ROOT, solution_code, write_submission
+from tests.kit import ROOT, solution_cells, write_submission
 
 
 def _timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
@@ -50,7 +50,7 @@ def main() -> None:
         for i in range(args.students):
             folder = course / "submitted" / f"student{i:03d}" / args.chapter
             folder.mkdir(parents=True)
-            notebook = write_submission(folder, args.chapter, solution_code(args.chapter))
+            notebook = write_submission(folder, args.chapter, solution_cells(args.chapter))
         autograde = [sys.executable, "-m", "nbgrader", "autograde", args.chapter, "--force"]
         times: dict[str, list[float]] = {"stock nbgrader autograde": [], "nbgrader autograde, kit": [],
                                          "autograder grade": []}

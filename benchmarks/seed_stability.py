@@ -28,10 +28,10 @@ from tests.kit import limits_for, solved
 def named_wrong_implementations(chapters: list[str]) -> Iterator[tuple[str, str, dict[str, str]]]:
     """(chapter, name, cells) of every named wrong implementation: the kit's registry and
     tests/judging/test_honest_checks.py, each distinct code once."""
-    from autograder.course.selftest_cases import MUTANTS
+    from autograder.course.cases import all_mutants
     from tests.judging.test_honest_checks import WRONG
 
-    entries = [(m.chapter, m.name, m.cells) for m in MUTANTS]
+    entries = [(m.chapter, m.name, m.cells) for m in all_mutants()]
     entries += [(w.chapter, w.name, {w.cell: w.code}) for w in WRONG]
     seen: set[tuple[str, ...]] = set()
     for chapter, name, cells in entries:

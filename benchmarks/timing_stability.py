@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder.course.selftest_cases import SCRIPTED_LOOP
+from autograder.course.cases import mutant
 from autograder.judging.judge import grade
-from tests.kit import solution_code, write_submission
+from tests.kit import solution_cells, write_submission
 
 # chapter -> answer cell -> form name -> (vectorized?, code); "solution" is the source notebook's.
 FORMS: dict[str, dict[str, dict[str, tuple[bool, str]]]] = {
@@ -83,7 +83,7 @@ def batch_gather(tensor, indices):
 def batch_gather(tensor, indices):
     return torch.stack([t[i] for t, i in zip(tensor, indices)])
 '''),
-        "scripted loop": (False, SCRIPTED_LOOP),
+        "scripted loop": (False, mutant("05_batch_gather", "scripted loop").cells["batch_gather"]),
     }},
 }
 
@@ -103,7 +103,7 @@ def main() -> None:
             for run in range(args.runs):
                 for cell, forms in FORMS[args.chapter].items():
                     for form, (vectorized, code) in forms.items():
-                        cells = {**solution_code(args.chapter), **({cell: code} if code else {})}
+                        cells = {**solution_cells(args.chapter), **({cell: code} if code else {})}
                         path = write_submission(Path(tmp), args.chapter, cells, name="form.ipynb")
                         for r in grade(path, only="speed", seed=secrets.randbits(62)).results:
                             key = (form, r.nodeid.split("::")[-1])

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
+from autograder import CHECKOUT
+from autograder.course.reference import release_path, solution_cells
 from autograder.judging.judge import Grade, grade
 from autograder.judging.registry import CHAPTERS
 from autograder.sandbox.limits import Limits
 
-ROOT = Path(__file__).resolve().parent.parent
-_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
+ROOT = CHECKOUT
 
 # Short limits keep hanging submissions cheap to test; real grading uses the defaults.
 FAST = Limits(call_seconds=5.0, load_seconds=20.0)
@@ -23,29 +23,6 @@ TRAINING = Limits(call_seconds=20.0, load_seconds=20.0)
 def limits_for(chapter: str) -> Limits:
     """The tests' short limits, or the training ones for a chapter whose calls train models."""
     return TRAINING if CHAPTERS[chapter].config.trains else FAST
-
-
-def release_path(chapter: str) -> Path:
-    return ROOT / "release" / chapter / f"{chapter}.ipynb"
-
-
-def source_path(chapter: str) -> Path:
-    return ROOT / "source" / chapter / f"{chapter}.ipynb"
-
-
-def _source(cell: dict[str, Any]) -> str:
-    src = cell["source"]
-    return "".join(src) if isinstance(src, list) else src
-
-
-def solution_code(chapter: str) -> dict[str, str]:
-    """The reference code of each answer cell, from the instructor's source notebook."""
-    nb = json.loads(source_path(chapter).read_text())
-    return {
-        c["metadata"]["nbgrader"]["grade_id"]: _MARKER.sub("", _source(c))
-        for c in nb["cells"]
-        if c["metadata"].get("nbgrader", {}).get("solution")
-    }
 
 
 def write_submission(directory: Path, chapter: str, cells: dict[str, str], name: str | None = None) -> Path:
@@ -62,7 +39,7 @@ def write_submission(directory: Path, chapter: str, cells: dict[str, str], name:
 
 def solved(directory: Path, chapter: str, **replace: str) -> Path:
     """A full-marks submission, optionally with some cells replaced by other code."""
-    return write_submission(directory, chapter, {**solution_code(chapter), **replace})
+    return write_submission(directory, chapter, {**solution_cells(chapter), **replace})
 
 
 def grade_fast(path: Path, **kwargs: Any) -> Grade:

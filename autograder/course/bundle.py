@@ -3,6 +3,8 @@
 Gradescope unpacks the zip into /autograder/source, runs setup.sh once when it
 builds the image, and runs run_autograder for each submission, which must
 write /autograder/results/results.json: exactly what `grade --out` writes.
+
+The kit goes in whole but for each chapter's cases.py: named wrong implementations are no grading material.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ fi
 """
 
 
+def shipped(path: Path) -> bool:
+    """Whether a file of the kit goes into the bundle: not a chapter's cases.py (its wrong implementations)."""
+    return not (path.name == "cases.py" and path.parent.parent == ROOT / "autograder" / "chapters")
+
+
 def build_bundle(assignment: str, out: Path) -> Path:
     if assignment not in CHAPTERS:
         raise SystemExit(f"unknown assignment {assignment}; known: {', '.join(CHAPTERS)}")
@@ -62,7 +69,8 @@ def build_bundle(assignment: str, out: Path) -> Path:
             info.external_attr = 0o755 << 16
             z.writestr(info, text)
         for path in sorted(p for ext in ("py", "ini", "json") for p in (ROOT / "autograder").rglob(f"*.{ext}")):
-            z.write(path, f"kit/{path.relative_to(ROOT)}")
+            if shipped(path):
+                z.write(path, f"kit/{path.relative_to(ROOT)}")
         for name in ("pyproject.toml", "README.md"):
             z.write(ROOT / name, f"kit/{name}")
     return out

@@ -3,8 +3,8 @@
 On the chosen device it grades, as `grade` does:
 - every chapter's reference solution: full marks (on CPU the CUDA-only checks are skipped);
 - every untouched release notebook: 0, each check saying "not implemented";
-- every named wrong implementation in autograder/course/selftest_cases.py: each fails the checks it names,
-  with the phrase it names.
+- every named wrong implementation in each chapter's cases.py (autograder/chapters/ch<id>/cases.py): each
+  fails the checks it names, with the phrase it names.
 It reports the ratio each speed check measured on the reference (the verdict is the check's own), and,
 on CUDA, two figures measured in this process: batch_gather's achieved memory bandwidth against the
 GPU's, and chapter 08's float32 and AMP steps on the AMP recipe's MLP (the recipe measured 2.3x).
@@ -35,7 +35,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.course.selftest_cases import Mutant, mutants, release_path, solution_cells
+from autograder.course.cases import Mutant, mutants
+from autograder.course.reference import release_path, solution_cells
 from autograder.judging.judge import Grade, GraderError, grade
 from autograder.judging.notebook import read_notebook
 from autograder.judging.plugin import CheckResult, declared_checks

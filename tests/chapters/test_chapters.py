@@ -4,7 +4,7 @@ solution earns full marks (on CPU without its CUDA-only checks), the untouched r
 registry (autograder/chapters/chapters.json) is derived from.
 
 `grader` grades each notebook once per test session, so tests/course/test_selftest.py, which runs the whole
-CPU self-test, reuses these gradings and those of the chapter tests' wrong implementations."""
+CPU self-test, reuses these gradings and those of the wrong implementations in tests/chapters/test_every_chapter.py."""
 
 from __future__ import annotations
 

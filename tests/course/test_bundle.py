@@ -1,4 +1,5 @@
-"""The Gradescope bundle: its run_autograder grades a submission into results/results.json."""
+"""The Gradescope bundle: its run_autograder grades a submission into results/results.json; it ships the
+grading material, not the chapters' named wrong implementations (their cases.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 from autograder.course.bundle import build_bundle
-from tests.kit import solved
+from tests.kit import ROOT, solved
 
 CH = "07_numerical_stability"
 
@@ -20,7 +21,9 @@ def test_bundle_runs_like_gradescope(tmp_path: Path) -> None:
     with zipfile.ZipFile(build_bundle(CH, tmp_path / "bundle.zip")) as z:
         names = set(z.namelist())
         assert {"setup.sh", "run_autograder", "kit/pyproject.toml",
-                f"kit/autograder/chapters/ch{CH}/checks.py"} <= names
+                f"kit/autograder/chapters/ch{CH}/checks.py", "kit/autograder/course/cases.py"} <= names
+        assert (ROOT / "autograder" / "chapters" / f"ch{CH}" / "cases.py").is_file()  # in the kit, not the bundle
+        assert not [n for n in names if n.startswith("kit/autograder/chapters/") and n.endswith("/cases.py")]
         z.extractall(root / "source")
     for script in ("setup.sh", "run_autograder"):
         assert subprocess.run(["bash", "-n", str(root / "source" / script)]).returncode == 0

@@ -20,10 +20,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.course.selftest_cases import NO_MAX
-from tests.kit import ROOT, solution_code
+from autograder.course.cases import mutant
+from tests.kit import ROOT, solution_cells
 
 CH = "07_numerical_stability"
+NO_MAX = mutant(CH, "no max subtraction").cells["softmax"]
 README = (ROOT / "README.md").read_text()
 SKIPPED = {  # command prefix -> why this test does not run it
     "make setup": "the copy uses the kit's own .venv, linked in; `make test` has just set it up",
@@ -86,7 +87,7 @@ def _student_turn(tmp: Path, env: dict[str, str]) -> None:
     done = _shell(f"nbgrader fetch_assignment {CH}", home, student)
     assert done.returncode == 0, done.stderr
     notebook = home / CH / f"{CH}.ipynb"
-    code = solution_code(CH)
+    code = solution_cells(CH)
     _answer(notebook, {**{k: v for k, v in code.items() if k != "log_softmax"}, "softmax": NO_MAX})  # no stretch
 
     # nbgrader validate says the visible check fails, yet exits 0; the guide's line tests the text instead

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from autograder.judging.registry import CHAPTERS
-from tests.kit import ROOT, solution_code
+from tests.kit import ROOT, solution_cells
 
 BUILT = [c for c in CHAPTERS if (ROOT / "solutions" / c / f"{c}.ipynb").exists()]
 COPYCHECK = ROOT.parent / "shared" / "tools" / "copycheck.py"
@@ -103,7 +103,7 @@ _LOADER_SCRIPT = textwrap.dedent('''
 
 
 def test_answer_cells_as_a_module_load_in_spawn_and_forkserver_workers(tmp_path: Path) -> None:
-    module = CHAPTERS[CH06].preamble + "\n\n" + "\n\n".join(solution_code(CH06).values())
+    module = CHAPTERS[CH06].preamble + "\n\n" + "\n\n".join(solution_cells(CH06).values())
     (tmp_path / "datasets_06.py").write_text(module)
     done = subprocess.run([sys.executable, "-c", _LOADER_SCRIPT, str(tmp_path)], capture_output=True, text=True,
                           timeout=600, cwd=tmp_path)

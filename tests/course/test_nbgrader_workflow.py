@@ -26,11 +26,12 @@ import pytest
 
 from autograder.course.batch import error_result
 from autograder.course.build import generate_release
+from autograder.course.cases import mutant
 from autograder.course.gradebook import interpreter_bin_first, nbgrader_api, record, repair_half_made, write_feedback
-from autograder.course.selftest_cases import NO_MAX
-from tests.kit import ROOT, solution_code, write_submission
+from tests.kit import ROOT, solution_cells, write_submission
 
 CH = "07_numerical_stability"
+NO_MAX = mutant(CH, "no max subtraction").cells["softmax"]
 SUBMITTED = datetime(2026, 11, 20, 10, 0)
 Notebook = dict[str, Any]
 
@@ -132,7 +133,7 @@ def courses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("nbgrader")
     course = base / "nbgrader-autograde"
     generate_release(CH, course)
-    code = solution_code(CH)
+    code = solution_cells(CH)
     for student, (softmax, edit, _) in CLASS.items():
         if softmax is None:
             cells = {}
@@ -220,7 +221,7 @@ def test_a_grader_failure_fails_the_autograde_and_records_no_zero(
     course, student = courses["nbgrader"], f"gus-{failure.replace(' ', '-')}"
     folder = course / "submitted" / student / CH
     folder.mkdir(parents=True)
-    write_submission(folder, CH, solution_code(CH))
+    write_submission(folder, CH, solution_cells(CH))
 
     def broken(job: Any, out: str, device: str, junit: bool) -> dict[str, Any]:
         if failure == "kit bug":

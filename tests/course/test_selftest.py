@@ -1,8 +1,8 @@
 """`python -m autograder selftest`: the CPU self-test meets every expectation and says so in one table
 and in JSON; failures are named and exit 1; without CUDA `--device cuda` exits 4.
 
-The CPU self-test reuses the gradings of tests/chapters/test_chapters.py and the chapter tests (one grading per
-notebook per session), so in a full run it grades nothing again."""
+The CPU self-test reuses the gradings of tests/chapters/test_chapters.py and tests/chapters/test_every_chapter.py
+(one grading per notebook per session), so in a full run it grades nothing again."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from autograder.course import selftest
-from autograder.course.selftest_cases import MUTANTS
+from autograder.course.cases import all_mutants
 from autograder.judging.judge import Grade
 from tests.chapters.test_chapters import grader
 from tests.kit import ROOT
@@ -34,14 +34,15 @@ def test_cpu_selftest_meets_every_expectation(tmp_path: Path, capsys: pytest.Cap
     for chapter in selftest.POINTS:
         assert rows["solution", chapter, "reference solution"]["verdict"] == "ok"
         assert rows["release", chapter, "untouched release"]["verdict"] == "ok"
-    assert [(m.chapter, m.name) for m in MUTANTS] == [(c, n) for k, c, n in rows if k == "wrong"]
+    mutants = all_mutants()  # every chapter's, from its folder's cases.py
+    assert [(m.chapter, m.name) for m in mutants] == [(c, n) for k, c, n in rows if k == "wrong"]
     speed = {case: r for (kind, _, case), r in rows.items() if kind == "speed"}
     assert sorted(speed) == sorted(SPEED_CHECKS)
     assert speed.pop("check_amp_speedup_on_cuda")["verdict"] == "info"  # skipped on CPU
     for r in speed.values():  # each ratio read, above what its check needs
         assert r["verdict"] == "ok" and r["values"]["ratio"] >= r["values"]["needs"] > 0, r
     assert not any(kind == "cuda" for kind, _, _ in rows)
-    assert "0 failed" in table and all(m.name in table for m in MUTANTS)
+    assert "0 failed" in table and all(m.name in table for m in mutants)
 
 
 def test_failed_expectations_are_named_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.e2e.conftest import Shots, jupyter_lab, nbgrader
-from tests.kit import release_path, solution_code, write_submission
+from tests.kit import release_path, solution_cells, write_submission
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
@@ -86,7 +86,7 @@ def test_student_runs_fixes_checks_and_validates(page: Page, tmp_path: Path) -> 
 
         # Fix the cross-entropy stub: its visible check passes.
         xent_cell = _code_cell(page, "def softmax_cross_entropy(labels")
-        _replace_and_run(page, xent_cell, solution_code(CH)["softmax_cross_entropy"])
+        _replace_and_run(page, xent_cell, solution_cells(CH)["softmax_cross_entropy"])
         xent_check = _code_cell(page, "# Visible check for softmax_cross_entropy")
         _run(page, xent_check)
         passed = _output(xent_check).filter(has_text="softmax_cross_entropy: visible checks passed")
@@ -114,7 +114,7 @@ def test_student_runs_fixes_checks_and_validates(page: Page, tmp_path: Path) -> 
         dialog.wait_for(state="detached")
 
         # Shift by the row maximum: the check passes and validation succeeds.
-        _replace_and_run(page, softmax_cell, solution_code(CH)["softmax"])
+        _replace_and_run(page, softmax_cell, solution_cells(CH)["softmax"])
         _run(page, softmax_check)
         _output(softmax_check).filter(has_text="softmax: visible checks passed").wait_for(timeout=RUN_MS)
         softmax_check.scroll_into_view_if_needed()
@@ -129,7 +129,7 @@ def test_student_runs_fixes_checks_and_validates(page: Page, tmp_path: Path) -> 
     saved = json.loads((student / f"{CH}.ipynb").read_text())
     answers = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in saved["cells"]
                if c["metadata"].get("nbgrader", {}).get("solution")}
-    assert answers == solution_code(CH)
+    assert answers == solution_cells(CH)
 
 
 def _validate(page: Page) -> Locator:
@@ -169,7 +169,7 @@ def test_instructor_autogrades_adjusts_and_gives_feedback(page: Page, course: Pa
     home = tmp_path / "jupyter"
     nbgrader(course, home, "generate_assignment", CH, "--force")
     _submit(course, STUDENT, {"softmax": NAIVE_SOFTMAX,
-                              "softmax_cross_entropy": solution_code(CH)["softmax_cross_entropy"]})
+                              "softmax_cross_entropy": solution_cells(CH)["softmax_cross_entropy"]})
 
     with jupyter_lab(course, home) as lab:
         page.goto(lab.at("/lab"))

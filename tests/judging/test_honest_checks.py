@@ -2,7 +2,7 @@
 implementation scores the same under every seed, a task's checks judge that task only, and messages
 name the cause rather than the check.
 
-WRONG holds typical mistakes beyond the registry's named ones (autograder/course/selftest_cases.py);
+WRONG holds typical mistakes beyond the named ones in each chapter's cases.py (autograder/chapters/ch<id>/);
 benchmarks/seed_stability.py grades both over 20 seeds.
 """
 
@@ -14,11 +14,11 @@ from typing import NamedTuple
 import pytest
 import torch
 
-from autograder.course.selftest_cases import MUTANTS, solution_cells
+from autograder.course.cases import all_mutants, mutant
 from autograder.judging.expect import CheckFailure, JudgeError, expect_tensor, fail, output_shape_checked
 from autograder.judging.plugin import _message
 from autograder.judging.remote import StudentError
-from tests.kit import FAST, TRAINING, by_name, grade_fast, solved, task_scores
+from tests.kit import FAST, TRAINING, by_name, grade_fast, solution_cells, solved, task_scores
 
 
 class Wrong(NamedTuple):
@@ -188,7 +188,7 @@ def test_corrupt_member_needs_a_value_error_of_the_datasets_own(tmp_path: Path, 
 SEEDS = (0, 1)
 # Two seeds over the registry's wrong implementations of 05 and 07 (the chapters with random hard cases),
 # and WRONG, keep the suite within its time; benchmarks/seed_stability.py grades every one under 20 seeds.
-STABLE = [(m.chapter, m.name, m.cells) for m in MUTANTS if m.chapter in (C5, C7)]
+STABLE = [(m.chapter, m.name, m.cells) for m in all_mutants() if m.chapter in (C5, C7)]
 STABLE += [(w.chapter, w.name, {w.cell: w.code}) for w in WRONG]
 
 
@@ -211,7 +211,7 @@ def test_a_wrong_implementation_scores_the_same_under_every_seed(tmp_path: Path,
 def test_the_reference_checkerboard_keeps_its_points_whatever_amp_train_step_does(tmp_path: Path,
                                                                                    step: str) -> None:
     code = (_step("    raise RuntimeError('unfinished')") if step == "raises"
-            else next(m.cells["amp_train_step"] for m in MUTANTS if m.name == step))
+            else mutant(C8, step).cells["amp_train_step"])
     g = grade_fast(solved(tmp_path, C8, amp_train_step=code), only="checkerboard")
     assert task_scores(g) == {"train_checkerboard": 6}, [r.output for r in g.results if r.status == "failed"]
 
@@ -233,7 +233,7 @@ def test_a_function_raising_on_every_call_is_told_so(tmp_path: Path) -> None:
 
 
 def test_ignoring_dim_is_told_so_not_to_avoid_detach(tmp_path: Path) -> None:
-    wrong_dim = next(m.cells["softmax"] for m in MUTANTS if m.name == "wrong dim")
+    wrong_dim = mutant(C7, "wrong dim").cells["softmax"]
     g = grade_fast(solved(tmp_path, C7, softmax=wrong_dim), only="check_softmax_gradient")
     out = g.results[0].output
     assert "the `dim` argument was not used" in out and ".detach()" not in out, out
@@ -252,7 +252,7 @@ def test_float64_values_that_print_alike_show_all_their_digits() -> None:
 
 
 def test_a_wrong_output_shape_is_the_students_problem_not_a_gradient_error(tmp_path: Path) -> None:
-    all_pairs = next(m.cells["paired_sums"] for m in MUTANTS if m.name == "all pairs")
+    all_pairs = mutant("03_broadcasting", "all pairs").cells["paired_sums"]
     g = grade_fast(solved(tmp_path, "03_broadcasting", paired_sums=all_pairs), only="check_paired_sums_gradient")
     out = g.results[0].output
     assert "instead of" in out and "Mismatch in shape" not in out, out

@@ -22,7 +22,7 @@ from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import gradescope, text
 from autograder.judging.scan import scan_cells, scan_submission
 from benchmarks.timing_stability import FORMS
-from tests.kit import ROOT, by_name, grade_fast, solution_code, solved
+from tests.kit import ROOT, by_name, grade_fast, solution_cells, solved
 
 GATHER_ATTACK = '''
 import sys
@@ -107,7 +107,7 @@ def test_the_float32_step_that_rewrote_the_harness_records_earns_nothing(tmp_pat
 
 
 def test_a_flagged_submission_keeps_its_honestly_verified_points(tmp_path: Path) -> None:
-    code = "import gc\n" + solution_code("05_batch_gather")["batch_gather"]
+    code = "import gc\n" + solution_cells("05_batch_gather")["batch_gather"]
     g = grade_fast(solved(tmp_path, "05_batch_gather", batch_gather=code), only="vectorized or notebook_example")
     checks = by_name(g)
     assert checks["check_batch_gather_notebook_example"].status == "passed"

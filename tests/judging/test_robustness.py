@@ -13,15 +13,15 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from autograder.course.selftest_cases import LOG_OF_SOFTMAX
+from autograder.course.cases import mutant
 from autograder.judging.judge import secret_seed
-from tests.kit import ROOT, by_name, check_count, grade_fast, solution_code, solved, task_scores, write_submission
+from tests.kit import ROOT, by_name, check_count, grade_fast, solution_cells, solved, task_scores, write_submission
 
 CH = "07_numerical_stability"
 
 
 def test_stderr_and_warnings_do_not_cost_points(tmp_path: Path) -> None:
-    noisy = solution_code(CH)["softmax"] + '''
+    noisy = solution_cells(CH)["softmax"] + '''
 import sys, warnings
 print("debug output on stderr", file=sys.stderr)
 warnings.warn("a user warning at import")
@@ -89,7 +89,7 @@ def test_deleted_answer_cell_is_named(tmp_path: Path) -> None:
 
 
 def test_renamed_function_is_reported_with_what_was_found(tmp_path: Path) -> None:
-    renamed = solution_code(CH)["softmax"].replace("def softmax(", "def my_softmax(")
+    renamed = solution_cells(CH)["softmax"].replace("def softmax(", "def my_softmax(")
     g = grade_fast(solved(tmp_path, CH, softmax=renamed))
     out = by_name(g)["check_softmax_random_batches"].output
     assert "`softmax` is not defined" in out and "my_softmax" in out
@@ -98,7 +98,7 @@ def test_renamed_function_is_reported_with_what_was_found(tmp_path: Path) -> Non
 def test_grading_the_same_notebook_twice_gives_the_same_scores(tmp_path: Path) -> None:
     # A wrong answer that only some random inputs expose: the seed comes from the notebook, so it repeats.
     wrong_dim = "def softmax(logits, dim=-1):\n    return torch.softmax(logits, -1)\n"
-    path = write_submission(tmp_path, CH, {"softmax": wrong_dim, "softmax_cross_entropy": LOG_OF_SOFTMAX})
+    path = write_submission(tmp_path, CH, {"softmax": wrong_dim, **mutant(CH, "log of softmax").cells})
     first, second = grade_fast(path, seed=None), grade_fast(path, seed=None)
     assert [(r.nodeid, r.score, r.output) for r in first.results] == [
         (r.nodeid, r.score, r.output) for r in second.results]

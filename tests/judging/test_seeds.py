@@ -19,7 +19,7 @@ import pytest
 from autograder.course import batch
 from autograder.judging import judge
 from autograder.judging.judge import normalized_code, secret_seed, student_from_gradescope
-from tests.kit import ROOT, grade_fast, solution_code, write_submission
+from tests.kit import ROOT, grade_fast, solution_cells, write_submission
 
 CH = "07_numerical_stability"
 # Wrong in the same way (it ignores `dim`), written differently: the failure shows the same inputs
@@ -34,7 +34,7 @@ def _secret(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _with_softmax(directory: Path, code: str, name: str) -> Path:
-    return write_submission(directory, CH, {**solution_code(CH), "softmax": code}, name=name)
+    return write_submission(directory, CH, {**solution_cells(CH), "softmax": code}, name=name)
 
 
 def test_comments_blank_lines_and_spacing_do_not_reroll_the_inputs(tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_a_known_student_keeps_the_same_inputs_whatever_the_notebook_holds(tmp_p
     second = _with_softmax(tmp_path, WRONG_DIM_AGAIN, "b.ipynb")
     assert secret_seed(first, CH, "alice") == secret_seed(second, CH, "alice")
     assert secret_seed(first, CH, "alice") != secret_seed(first, CH, "bob")
-    other = write_submission(tmp_path, "04_overloaded_ops", solution_code("04_overloaded_ops"))
+    other = write_submission(tmp_path, "04_overloaded_ops", solution_cells("04_overloaded_ops"))
     assert secret_seed(other, "04_overloaded_ops", "alice") != secret_seed(first, CH, "alice")
 
 

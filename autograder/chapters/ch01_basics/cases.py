@@ -1,0 +1,225 @@
+"""Chapter 01_basics: named wrong implementations of its answer cells, and other correct forms.
+
+Each function's body is the code of an answer cell, as a student would write it (autograder/course/cases.py
+reads and checks it); the imports below are those of the notebook's imports cell that the code uses.
+`python -m autograder selftest` grades the wrong ones, tests/chapters/test_every_chapter.py all of them.
+Not shipped to Gradescope (autograder/course/bundle.py).
+"""
+
+import torch
+import torch.nn.functional as F
+
+from autograder.course.cases import right, wrong
+
+# -- grad_of -------------------------------------------------------------------------------------------------------
+
+
+@wrong("backward() fills x.grad", fails={"check_grad_of_leaves_x_grad_alone": "x.grad"})
+def backward_fills_x_grad():
+    def grad_of(fn, x):
+        x.requires_grad_(True)
+        fn(x).backward()
+        return x.grad
+
+
+@wrong("requires_grad left on", fails={"check_grad_of_keeps_requires_grad": "x.requires_grad is True"})
+def requires_grad_left_on():
+    def grad_of(fn, x):
+        x.requires_grad_(True)
+        return torch.autograd.grad(fn(x), x)[0]
+
+
+@wrong("finite differences", fails={"check_grad_of_analytic": "values differ"})
+def finite_differences():
+    def grad_of(fn, x):
+        eps = 1e-3
+        flat = x.detach().reshape(-1)
+        grad = torch.zeros_like(flat)
+        for i in range(flat.numel()):
+            step = torch.zeros_like(flat)
+            step[i] = eps
+            grad[i] = (fn((flat + step).reshape(x.shape)) - fn((flat - step).reshape(x.shape))) / (2 * eps)
+        return grad.reshape(x.shape)
+
+
+@wrong("float32 gradient", fails={"check_grad_of_matches_torch_func": "dtype torch.float32"})
+def float32_gradient():
+    def grad_of(fn, x):
+        x_ = x.detach().float().requires_grad_(True)
+        return torch.autograd.grad(fn(x_), x_)[0]
+
+
+# -- fit_polynomial ------------------------------------------------------------------------------------------------
+
+
+@wrong("lowest power first", fails={"check_fit_polynomial_guide_example": "reverse order"})
+def lowest_power_first():
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1)
+        w = torch.zeros(features.shape[1], requires_grad=True)
+        opt = torch.optim.Adam([w], lr=lr)
+        for _ in range(steps):
+            loss = F.mse_loss(features @ w, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return w.detach().flip(0)
+
+
+@wrong("one coefficient short", fails={"check_fit_polynomial_degrees_1_and_3": "instead of [2]"})
+def one_coefficient_short():
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        features = x.unsqueeze(1) ** torch.arange(degree - 1, -1, -1)
+        w = torch.zeros(features.shape[1], requires_grad=True)
+        opt = torch.optim.Adam([w], lr=lr)
+        for _ in range(steps):
+            loss = F.mse_loss(features @ w, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return w.detach()
+
+
+@wrong("too few steps", fails={"check_fit_polynomial_random_quadratics": "values differ"})
+def too_few_steps():
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1)
+        w = torch.zeros(features.shape[1], requires_grad=True)
+        opt = torch.optim.Adam([w], lr=lr)
+        for _ in range(100):
+            loss = F.mse_loss(features @ w, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return w.detach()
+
+
+@wrong("lr ignored", fails={"check_fit_polynomial_uses_steps_and_lr": "values differ"})
+def lr_ignored():
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1)
+        w = torch.zeros(features.shape[1], requires_grad=True)
+        opt = torch.optim.Adam([w], lr=0.1)
+        for _ in range(steps):
+            loss = F.mse_loss(features @ w, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return w.detach()
+
+
+@wrong("through degree + 1 samples", fails={"check_fit_polynomial_noisy_data": "values differ"})
+def through_degree_plus_1_samples():
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        features = x[: degree + 1].unsqueeze(1) ** torch.arange(degree, -1, -1)
+        return torch.linalg.solve(features, y[: degree + 1])
+
+
+@wrong("SGD instead of Adam", fails={"check_fit_polynomial_uses_steps_and_lr": "plain SGD"})
+def sgd_instead_of_adam():
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1)
+        w = torch.zeros(features.shape[1], requires_grad=True)
+        opt = torch.optim.SGD([w], lr=lr)
+        for _ in range(steps):
+            loss = F.mse_loss(features @ w, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return w.detach()
+
+
+# -- hessian_vector_product ----------------------------------------------------------------------------------------
+# The stretch task (bonus).
+
+
+@wrong("HVP: no create_graph", fails={"check_hvp_quadratic_form": "does not require grad"})
+def hvp_no_create_graph():
+    def hessian_vector_product(fn, x, v):
+        x_ = x.detach().requires_grad_(True)
+        (g,) = torch.autograd.grad(fn(x_), x_)
+        return torch.autograd.grad((g * v).sum(), x_)[0]
+
+
+@wrong("HVP: gradient times v", fails={"check_hvp_matches_torch_func": "values differ"})
+def hvp_gradient_times_v():
+    def hessian_vector_product(fn, x, v):
+        x_ = x.detach().requires_grad_(True)
+        (g,) = torch.autograd.grad(fn(x_), x_)
+        return g * v
+
+
+@wrong("HVP: a linear fn raises", fails={"check_hvp_constant_gradient": "does not depend on x"})
+def hvp_a_linear_fn_raises():
+    def hessian_vector_product(fn, x, v):
+        x_ = x.detach().requires_grad_(True)
+        (g,) = torch.autograd.grad(fn(x_), x_, create_graph=True)
+        return torch.autograd.grad(g, x_, v)[0]
+
+
+@wrong("HVP: result keeps its graph", fails={"check_hvp_leaves_x_alone": "requires_grad=True"})
+def hvp_result_keeps_its_graph():
+    def hessian_vector_product(fn, x, v):
+        x_ = x.detach().requires_grad_(True)
+        (g,) = torch.autograd.grad(fn(x_), x_, create_graph=True)
+        if not g.requires_grad:
+            return torch.zeros_like(x)
+        return torch.autograd.grad(g, x_, v, create_graph=True)[0]
+
+
+@wrong("HVP: requires_grad left on", fails={"check_hvp_leaves_x_alone": "changed the caller's tensor"})
+def hvp_requires_grad_left_on():
+    def hessian_vector_product(fn, x, v):
+        x.requires_grad_(True)
+        (g,) = torch.autograd.grad(fn(x), x, create_graph=True)
+        if not g.requires_grad:
+            return torch.zeros_like(x)
+        return torch.autograd.grad(g, x, v)[0]
+
+
+@wrong("HVP: the full Hessian", fails={"check_hvp_large_input": "Never build the Hessian"})
+def hvp_the_full_hessian():
+    def hessian_vector_product(fn, x, v):
+        h = torch.func.hessian(fn)(x.detach())
+        return (h.reshape(x.numel(), x.numel()) @ v.reshape(-1)).reshape(x.shape)
+
+
+@wrong("HVP: finite differences", fails={"check_hvp_quadratic_form": "values differ"})
+def hvp_finite_differences():
+    def hessian_vector_product(fn, x, v):
+        def gradient(t):
+            t = t.detach().requires_grad_(True)
+            return torch.autograd.grad(fn(t), t)[0]
+        return (gradient(x + 1e-3 * v) - gradient(x - 1e-3 * v)) / 2e-3
+
+
+# -- hessian_vector_product: correct forms -------------------------------------------------------------------------
+
+
+@right("dot product, linear case caught", only="hvp", bonus=5)
+def dot_product_linear_case_caught():
+    def hessian_vector_product(fn, x, v):
+        x_ = x.detach().requires_grad_(True)
+        (g,) = torch.autograd.grad(fn(x_), x_, create_graph=True)
+        try:
+            return torch.autograd.grad((g * v).sum(), x_)[0]
+        except RuntimeError:
+            return torch.zeros_like(x)
+
+
+@right("torch.func forward-over-reverse", only="hvp", bonus=5)
+def torch_func_forward_over_reverse():
+    def hessian_vector_product(fn, x, v):
+        return torch.func.jvp(torch.func.grad(fn), (x.detach(),), (v,))[1]
+
+
+@right("torch.func reverse-over-reverse", only="hvp", bonus=5)
+def torch_func_reverse_over_reverse():
+    def hessian_vector_product(fn, x, v):
+        return torch.func.vjp(torch.func.grad(fn), x.detach())[1](v)[0]
+
+
+@right("torch.autograd.functional.hvp", only="hvp", bonus=5)
+def torch_autograd_functional_hvp():
+    def hessian_vector_product(fn, x, v):
+        return torch.autograd.functional.hvp(fn, x.detach(), v)[1]

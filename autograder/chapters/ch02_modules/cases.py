@@ -1,0 +1,487 @@
+"""Chapter 02_modules: named wrong implementations of its answer cells, and other correct forms.
+
+Each function's body is the code of an answer cell, as a student would write it (autograder/course/cases.py
+reads and checks it); the imports below are those of the notebook's imports cell that the code uses.
+`python -m autograder selftest` grades the wrong ones, tests/chapters/test_every_chapter.py all of them.
+Not shipped to Gradescope (autograder/course/bundle.py).
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from autograder.course.cases import right, wrong
+
+# -- AffineScalar --------------------------------------------------------------------------------------------------
+
+
+@wrong("plain tensors, not nn.Parameter", fails={"check_affine_parameters_registered": "parameters() is empty"})
+def plain_tensors_not_nn_parameter():
+    class AffineScalar(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.rand(1, requires_grad=True)
+            self.b = torch.rand(1, requires_grad=True)
+
+        def forward(self, x):
+            return self.a * x + self.b
+
+
+@wrong("parameters of shape []", fails={"check_affine_parameters_registered": "'a': []"})
+def parameters_of_shape_empty():
+    class AffineScalar(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Parameter(torch.rand(()))
+            self.b = nn.Parameter(torch.rand(()))
+
+        def forward(self, x):
+            return self.a * x + self.b
+
+
+@wrong("a and b swapped", fails={"check_affine_forward": "values differ"})
+def a_and_b_swapped():
+    class AffineScalar(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Parameter(torch.rand(1))
+            self.b = nn.Parameter(torch.rand(1))
+
+        def forward(self, x):
+            return self.b * x + self.a
+
+
+# -- LinearRegressor -----------------------------------------------------------------------------------------------
+
+
+@wrong("no squeeze", fails={"check_linear_regressor_forward": "squeeze(1)"})
+def no_squeeze():
+    class LinearRegressor(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(1, 1)
+
+        def forward(self, x):
+            return self.linear(x.unsqueeze(1))
+
+
+@wrong("Linear not named linear", fails={"check_linear_regressor_structure": "submodule `linear`"})
+def linear_not_named_linear():
+    class LinearRegressor(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(1, 1)
+
+        def forward(self, x):
+            return self.fc(x[:, None])[:, 0]
+
+
+# -- make_mlp ------------------------------------------------------------------------------------------------------
+
+
+@wrong("missing ReLU", fails={"check_make_mlp_guide_layers": "collapse"})
+def missing_relu():
+    def make_mlp(in_features, hidden_features, out_features):
+        return nn.Sequential(nn.Linear(in_features, hidden_features), nn.Linear(hidden_features, out_features))
+
+
+@wrong("the guide's sizes hard-coded", fails={"check_make_mlp_other_sizes": "differ in names or shapes"})
+def guide_sizes_hard_coded():
+    def make_mlp(in_features, hidden_features, out_features):
+        return nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+
+
+# -- train ---------------------------------------------------------------------------------------------------------
+
+
+@wrong("no zero_grad", fails={"check_train_fits_line": "did not fit"})
+def no_zero_grad():
+    def train(model, x, y, steps=1000, lr=0.01):
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        losses = []
+        for _ in range(steps):
+            pass  # no optimizer.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss)
+        return loss.item()
+
+
+@wrong("steps and lr ignored", fails={"check_train_follows_steps_and_lr": "did not fit"})
+def steps_and_lr_ignored():
+    def train(model, x, y, steps=1000, lr=0.01):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        losses = []
+        for _ in range(1000):
+            optimizer.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss)
+        return loss.item()
+
+
+@wrong("initial loss returned", fails={"check_train_returns_final_loss": "not the loss at the end"})
+def initial_loss_returned():
+    def train(model, x, y, steps=1000, lr=0.01):
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        losses = []
+        for _ in range(steps):
+            optimizer.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss)
+        return losses[0].item()
+
+
+@wrong("loss tensor returned", fails={"check_train_returns_final_loss": "not float"})
+def loss_tensor_returned():
+    def train(model, x, y, steps=1000, lr=0.01):
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        losses = []
+        for _ in range(steps):
+            optimizer.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss)
+        return loss
+
+
+@wrong("only a and b optimised", fails={"check_train_any_module": "has no attribute 'a'"})
+def only_a_and_b_optimised():
+    def train(model, x, y, steps=1000, lr=0.01):
+        optimizer = torch.optim.SGD([model.a, model.b], lr=lr)
+        losses = []
+        for _ in range(steps):
+            optimizer.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss)
+        return loss.item()
+
+
+# -- RunningNorm ---------------------------------------------------------------------------------------------------
+# The stretch task (bonus). Each wrong form is the reference RunningNorm with one piece changed.
+
+
+@wrong("RunningNorm: plain tensor attributes", fails={"check_running_norm_buffers": "not a registered buffer"})
+def running_norm_plain_tensor_attributes():
+    class RunningNorm(nn.Module):
+        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
+
+        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
+            super().__init__()
+            self.momentum = momentum
+            self.eps = eps
+            self.running_mean = torch.zeros(num_features)
+            self.running_var = torch.ones(num_features)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if not self.training:
+                return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+            samples = x.reshape(-1, x.shape[-1])
+            n = samples.shape[0]
+            mean = samples.mean(dim=0)
+            var = samples.var(dim=0, correction=0)
+            with torch.no_grad():
+                self.running_mean.lerp_(mean, self.momentum)
+                self.running_var.lerp_(var * n / (n - 1), self.momentum)
+            return (x - mean) / torch.sqrt(var + self.eps)
+
+
+@wrong("RunningNorm: frozen nn.Parameter statistics", fails={"check_running_norm_buffers": "must not be parameters"})
+def running_norm_frozen_nn_parameter_statistics():
+    class RunningNorm(nn.Module):
+        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
+
+        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
+            super().__init__()
+            self.momentum = momentum
+            self.eps = eps
+            self.running_mean = nn.Parameter(torch.zeros(num_features), requires_grad=False)
+            self.running_var = nn.Parameter(torch.ones(num_features), requires_grad=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if not self.training:
+                return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+            samples = x.reshape(-1, x.shape[-1])
+            n = samples.shape[0]
+            mean = samples.mean(dim=0)
+            var = samples.var(dim=0, correction=0)
+            with torch.no_grad():
+                self.running_mean.lerp_(mean, self.momentum)
+                self.running_var.lerp_(var * n / (n - 1), self.momentum)
+            return (x - mean) / torch.sqrt(var + self.eps)
+
+
+@wrong("RunningNorm: biased running_var", fails={"check_running_norm_training": "m.running_var"})
+def running_norm_biased_running_var():
+    class RunningNorm(nn.Module):
+        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
+
+        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
+            super().__init__()
+            self.momentum = momentum
+            self.eps = eps
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if not self.training:
+                return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+            samples = x.reshape(-1, x.shape[-1])
+            n = samples.shape[0]  # noqa: F841 (the reference's n: its correction is gone)
+            mean = samples.mean(dim=0)
+            var = samples.var(dim=0, correction=0)
+            with torch.no_grad():
+                self.running_mean.lerp_(mean, self.momentum)
+                self.running_var.lerp_(var, self.momentum)
+            return (x - mean) / torch.sqrt(var + self.eps)
+
+
+@wrong("RunningNorm: momentum reversed", fails={"check_running_norm_training": "m.running_mean"})
+def running_norm_momentum_reversed():
+    class RunningNorm(nn.Module):
+        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
+
+        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
+            super().__init__()
+            self.momentum = momentum
+            self.eps = eps
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if not self.training:
+                return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+            samples = x.reshape(-1, x.shape[-1])
+            n = samples.shape[0]
+            mean = samples.mean(dim=0)
+            var = samples.var(dim=0, correction=0)
+            with torch.no_grad():
+                self.running_mean.lerp_(mean, 1 - self.momentum)
+                self.running_var.lerp_(var * n / (n - 1), 1 - self.momentum)
+            return (x - mean) / torch.sqrt(var + self.eps)
+
+
+@wrong("RunningNorm: statistics over dim 0 only", fails={"check_running_norm_training": "every dimension but the last"})
+def running_norm_statistics_over_dim_0_only():
+    class RunningNorm(nn.Module):
+        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
+
+        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
+            super().__init__()
+            self.momentum = momentum
+            self.eps = eps
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if not self.training:
+                return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+            samples = x
+            n = samples.shape[0]
+            mean = samples.mean(dim=0)
+            var = samples.var(dim=0, correction=0)
+            with torch.no_grad():
+                self.running_mean.lerp_(mean, self.momentum)
+                self.running_var.lerp_(var * n / (n - 1), self.momentum)
+            return (x - mean) / torch.sqrt(var + self.eps)
+
+
+@wrong("RunningNorm: unbiased variance to normalise", fails={"check_running_norm_training": "values differ"})
+def running_norm_unbiased_variance_to_normalise():
+    class RunningNorm(nn.Module):
+        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
+
+        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
+            super().__init__()
+            self.momentum = momentum
+            self.eps = eps
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if not self.training:
+                return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+            samples = x.reshape(-1, x.shape[-1])
+            n = samples.shape[0]
+            mean = samples.mean(dim=0)
+            var = samples.var(dim=0)
+            with torch.no_grad():
+                self.running_mean.lerp_(mean, self.momentum)
+                self.running_var.lerp_(var * n / (n - 1), self.momentum)
+            return (x - mean) / torch.sqrt(var + self.eps)
+
+
+@wrong("RunningNorm: eps outside the square root", fails={"check_running_norm_training": "values differ"})
+def running_norm_eps_outside_the_square_root():
+    class RunningNorm(nn.Module):
+        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
+
+        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
+            super().__init__()
+            self.momentum = momentum
+            self.eps = eps
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if not self.training:
+                return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+            samples = x.reshape(-1, x.shape[-1])
+            n = samples.shape[0]
+            mean = samples.mean(dim=0)
+            var = samples.var(dim=0, correction=0)
+            with torch.no_grad():
+                self.running_mean.lerp_(mean, self.momentum)
+                self.running_var.lerp_(var * n / (n - 1), self.momentum)
+            return (x - mean) / (torch.sqrt(var) + self.eps)
+
+
+@wrong("RunningNorm: eval mode ignored", fails={"check_running_norm_eval": "in eval mode"})
+def running_norm_eval_mode_ignored():
+    class RunningNorm(nn.Module):
+        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
+
+        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
+            super().__init__()
+            self.momentum = momentum
+            self.eps = eps
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            samples = x.reshape(-1, x.shape[-1])
+            n = samples.shape[0]
+            mean = samples.mean(dim=0)
+            var = samples.var(dim=0, correction=0)
+            with torch.no_grad():
+                self.running_mean.lerp_(mean, self.momentum)
+                self.running_var.lerp_(var * n / (n - 1), self.momentum)
+            return (x - mean) / torch.sqrt(var + self.eps)
+
+
+@wrong("RunningNorm: update records autograd history", fails={"check_running_norm_gradient": "buffers"})
+def running_norm_update_records_autograd_history():
+    class RunningNorm(nn.Module):
+        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
+
+        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
+            super().__init__()
+            self.momentum = momentum
+            self.eps = eps
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if not self.training:
+                return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+            samples = x.reshape(-1, x.shape[-1])
+            n = samples.shape[0]
+            mean = samples.mean(dim=0)
+            var = samples.var(dim=0, correction=0)
+            self.running_mean = self.running_mean.lerp(mean, self.momentum)
+            self.running_var = self.running_var.lerp(var * n / (n - 1), self.momentum)
+            return (x - mean) / torch.sqrt(var + self.eps)
+
+
+@wrong("RunningNorm: batch statistics detached", fails={"check_running_norm_gradient": "x.grad"})
+def running_norm_batch_statistics_detached():
+    class RunningNorm(nn.Module):
+        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
+
+        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
+            super().__init__()
+            self.momentum = momentum
+            self.eps = eps
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if not self.training:
+                return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+            samples = x.reshape(-1, x.shape[-1])
+            n = samples.shape[0]
+            mean = samples.mean(dim=0)
+            var = samples.var(dim=0, correction=0)
+            with torch.no_grad():
+                self.running_mean.lerp_(mean, self.momentum)
+                self.running_var.lerp_(var * n / (n - 1), self.momentum)
+            return (x - mean.detach()) / torch.sqrt(var.detach() + self.eps)
+
+
+@wrong("RunningNorm: float32 hard-coded", fails={"check_running_norm_state": "double"})
+def running_norm_float32_hard_coded():
+    class RunningNorm(nn.Module):
+        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
+
+        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
+            super().__init__()
+            self.momentum = momentum
+            self.eps = eps
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if not self.training:
+                return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+            samples = x.reshape(-1, x.shape[-1]).float()
+            n = samples.shape[0]
+            mean = samples.mean(dim=0)
+            var = samples.var(dim=0, correction=0)
+            with torch.no_grad():
+                self.running_mean.lerp_(mean, self.momentum)
+                self.running_var.lerp_(var * n / (n - 1), self.momentum)
+            return (x - mean) / torch.sqrt(var + self.eps)
+
+
+# -- RunningNorm: correct forms ------------------------------------------------------------------------------------
+
+
+@right("a subclass of nn.BatchNorm1d", only="running_norm", bonus=5)
+def a_subclass_of_nn_batchnorm1d():
+    class RunningNorm(nn.BatchNorm1d):
+        def __init__(self, num_features, momentum=0.1, eps=1e-5):
+            super().__init__(num_features, eps=eps, momentum=momentum, affine=False)
+
+        def forward(self, x):
+            return super().forward(x.reshape(-1, x.shape[-1])).reshape(x.shape)
+
+
+@right("F.batch_norm on its own buffers", only="running_norm", bonus=5)
+def f_batch_norm_on_its_own_buffers():
+    class RunningNorm(nn.Module):
+        def __init__(self, num_features, momentum=0.1, eps=1e-5):
+            super().__init__()
+            self.momentum, self.eps = momentum, eps
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x):
+            out = F.batch_norm(x.reshape(-1, x.shape[-1]), self.running_mean, self.running_var,
+                               training=self.training, momentum=self.momentum, eps=self.eps)
+            return out.reshape(x.shape)
+
+
+@right("var_mean and buffers reassigned from detached statistics", only="running_norm", bonus=5)
+def var_mean_and_buffers_reassigned_from_detached_statistics():
+    class RunningNorm(nn.Module):
+        def __init__(self, num_features, momentum=0.1, eps=1e-5):
+            super().__init__()
+            self.m, self.eps = momentum, eps
+            self.register_buffer("running_mean", torch.zeros(num_features))
+            self.register_buffer("running_var", torch.ones(num_features))
+
+        def forward(self, x):
+            if not self.training:
+                return (x - self.running_mean) * torch.rsqrt(self.running_var + self.eps)
+            var, mean = torch.var_mean(x, dim=tuple(range(x.dim() - 1)), correction=0)
+            n = x.numel() // x.shape[-1]
+            self.running_mean = (1 - self.m) * self.running_mean + self.m * mean.detach()
+            self.running_var = (1 - self.m) * self.running_var + self.m * var.detach() * n / (n - 1)
+            return (x - mean) * torch.rsqrt(var + self.eps)

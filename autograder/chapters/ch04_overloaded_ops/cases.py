@@ -1,0 +1,786 @@
+"""Chapter 04_overloaded_ops: named wrong implementations of its answer cells, and other correct forms.
+
+Each function's body is the code of an answer cell, as a student would write it (autograder/course/cases.py
+reads and checks it); the imports below are those of the notebook's imports cell that the code uses.
+`python -m autograder selftest` grades the wrong ones, tests/chapters/test_every_chapter.py all of them.
+Not shipped to Gradescope (autograder/course/bundle.py).
+"""
+
+import torch
+
+from autograder.course.cases import right, wrong
+
+# -- row_sum -------------------------------------------------------------------------------------------------------
+
+
+@wrong("row loop", fails={"check_row_sum_vectorized": "grows with the input"})
+def row_loop():
+    def row_sum(x):
+        z = torch.zeros_like(x[0])
+        for i in range(x.shape[0]):
+            z = z + x[i]
+        return z
+
+
+@wrong("row loop is slow", fails={"check_row_sum_speed": "faster than the slicing loop"})
+def row_loop_is_slow():
+    def row_sum(x):
+        z = torch.zeros_like(x[0])
+        for i in range(x.shape[0]):
+            z = z + x[i]
+        return z
+
+
+@wrong("wrong axis", fails={"check_row_sum_random": "dim=0"})
+def wrong_axis():
+    def row_sum(x):
+        return x.sum(dim=1)
+
+
+@wrong("view on strided input", fails={"check_row_sum_non_contiguous": "view size"})
+def view_on_strided_input():
+    def row_sum(x):
+        n, d = x.shape
+        return x.view(n * d).view(n, d).sum(dim=0)
+
+
+# -- pairwise_sq_distances -----------------------------------------------------------------------------------------
+
+
+@wrong("distance loop", fails={"check_pairwise_vectorized": "grows with the input"})
+def distance_loop():
+    def pairwise_sq_distances(x, y):
+        return torch.stack([((y - xi) ** 2).sum(dim=1) for xi in x])
+
+
+@wrong("not squared", fails={"check_pairwise_random": "no square root"})
+def not_squared():
+    def pairwise_sq_distances(x, y):
+        return ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1).sqrt()
+
+
+@wrong("cross term sign", fails={"check_pairwise_small_example": "sign"})
+def cross_term_sign():
+    def pairwise_sq_distances(x, y):
+        return (x ** 2).sum(1, keepdim=True) + (y ** 2).sum(1) + 2 * x @ y.T
+
+
+@wrong("library cdist", fails={"check_pairwise_vectorized": "_cdist_forward"})
+def library_cdist():
+    def pairwise_sq_distances(x, y):
+        return torch.cdist(x, y) ** 2
+
+
+# -- Dual ----------------------------------------------------------------------------------------------------------
+# The stretch task (bonus). Each wrong form is the reference Dual with one rule changed.
+
+
+@wrong("__rsub__ reuses __sub__", fails={"check_dual_constants_on_the_left": "d.__rsub__(c) must compute c - d"})
+def rsub_reuses_sub():
+    class Dual:
+        """A value and its derivative along one direction (the tangent); operators apply the chain rule."""
+
+        def __init__(self, value: torch.Tensor, tangent: torch.Tensor) -> None:
+            self.value, self.tangent = value, tangent
+
+        @staticmethod
+        def lift(other):
+            """A Dual as it is, a tensor or number as a constant (zero tangent), else NotImplemented."""
+            if isinstance(other, Dual):
+                return other
+            if isinstance(other, (int, float, torch.Tensor)):
+                value = torch.as_tensor(other)
+                return Dual(value, torch.zeros_like(value))
+            return NotImplemented
+
+        @staticmethod
+        def make(value, tangent):
+            """A Dual whose tangent has the value's shape (broadcasting may have made it smaller)."""
+            return Dual(value, tangent.expand_as(value) if tangent.shape != value.shape else tangent)
+
+        def __add__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value + o.value, self.tangent + o.tangent)
+
+        __radd__ = __add__
+
+        def __neg__(self):
+            return Dual(-self.value, -self.tangent)
+
+        def __sub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else self + (-o)
+
+        def __rsub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else self + (-o)
+
+        def __mul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value * o.value, self.tangent * o.value + self.value * o.tangent)
+
+        __rmul__ = __mul__
+
+        def __truediv__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value / o.value, (self.tangent * o.value - self.value * o.tangent) / o.value ** 2)
+
+        def __rtruediv__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o / self
+
+        def __matmul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual(self.value @ o.value, self.tangent @ o.value + self.value @ o.tangent)
+
+        def __rmatmul__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o @ self
+
+        def __pow__(self, p):
+            if not isinstance(p, (int, float)):
+                return NotImplemented
+            return Dual(self.value ** p, p * self.value ** (p - 1) * self.tangent)
+
+
+@wrong("product rule without u w'", fails={"check_dual_polynomial": "(u w)' = u' w + u w'"})
+def product_rule_without_u_w():
+    class Dual:
+        """A value and its derivative along one direction (the tangent); operators apply the chain rule."""
+
+        def __init__(self, value: torch.Tensor, tangent: torch.Tensor) -> None:
+            self.value, self.tangent = value, tangent
+
+        @staticmethod
+        def lift(other):
+            """A Dual as it is, a tensor or number as a constant (zero tangent), else NotImplemented."""
+            if isinstance(other, Dual):
+                return other
+            if isinstance(other, (int, float, torch.Tensor)):
+                value = torch.as_tensor(other)
+                return Dual(value, torch.zeros_like(value))
+            return NotImplemented
+
+        @staticmethod
+        def make(value, tangent):
+            """A Dual whose tangent has the value's shape (broadcasting may have made it smaller)."""
+            return Dual(value, tangent.expand_as(value) if tangent.shape != value.shape else tangent)
+
+        def __add__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value + o.value, self.tangent + o.tangent)
+
+        __radd__ = __add__
+
+        def __neg__(self):
+            return Dual(-self.value, -self.tangent)
+
+        def __sub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else self + (-o)
+
+        def __rsub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o + (-self)
+
+        def __mul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value * o.value, self.tangent * o.value)
+
+        __rmul__ = __mul__
+
+        def __truediv__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value / o.value, (self.tangent * o.value - self.value * o.tangent) / o.value ** 2)
+
+        def __rtruediv__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o / self
+
+        def __matmul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual(self.value @ o.value, self.tangent @ o.value + self.value @ o.tangent)
+
+        def __rmatmul__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o @ self
+
+        def __pow__(self, p):
+            if not isinstance(p, (int, float)):
+                return NotImplemented
+            return Dual(self.value ** p, p * self.value ** (p - 1) * self.tangent)
+
+
+@wrong("quotient rule with a plus", fails={"check_dual_quotients_and_powers": "(u / w)'"})
+def quotient_rule_with_a_plus():
+    class Dual:
+        """A value and its derivative along one direction (the tangent); operators apply the chain rule."""
+
+        def __init__(self, value: torch.Tensor, tangent: torch.Tensor) -> None:
+            self.value, self.tangent = value, tangent
+
+        @staticmethod
+        def lift(other):
+            """A Dual as it is, a tensor or number as a constant (zero tangent), else NotImplemented."""
+            if isinstance(other, Dual):
+                return other
+            if isinstance(other, (int, float, torch.Tensor)):
+                value = torch.as_tensor(other)
+                return Dual(value, torch.zeros_like(value))
+            return NotImplemented
+
+        @staticmethod
+        def make(value, tangent):
+            """A Dual whose tangent has the value's shape (broadcasting may have made it smaller)."""
+            return Dual(value, tangent.expand_as(value) if tangent.shape != value.shape else tangent)
+
+        def __add__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value + o.value, self.tangent + o.tangent)
+
+        __radd__ = __add__
+
+        def __neg__(self):
+            return Dual(-self.value, -self.tangent)
+
+        def __sub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else self + (-o)
+
+        def __rsub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o + (-self)
+
+        def __mul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value * o.value, self.tangent * o.value + self.value * o.tangent)
+
+        __rmul__ = __mul__
+
+        def __truediv__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value / o.value, (self.tangent * o.value + self.value * o.tangent) / o.value ** 2)
+
+        def __rtruediv__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o / self
+
+        def __matmul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual(self.value @ o.value, self.tangent @ o.value + self.value @ o.tangent)
+
+        def __rmatmul__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o @ self
+
+        def __pow__(self, p):
+            if not isinstance(p, (int, float)):
+                return NotImplemented
+            return Dual(self.value ** p, p * self.value ** (p - 1) * self.tangent)
+
+
+@wrong("power rule off by one", fails={"check_dual_quotients_and_powers": "(u**p)'"})
+def power_rule_off_by_one():
+    class Dual:
+        """A value and its derivative along one direction (the tangent); operators apply the chain rule."""
+
+        def __init__(self, value: torch.Tensor, tangent: torch.Tensor) -> None:
+            self.value, self.tangent = value, tangent
+
+        @staticmethod
+        def lift(other):
+            """A Dual as it is, a tensor or number as a constant (zero tangent), else NotImplemented."""
+            if isinstance(other, Dual):
+                return other
+            if isinstance(other, (int, float, torch.Tensor)):
+                value = torch.as_tensor(other)
+                return Dual(value, torch.zeros_like(value))
+            return NotImplemented
+
+        @staticmethod
+        def make(value, tangent):
+            """A Dual whose tangent has the value's shape (broadcasting may have made it smaller)."""
+            return Dual(value, tangent.expand_as(value) if tangent.shape != value.shape else tangent)
+
+        def __add__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value + o.value, self.tangent + o.tangent)
+
+        __radd__ = __add__
+
+        def __neg__(self):
+            return Dual(-self.value, -self.tangent)
+
+        def __sub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else self + (-o)
+
+        def __rsub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o + (-self)
+
+        def __mul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value * o.value, self.tangent * o.value + self.value * o.tangent)
+
+        __rmul__ = __mul__
+
+        def __truediv__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value / o.value, (self.tangent * o.value - self.value * o.tangent) / o.value ** 2)
+
+        def __rtruediv__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o / self
+
+        def __matmul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual(self.value @ o.value, self.tangent @ o.value + self.value @ o.tangent)
+
+        def __rmatmul__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o @ self
+
+        def __pow__(self, p):
+            if not isinstance(p, (int, float)):
+                return NotImplemented
+            return Dual(self.value ** p, p * self.value ** p * self.tangent)
+
+
+@wrong("matmul product rule in the wrong order", fails={"check_dual_matrix_products": "matrices do not commute"})
+def matmul_product_rule_in_the_wrong_order():
+    class Dual:
+        """A value and its derivative along one direction (the tangent); operators apply the chain rule."""
+
+        def __init__(self, value: torch.Tensor, tangent: torch.Tensor) -> None:
+            self.value, self.tangent = value, tangent
+
+        @staticmethod
+        def lift(other):
+            """A Dual as it is, a tensor or number as a constant (zero tangent), else NotImplemented."""
+            if isinstance(other, Dual):
+                return other
+            if isinstance(other, (int, float, torch.Tensor)):
+                value = torch.as_tensor(other)
+                return Dual(value, torch.zeros_like(value))
+            return NotImplemented
+
+        @staticmethod
+        def make(value, tangent):
+            """A Dual whose tangent has the value's shape (broadcasting may have made it smaller)."""
+            return Dual(value, tangent.expand_as(value) if tangent.shape != value.shape else tangent)
+
+        def __add__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value + o.value, self.tangent + o.tangent)
+
+        __radd__ = __add__
+
+        def __neg__(self):
+            return Dual(-self.value, -self.tangent)
+
+        def __sub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else self + (-o)
+
+        def __rsub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o + (-self)
+
+        def __mul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value * o.value, self.tangent * o.value + self.value * o.tangent)
+
+        __rmul__ = __mul__
+
+        def __truediv__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value / o.value, (self.tangent * o.value - self.value * o.tangent) / o.value ** 2)
+
+        def __rtruediv__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o / self
+
+        def __matmul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual(self.value @ o.value, o.value @ self.tangent + o.tangent @ self.value)
+
+        def __rmatmul__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o @ self
+
+        def __pow__(self, p):
+            if not isinstance(p, (int, float)):
+                return NotImplemented
+            return Dual(self.value ** p, p * self.value ** (p - 1) * self.tangent)
+
+
+@wrong("__rmatmul__ computes d @ w", fails={"check_dual_matrix_products": "d.__rmatmul__(w)"})
+def rmatmul_computes_d_w():
+    class Dual:
+        """A value and its derivative along one direction (the tangent); operators apply the chain rule."""
+
+        def __init__(self, value: torch.Tensor, tangent: torch.Tensor) -> None:
+            self.value, self.tangent = value, tangent
+
+        @staticmethod
+        def lift(other):
+            """A Dual as it is, a tensor or number as a constant (zero tangent), else NotImplemented."""
+            if isinstance(other, Dual):
+                return other
+            if isinstance(other, (int, float, torch.Tensor)):
+                value = torch.as_tensor(other)
+                return Dual(value, torch.zeros_like(value))
+            return NotImplemented
+
+        @staticmethod
+        def make(value, tangent):
+            """A Dual whose tangent has the value's shape (broadcasting may have made it smaller)."""
+            return Dual(value, tangent.expand_as(value) if tangent.shape != value.shape else tangent)
+
+        def __add__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value + o.value, self.tangent + o.tangent)
+
+        __radd__ = __add__
+
+        def __neg__(self):
+            return Dual(-self.value, -self.tangent)
+
+        def __sub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else self + (-o)
+
+        def __rsub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o + (-self)
+
+        def __mul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value * o.value, self.tangent * o.value + self.value * o.tangent)
+
+        __rmul__ = __mul__
+
+        def __truediv__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value / o.value, (self.tangent * o.value - self.value * o.tangent) / o.value ** 2)
+
+        def __rtruediv__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o / self
+
+        def __matmul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual(self.value @ o.value, self.tangent @ o.value + self.value @ o.tangent)
+
+        def __rmatmul__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else self @ o
+
+        def __pow__(self, p):
+            if not isinstance(p, (int, float)):
+                return NotImplemented
+            return Dual(self.value ** p, p * self.value ** (p - 1) * self.tangent)
+
+
+@wrong("tangent not broadcast", fails={"check_dual_broadcasting": "tangent.expand_as(value)"})
+def tangent_not_broadcast():
+    class Dual:
+        """A value and its derivative along one direction (the tangent); operators apply the chain rule."""
+
+        def __init__(self, value: torch.Tensor, tangent: torch.Tensor) -> None:
+            self.value, self.tangent = value, tangent
+
+        @staticmethod
+        def lift(other):
+            """A Dual as it is, a tensor or number as a constant (zero tangent), else NotImplemented."""
+            if isinstance(other, Dual):
+                return other
+            if isinstance(other, (int, float, torch.Tensor)):
+                value = torch.as_tensor(other)
+                return Dual(value, torch.zeros(()))
+            return NotImplemented
+
+        @staticmethod
+        def make(value, tangent):
+            """A Dual whose tangent has the value's shape (broadcasting may have made it smaller)."""
+            return Dual(value, tangent)
+
+        def __add__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value + o.value, self.tangent + o.tangent)
+
+        __radd__ = __add__
+
+        def __neg__(self):
+            return Dual(-self.value, -self.tangent)
+
+        def __sub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else self + (-o)
+
+        def __rsub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o + (-self)
+
+        def __mul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value * o.value, self.tangent * o.value + self.value * o.tangent)
+
+        __rmul__ = __mul__
+
+        def __truediv__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value / o.value, (self.tangent * o.value - self.value * o.tangent) / o.value ** 2)
+
+        def __rtruediv__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o / self
+
+        def __matmul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual(self.value @ o.value, self.tangent @ o.value + self.value @ o.tangent)
+
+        def __rmatmul__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o @ self
+
+        def __pow__(self, p):
+            if not isinstance(p, (int, float)):
+                return NotImplemented
+            return Dual(self.value ** p, p * self.value ** (p - 1) * self.tangent)
+
+
+@wrong("no reflected operators", fails={"check_dual_polynomial": "reflected method (__radd__"})
+def no_reflected_operators():
+    class Dual:
+        """A value and its derivative along one direction (the tangent); operators apply the chain rule."""
+
+        def __init__(self, value: torch.Tensor, tangent: torch.Tensor) -> None:
+            self.value, self.tangent = value, tangent
+
+        @staticmethod
+        def lift(other):
+            """A Dual as it is, a tensor or number as a constant (zero tangent), else NotImplemented."""
+            if isinstance(other, Dual):
+                return other
+            if isinstance(other, (int, float, torch.Tensor)):
+                value = torch.as_tensor(other)
+                return Dual(value, torch.zeros_like(value))
+            return NotImplemented
+
+        @staticmethod
+        def make(value, tangent):
+            """A Dual whose tangent has the value's shape (broadcasting may have made it smaller)."""
+            return Dual(value, tangent.expand_as(value) if tangent.shape != value.shape else tangent)
+
+        def __add__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value + o.value, self.tangent + o.tangent)
+
+
+        def __neg__(self):
+            return Dual(-self.value, -self.tangent)
+
+        def __sub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else self + (-o)
+
+        def __rsub__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o + (-self)
+
+        def __mul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value * o.value, self.tangent * o.value + self.value * o.tangent)
+
+
+        def __truediv__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual.make(self.value / o.value, (self.tangent * o.value - self.value * o.tangent) / o.value ** 2)
+
+        def __rtruediv__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o / self
+
+        def __matmul__(self, other):
+            o = Dual.lift(other)
+            if o is NotImplemented:
+                return o
+            return Dual(self.value @ o.value, self.tangent @ o.value + self.value @ o.tangent)
+
+        def __rmatmul__(self, other):
+            o = Dual.lift(other)
+            return o if o is NotImplemented else o @ self
+
+        def __pow__(self, p):
+            if not isinstance(p, (int, float)):
+                return NotImplemented
+            return Dual(self.value ** p, p * self.value ** (p - 1) * self.tangent)
+
+
+# -- Dual: correct forms -------------------------------------------------------------------------------------------
+
+
+@right("isinstance branches", only="dual", bonus=5)
+def isinstance_branches():
+    """Constants kept as plain tensors."""
+    class Dual:
+        def __init__(self, value, tangent):
+            self.value = value
+            self.tangent = tangent
+
+        def _parts(self, other):
+            if isinstance(other, Dual):
+                return other.value, other.tangent
+            return other, None
+
+        def __add__(self, other):
+            v, t = self._parts(other)
+            value = self.value + v
+            tangent = self.tangent + t if t is not None else self.tangent
+            return Dual(value, tangent.expand(value.shape) if isinstance(value, torch.Tensor) else tangent)
+
+        def __radd__(self, other):
+            return self + other
+
+        def __neg__(self):
+            return Dual(-self.value, -self.tangent)
+
+        def __sub__(self, other):
+            return self + (-other if not isinstance(other, Dual) else -other)  # noqa: RUF034 (a harmless redundancy)
+
+        def __rsub__(self, other):
+            return (-self) + other
+
+        def __mul__(self, other):
+            v, t = self._parts(other)
+            tangent = self.tangent * v if t is None else self.tangent * v + self.value * t
+            value = self.value * v
+            return Dual(value, tangent.expand(value.shape))
+
+        def __rmul__(self, other):
+            return self * other
+
+        def __truediv__(self, other):
+            v, t = self._parts(other)
+            if t is None:
+                return self * (1 / v)
+            return Dual(self.value / v, (self.tangent * v - self.value * t) / (v * v))
+
+        def __rtruediv__(self, other):
+            inv = Dual(1 / self.value, -self.tangent / self.value ** 2)
+            return inv * other
+
+        def __matmul__(self, other):
+            v, t = self._parts(other)
+            tangent = self.tangent @ v if t is None else self.tangent @ v + self.value @ t
+            return Dual(self.value @ v, tangent)
+
+        def __rmatmul__(self, other):
+            return Dual(other @ self.value, other @ self.tangent)
+
+        def __pow__(self, p):
+            return Dual(self.value ** p, p * self.value ** (p - 1) * self.tangent)
+
+
+@right("rule table with broadcast_tensors", only="dual", bonus=5)
+def rule_table_with_broadcast_tensors():
+    """Through broadcast_tensors and a table of rules."""
+    def _const(x, like):
+        x = torch.as_tensor(x, dtype=like.dtype, device=like.device)
+        return x, torch.zeros_like(x)
+
+    class Dual:
+        def __init__(self, value, tangent):
+            self.value, self.tangent = value, tangent
+
+        def _binary(self, other, rule, swap=False):
+            if isinstance(other, Dual):
+                ov, ot = other.value, other.tangent
+            elif isinstance(other, (int, float, torch.Tensor)):
+                ov, ot = _const(other, self.value)
+            else:
+                return NotImplemented
+            (a, da), (b, db) = ((ov, ot), (self.value, self.tangent)) if swap else ((self.value, self.tangent),
+                                                                                   (ov, ot))
+            value, tangent = rule(a, da, b, db)
+            if tangent.shape != value.shape:
+                tangent = torch.broadcast_tensors(tangent, value)[0]
+            return Dual(value, tangent)
+
+        def __add__(self, o): return self._binary(o, lambda a, da, b, db: (a + b, da + db))
+        def __radd__(self, o): return self._binary(o, lambda a, da, b, db: (a + b, da + db), swap=True)
+        def __sub__(self, o): return self._binary(o, lambda a, da, b, db: (a - b, da - db))
+        def __rsub__(self, o): return self._binary(o, lambda a, da, b, db: (a - b, da - db), swap=True)
+        def __mul__(self, o): return self._binary(o, lambda a, da, b, db: (a * b, da * b + a * db))
+        def __rmul__(self, o): return self._binary(o, lambda a, da, b, db: (a * b, da * b + a * db), swap=True)
+        def __truediv__(self, o): return self._binary(o, lambda a, da, b, db: (a / b, da / b - a * db / b ** 2))
+        def __rtruediv__(self, o):
+            return self._binary(o, lambda a, da, b, db: (a / b, da / b - a * db / b ** 2), swap=True)
+        def __matmul__(self, o): return self._binary(o, lambda a, da, b, db: (a @ b, da @ b + a @ db))
+        def __rmatmul__(self, o): return self._binary(o, lambda a, da, b, db: (a @ b, da @ b + a @ db), swap=True)
+        def __neg__(self): return Dual(-self.value, -self.tangent)
+        def __pow__(self, p): return Dual(self.value ** p, p * self.value ** (p - 1) * self.tangent)

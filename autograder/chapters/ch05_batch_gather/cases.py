@@ -1,0 +1,219 @@
+"""Chapter 05_batch_gather: named wrong implementations of its answer cells, and other correct forms.
+
+Each function's body is the code of an answer cell, as a student would write it (autograder/course/cases.py
+reads and checks it); the imports below are those of the notebook's imports cell that the code uses.
+`python -m autograder selftest` grades the wrong ones, tests/chapters/test_every_chapter.py all of them.
+Not shipped to Gradescope (autograder/course/bundle.py).
+"""
+
+import torch
+
+from autograder.course.cases import right, wrong
+
+# -- batch_gather --------------------------------------------------------------------------------------------------
+
+
+@wrong("loop", fails={
+    "check_batch_gather_vectorized": "grows with the batch",
+    "check_batch_gather_speed": "faster than the guide's loop",
+})
+def loop():
+    def batch_gather(tensor, indices):
+        output = []
+        for i in range(tensor.size(0)):
+            output += [tensor[i][indices[i]]]
+        return torch.stack(output)
+
+
+@wrong("scripted loop", fails={"check_batch_gather_speed": "torch.jit.script"})
+def scripted_loop():
+    @torch.jit.script
+    def batch_gather(tensor, indices):
+        output = []
+        for i in range(tensor.size(0)):
+            output += [tensor[i][indices[i]]]
+        return torch.stack(output)
+
+
+@wrong("hard-coded .cuda()", fails={"check_batch_gather_device": "device=indices.device"})
+def hard_coded_cuda():
+    """The guide's batch_gather_vec, as printed."""
+    def batch_gather(tensor, indices):
+        shape = list(tensor.shape)
+        flat_first = torch.reshape(tensor, [shape[0] * shape[1]] + shape[2:])  # noqa: RUF005 (the guide's code)
+        offset = torch.reshape(torch.arange(shape[0]).cuda() * shape[1], [shape[0]] + [1] * (len(indices.shape) - 1))
+        return flat_first[indices + offset]
+
+
+@wrong("offsets right only for [B] indices", fails={"check_batch_gather_index_tensors": "broadcast"})
+def offsets_right_only_for_b_indices():
+    def batch_gather(tensor, indices):
+        b, n = tensor.shape[:2]
+        flat = tensor.reshape(b * n, *tensor.shape[2:])
+        return flat[indices + torch.arange(b, device=indices.device) * n]
+
+
+@wrong("offsets stepped by the last axis", fails={"check_batch_gather_row_indices": "tensor.shape[1]"})
+def offsets_stepped_by_the_last_axis():
+    def batch_gather(tensor, indices):
+        b = tensor.shape[0]
+        flat = tensor.reshape(b * tensor.shape[1], *tensor.shape[2:])
+        offsets = torch.arange(b, device=indices.device) * tensor.shape[-1]
+        return flat[indices + offsets.reshape([b] + [1] * (indices.dim() - 1))]
+
+
+@wrong(".data", fails={"check_batch_gather_gradient": "autograd graph"})
+def dot_data():
+    def batch_gather(tensor, indices):
+        b, n = tensor.shape[:2]
+        flat = tensor.data.reshape(b * n, *tensor.shape[2:])
+        offsets = torch.arange(b, device=indices.device) * n
+        return flat[indices + offsets.reshape([b] + [1] * (indices.dim() - 1))]
+
+
+@wrong("gradient overwritten", fails={"check_batch_gather_gradient": "adds up"})
+def gradient_overwritten():
+    class _Gather(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, flat, flat_indices):
+            ctx.save_for_backward(flat_indices)
+            ctx.rows = flat.shape[0]
+            return flat[flat_indices]
+
+        @staticmethod
+        def backward(ctx, grad):
+            (flat_indices,) = ctx.saved_tensors
+            out = grad.new_zeros((ctx.rows, *grad.shape[flat_indices.dim():]))
+            out[flat_indices] = grad  # a repeated index keeps one gradient instead of their sum
+            return out, None
+
+
+    def batch_gather(tensor, indices):
+        b, n = tensor.shape[:2]
+        offsets = torch.arange(b, device=indices.device) * n
+        flat_indices = indices + offsets.reshape([b] + [1] * (indices.dim() - 1))
+        return _Gather.apply(tensor.reshape(b * n, *tensor.shape[2:]), flat_indices)
+
+
+@wrong("no range check", fails={"check_batch_gather_out_of_range": "silent garbage"})
+def no_range_check():
+    def batch_gather(tensor, indices):
+        b, n = tensor.shape[:2]
+        flat = tensor.reshape(b * n, *tensor.shape[2:])
+        offsets = torch.arange(b, device=indices.device) * n
+        return flat[indices + offsets.reshape([b] + [1] * (indices.dim() - 1))]
+
+
+# -- batch_scatter_add ---------------------------------------------------------------------------------------------
+# The stretch task (bonus).
+
+
+@wrong("+= on advanced index",
+       fails={"check_scatter_add_notebook_example": "accumulate", "check_scatter_add_collisions": "add up"})
+def plus_equals_on_advanced_index():
+    def batch_scatter_add(values, indices, n):
+        b = indices.shape[0]
+        rows = torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1))
+        out = values.new_zeros((b, n, *values.shape[indices.dim():]))
+        out[rows, indices.long()] += values
+        return out
+
+
+@wrong("index_put without accumulate", fails={"check_scatter_add_collisions": "index_put_(..., accumulate=True)"})
+def index_put_without_accumulate():
+    def batch_scatter_add(values, indices, n):
+        b = indices.shape[0]
+        rows = torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1)).expand(indices.shape)
+        out = values.new_zeros((b, n, *values.shape[indices.dim():]))
+        return out.index_put((rows, indices.long()), values)
+
+
+@wrong("loop over rows", fails={"check_scatter_add_vectorized": "grows with the batch"})
+def loop_over_rows():
+    def batch_scatter_add(values, indices, n):
+        rows = [values.new_zeros((n, *values.shape[indices.dim():])).index_add(0, indices[i].reshape(-1).long(),
+                values[i].reshape(-1, *values.shape[indices.dim():])) for i in range(indices.shape[0])]
+        return torch.stack(rows)
+
+
+@wrong("float32 result", fails={"check_scatter_add_shapes_and_dtypes": "values.dtype"})
+def float32_result():
+    def batch_scatter_add(values, indices, n):
+        b, e = indices.shape[0], values.shape[indices.dim():]
+        flat = (indices + n * torch.arange(b, device=indices.device)
+                .reshape([b] + [1] * (indices.dim() - 1))).reshape(-1)
+        out = torch.zeros((b * n, *e), device=values.device)
+        return out.index_add(0, flat, values.reshape(-1, *e).float()).reshape(b, n, *e)
+
+
+@wrong("n slots taken from the indices", fails={
+    "check_scatter_add_notebook_example": "indices.max() + 1",
+    "check_scatter_add_collisions": "indices.max() + 1",
+})
+def n_slots_taken_from_the_indices():
+    def batch_scatter_add(values, indices, n):
+        n = int(indices.max()) + 1
+        b, e = indices.shape[0], values.shape[indices.dim():]
+        flat = (indices + n * torch.arange(b, device=indices.device)
+                .reshape([b] + [1] * (indices.dim() - 1))).reshape(-1)
+        return values.new_zeros((b * n, *e)).index_add(0, flat, values.reshape(-1, *e)).reshape(b, n, *e)
+
+
+@wrong("trailing axes flattened into K", fails={"check_scatter_add_shapes_and_dtypes": "trailing axis"})
+def trailing_axes_flattened_into_k():
+    def batch_scatter_add(values, indices, n):
+        b = indices.shape[0]
+        idx, src = indices.long().reshape(b, -1), values.reshape(b, -1)
+        return values.new_zeros((b, n)).scatter_add(1, idx, src[:, :idx.shape[1]])
+
+
+@wrong("detached values", fails={"check_scatter_add_gradient": "autograd graph"})
+def detached_values():
+    def batch_scatter_add(values, indices, n):
+        b, e = indices.shape[0], values.shape[indices.dim():]
+        flat = (indices + n * torch.arange(b, device=indices.device)
+                .reshape([b] + [1] * (indices.dim() - 1))).reshape(-1)
+        return values.new_zeros((b * n, *e)).index_add(0, flat, values.detach().reshape(-1, *e)).reshape(b, n, *e)
+
+
+# -- batch_scatter_add: correct forms ------------------------------------------------------------------------------
+
+
+@right("index_put accumulate", only="scatter_add", bonus=5)
+def index_put_accumulate():
+    def batch_scatter_add(values, indices, n):
+        b = indices.shape[0]
+        rows = torch.arange(b, device=indices.device).reshape([b] + [1] * (indices.dim() - 1)).expand(indices.shape)
+        out = values.new_zeros((b, n, *values.shape[indices.dim():]))
+        return out.index_put((rows, indices.long()), values, accumulate=True)
+
+
+@right("scatter_add expanded", only="scatter_add", bonus=5)
+def scatter_add_expanded():
+    def batch_scatter_add(values, indices, n):
+        b, trailing = indices.shape[0], values.shape[indices.dim():]
+        idx = indices.long().reshape(b, -1, *[1] * len(trailing)).expand(b, -1, *trailing)
+        src = values.reshape(b, -1, *trailing)
+        return torch.zeros((b, n, *trailing), dtype=values.dtype, device=values.device).scatter_add(1, idx, src)
+
+
+@right("one-hot einsum", only="scatter_add", bonus=5)
+def one_hot_einsum():
+    import torch.nn.functional as F
+
+    def batch_scatter_add(values, indices, n):
+        b, trailing = indices.shape[0], values.shape[indices.dim():]
+        hot = F.one_hot(indices.long().reshape(b, -1), n).to(values.dtype)   # [B, K, n]
+        flat = values.reshape(b, hot.shape[1], -1)                           # [B, K, prod(E)]
+        return torch.einsum("bkn,bke->bne", hot, flat).reshape(b, n, *trailing)
+
+
+@right("in-place index_add_ on flat offsets", only="scatter_add", bonus=5)
+def in_place_index_add_on_flat_offsets():
+    def batch_scatter_add(values, indices, n):
+        b = indices.shape[0]
+        e = values.shape[indices.dim():]
+        flat = indices.long() + n * torch.arange(b, device=indices.device).view(-1, *[1] * (indices.dim() - 1))
+        out = torch.zeros(b * n, *e, dtype=values.dtype, device=values.device)
+        out.index_add_(0, flat.flatten(), values.flatten(0, indices.dim() - 1))
+        return out.view(b, n, *e)

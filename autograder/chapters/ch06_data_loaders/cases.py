@@ -1,0 +1,821 @@
+"""Chapter 06_data_loaders: named wrong implementations of its answer cells, and other correct forms.
+
+Each function's body is the code of an answer cell, as a student would write it (autograder/course/cases.py
+reads and checks it); the imports below are those of the notebook's imports cell that the code uses.
+`python -m autograder selftest` grades the wrong ones, tests/chapters/test_every_chapter.py all of them.
+Not shipped to Gradescope (autograder/course/bundle.py).
+"""
+
+import glob
+import os
+import tarfile
+import time
+from collections.abc import Iterator
+
+import cv2
+import numpy as np
+import torch
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
+
+from autograder.course.cases import right, wrong
+
+# -- ImageDirectoryDataset -----------------------------------------------------------------------------------------
+
+
+@wrong("BGR output", fails={"check_directory_rgb_uint8_chw": "BGR order"})
+def bgr_output():
+    import random  # noqa: F401 (unused here)
+
+    class ImageDirectoryDataset(Dataset):
+        def __init__(self, path, pattern="*.png"):
+            super().__init__()
+            self.paths = sorted(glob.glob(os.path.join(path, pattern)))
+
+        def __len__(self):
+            return len(self.paths)
+
+        def __getitem__(self, index):
+            return torch.from_numpy(cv2.imread(self.paths[index], 1)).permute(2, 0, 1)
+
+
+@wrong("random __getitem__", fails={"check_directory_same_index_same_image": "random.choice"})
+def random_getitem():
+    import random
+
+    class ImageDirectoryDataset(Dataset):
+        def __init__(self, path, pattern="*.png"):
+            super().__init__()
+            self.paths = sorted(glob.glob(os.path.join(path, pattern)))
+
+        def __len__(self):
+            return len(self.paths)
+
+        def __getitem__(self, index):
+            image = cv2.imread(random.choice(self.paths), 1)
+            return torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
+@wrong("shuffled file list", fails={"check_directory_sorted_and_len": "Sort the list"})
+def shuffled_file_list():
+    import random
+
+    class ImageDirectoryDataset(Dataset):
+        def __init__(self, path, pattern="*.png"):
+            super().__init__()
+            self.paths = random.Random(0).sample(sorted(glob.glob(os.path.join(path, pattern))),
+                                                 len(glob.glob(os.path.join(path, pattern))))
+
+        def __len__(self):
+            return len(self.paths)
+
+        def __getitem__(self, index):
+            image = cv2.imread(self.paths[index], 1)
+            return torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
+# -- TarImageDataset -----------------------------------------------------------------------------------------------
+# Each is the reference's helpers (decode_image, tar_image_iterator) with another TarImageDataset.__iter__.
+
+
+@wrong("no sharding", fails={"check_tar_one_file_per_worker": "more than once"})
+def no_sharding():
+    def decode_image(data: bytes, name: str) -> torch.Tensor:
+        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
+        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
+        if bgr is None:
+            raise ValueError(f"{name} is not an image OpenCV can decode")
+        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
+    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
+        """The images of the tar file `path`; with a stride, only the regular-file members offset,
+        offset + stride, ..."""
+        with tarfile.open(path, "r") as tar:
+            index = 0
+            for member in tar:
+                if member.isfile():
+                    if index % stride == offset:
+                        with tar.extractfile(member) as f:
+                            data = f.read()
+                        yield decode_image(data, f"member {member.name!r} of {path}")
+                    index += 1
+                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
+
+
+    class TarImageDataset(IterableDataset):
+        def __init__(self, paths):
+            super().__init__()
+            self.paths = list(paths)
+
+        def __iter__(self):
+            info = get_worker_info()  # noqa: F841 (it never shards)
+            for path in self.paths:
+                yield from tar_image_iterator(path)
+
+
+@wrong("sharding only when workers equal files", fails={"check_tar_more_files_than_workers": "Number of workers"})
+def sharding_only_when_workers_equal_files():
+    def decode_image(data: bytes, name: str) -> torch.Tensor:
+        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
+        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
+        if bgr is None:
+            raise ValueError(f"{name} is not an image OpenCV can decode")
+        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
+    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
+        """The images of the tar file `path`; with a stride, only the regular-file members offset,
+        offset + stride, ..."""
+        with tarfile.open(path, "r") as tar:
+            index = 0
+            for member in tar:
+                if member.isfile():
+                    if index % stride == offset:
+                        with tar.extractfile(member) as f:
+                            data = f.read()
+                        yield decode_image(data, f"member {member.name!r} of {path}")
+                    index += 1
+                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
+
+
+    class TarImageDataset(IterableDataset):
+        def __init__(self, paths):
+            super().__init__()
+            self.paths = list(paths)
+
+        def __iter__(self):
+            info = get_worker_info()
+            if info is None or info.num_workers != len(self.paths):
+                raise ValueError("Number of workers doesn't match number of files.")
+            yield from tar_image_iterator(self.paths[info.id])
+
+
+@wrong("one file per worker, extra files lost", fails={"check_tar_more_files_than_workers": "never came out"})
+def one_file_per_worker_extra_files_lost():
+    def decode_image(data: bytes, name: str) -> torch.Tensor:
+        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
+        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
+        if bgr is None:
+            raise ValueError(f"{name} is not an image OpenCV can decode")
+        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
+    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
+        """The images of the tar file `path`; with a stride, only the regular-file members offset,
+        offset + stride, ..."""
+        with tarfile.open(path, "r") as tar:
+            index = 0
+            for member in tar:
+                if member.isfile():
+                    if index % stride == offset:
+                        with tar.extractfile(member) as f:
+                            data = f.read()
+                        yield decode_image(data, f"member {member.name!r} of {path}")
+                    index += 1
+                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
+
+
+    class TarImageDataset(IterableDataset):
+        def __init__(self, paths):
+            super().__init__()
+            self.paths = list(paths)
+
+        def __iter__(self):
+            info = get_worker_info()
+            if info is None:
+                for path in self.paths:
+                    yield from tar_image_iterator(path)
+            elif info.id < len(self.paths):
+                yield from tar_image_iterator(self.paths[info.id])
+
+
+@wrong("tar BGR output", fails={"check_tar_main_process": "BGR order"})
+def tar_bgr_output():
+    def decode_image(data: bytes, name: str) -> torch.Tensor:
+        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
+        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
+        if bgr is None:
+            raise ValueError(f"{name} is not an image OpenCV can decode")
+        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
+    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
+        """The images of the tar file `path`; with a stride, only the regular-file members offset,
+        offset + stride, ..."""
+        with tarfile.open(path, "r") as tar:
+            index = 0
+            for member in tar:
+                if member.isfile():
+                    if index % stride == offset:
+                        with tar.extractfile(member) as f:
+                            data = f.read()
+                        yield decode_image(data, f"member {member.name!r} of {path}")
+                    index += 1
+                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
+
+
+    class TarImageDataset(IterableDataset):
+        def __init__(self, paths):
+            super().__init__()
+            self.paths = list(paths)
+
+        def __iter__(self):
+            info = get_worker_info()  # noqa: F841 (it never shards)
+            for path in self.paths:
+                with tarfile.open(path) as tar:
+                    for member in tar:
+                        data = np.frombuffer(tar.extractfile(member).read(), np.uint8)
+                        yield torch.from_numpy(cv2.imdecode(data, 1)).permute(2, 0, 1)
+
+
+@wrong("broken member skipped silently", fails={"check_tar_corrupt_member_named": "silently"})
+def broken_member_skipped_silently():
+    def decode_image(data: bytes, name: str) -> torch.Tensor:
+        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
+        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
+        if bgr is None:
+            raise ValueError(f"{name} is not an image OpenCV can decode")
+        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
+    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
+        """The images of the tar file `path`; with a stride, only the regular-file members offset,
+        offset + stride, ..."""
+        with tarfile.open(path, "r") as tar:
+            index = 0
+            for member in tar:
+                if member.isfile():
+                    if index % stride == offset:
+                        with tar.extractfile(member) as f:
+                            data = f.read()
+                        yield decode_image(data, f"member {member.name!r} of {path}")
+                    index += 1
+                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
+
+
+    class TarImageDataset(IterableDataset):
+        def __init__(self, paths):
+            super().__init__()
+            self.paths = list(paths)
+
+        def __iter__(self):
+            info = get_worker_info()  # noqa: F841 (it never shards)
+            for path in self.paths:
+                with tarfile.open(path) as tar:
+                    for member in tar:
+                        if member.isfile():
+                            image = cv2.imdecode(np.frombuffer(tar.extractfile(member).read(), np.uint8), 1)
+                            if image is not None:
+                                yield torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
+@wrong("worker hangs", fails={"check_tar_one_file_per_worker": "timed out"})
+def worker_hangs():
+    def decode_image(data: bytes, name: str) -> torch.Tensor:
+        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
+        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
+        if bgr is None:
+            raise ValueError(f"{name} is not an image OpenCV can decode")
+        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
+    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
+        """The images of the tar file `path`; with a stride, only the regular-file members offset,
+        offset + stride, ..."""
+        with tarfile.open(path, "r") as tar:
+            index = 0
+            for member in tar:
+                if member.isfile():
+                    if index % stride == offset:
+                        with tar.extractfile(member) as f:
+                            data = f.read()
+                        yield decode_image(data, f"member {member.name!r} of {path}")
+                    index += 1
+                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
+
+
+    class TarImageDataset(IterableDataset):
+        def __init__(self, paths):
+            super().__init__()
+            self.paths = list(paths)
+
+        def __iter__(self):
+            info = get_worker_info()
+            while info is not None:
+                time.sleep(0.05)
+            for path in self.paths:
+                yield from tar_image_iterator(path)
+
+
+# -- ShuffleBuffer -------------------------------------------------------------------------------------------------
+# The stretch task (bonus). Each wrong form is the compact ShuffleBuffer on random.Random, the first correct
+# form below, with one part changed.
+
+
+@wrong("whole stream in memory", fails={"check_shuffle_each_once_bounded": "memory grows"})
+def whole_stream_in_memory():
+    import random
+
+    class ShuffleBuffer(IterableDataset):
+        def __init__(self, source, buffer_size, seed=0):
+            super().__init__()
+            self.source, self.size, self.seed = source, buffer_size, seed
+            self.epoch, self.pending, self.live = 0, None, None
+
+        def __iter__(self):
+            state, self.pending = self.pending, None
+            epoch = self.epoch if state is None else state["epoch"]
+            self.epoch = epoch + 1
+            rng = random.Random(self.seed * 7919 + epoch)
+            if state is not None and state["rng"] is not None:
+                rng.setstate(state["rng"])
+            live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
+                                "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
+            buf, skip = live["buffer"], live["read"]
+            everything = list(self.source)
+            rng.shuffle(everything)
+            for i, item in enumerate(everything):
+                if i < skip:
+                    continue
+                live["read"] += 1
+                buf.append(item)
+                if len(buf) > self.size:
+                    j = rng.randrange(len(buf))
+                    buf[j], buf[-1] = buf[-1], buf[j]
+                    yield buf.pop()
+            while buf:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+
+        def state_dict(self):
+            if self.pending is not None:
+                return dict(self.pending)
+            if self.live is None:
+                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
+            live = self.live
+            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
+                    "rng": live["rng"].getstate()}
+
+        def load_state_dict(self, state):
+            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+
+
+@wrong("shuffled in blocks", fails={"check_shuffle_random_and_reproducible": "in blocks"})
+def shuffled_in_blocks():
+    import random
+
+    class ShuffleBuffer(IterableDataset):
+        def __init__(self, source, buffer_size, seed=0):
+            super().__init__()
+            self.source, self.size, self.seed = source, buffer_size, seed
+            self.epoch, self.pending, self.live = 0, None, None
+
+        def __iter__(self):
+            state, self.pending = self.pending, None
+            epoch = self.epoch if state is None else state["epoch"]
+            self.epoch = epoch + 1
+            rng = random.Random(self.seed * 7919 + epoch)
+            if state is not None and state["rng"] is not None:
+                rng.setstate(state["rng"])
+            live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
+                                "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
+            buf, skip = live["buffer"], live["read"]
+            for i, item in enumerate(iter(self.source)):
+                if i < skip:
+                    continue
+                live["read"] += 1
+                buf.append(item)
+                if len(buf) == self.size:
+                    rng.shuffle(buf)
+                    while buf:
+                        yield buf.pop()
+            while buf:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+
+        def state_dict(self):
+            if self.pending is not None:
+                return dict(self.pending)
+            if self.live is None:
+                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
+            live = self.live
+            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
+                    "rng": live["rng"].getstate()}
+
+        def load_state_dict(self, state):
+            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+
+
+@wrong("global random generator",
+       fails={"check_shuffle_notebook_example": "same seed", "check_shuffle_random_and_reproducible": "same seed"})
+def global_random_generator():
+    import random
+
+    class ShuffleBuffer(IterableDataset):
+        def __init__(self, source, buffer_size, seed=0):
+            super().__init__()
+            self.source, self.size, self.seed = source, buffer_size, seed
+            self.epoch, self.pending, self.live = 0, None, None
+
+        def __iter__(self):
+            state, self.pending = self.pending, None
+            epoch = self.epoch if state is None else state["epoch"]
+            self.epoch = epoch + 1
+            rng = random.Random(None)
+            if state is not None and state["rng"] is not None:
+                rng.setstate(state["rng"])
+            live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
+                                "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
+            buf, skip = live["buffer"], live["read"]
+            for i, item in enumerate(iter(self.source)):
+                if i < skip:
+                    continue
+                live["read"] += 1
+                buf.append(item)
+                if len(buf) > self.size:
+                    j = rng.randrange(len(buf))
+                    buf[j], buf[-1] = buf[-1], buf[j]
+                    yield buf.pop()
+            while buf:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+
+        def state_dict(self):
+            if self.pending is not None:
+                return dict(self.pending)
+            if self.live is None:
+                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
+            live = self.live
+            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
+                    "rng": live["rng"].getstate()}
+
+        def load_state_dict(self, state):
+            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+
+
+@wrong("same order every epoch", fails={"check_shuffle_random_and_reproducible": "new order"})
+def same_order_every_epoch():
+    import random
+
+    class ShuffleBuffer(IterableDataset):
+        def __init__(self, source, buffer_size, seed=0):
+            super().__init__()
+            self.source, self.size, self.seed = source, buffer_size, seed
+            self.epoch, self.pending, self.live = 0, None, None
+
+        def __iter__(self):
+            state, self.pending = self.pending, None
+            epoch = self.epoch if state is None else state["epoch"]
+            self.epoch = epoch + 1
+            rng = random.Random(self.seed)
+            if state is not None and state["rng"] is not None:
+                rng.setstate(state["rng"])
+            live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
+                                "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
+            buf, skip = live["buffer"], live["read"]
+            for i, item in enumerate(iter(self.source)):
+                if i < skip:
+                    continue
+                live["read"] += 1
+                buf.append(item)
+                if len(buf) > self.size:
+                    j = rng.randrange(len(buf))
+                    buf[j], buf[-1] = buf[-1], buf[j]
+                    yield buf.pop()
+            while buf:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+
+        def state_dict(self):
+            if self.pending is not None:
+                return dict(self.pending)
+            if self.live is None:
+                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
+            live = self.live
+            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
+                    "rng": live["rng"].getstate()}
+
+        def load_state_dict(self, state):
+            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+
+
+@wrong("state without the buffer", fails={"check_shuffle_resume": "differs from the original's rest"})
+def state_without_the_buffer():
+    import random
+
+    class ShuffleBuffer(IterableDataset):
+        def __init__(self, source, buffer_size, seed=0):
+            super().__init__()
+            self.source, self.size, self.seed = source, buffer_size, seed
+            self.epoch, self.pending, self.live = 0, None, None
+
+        def __iter__(self):
+            state, self.pending = self.pending, None
+            epoch = self.epoch if state is None else state["epoch"]
+            self.epoch = epoch + 1
+            rng = random.Random(self.seed * 7919 + epoch)
+            if state is not None and state["rng"] is not None:
+                rng.setstate(state["rng"])
+            live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
+                                "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
+            buf, skip = live["buffer"], live["read"]
+            for i, item in enumerate(iter(self.source)):
+                if i < skip:
+                    continue
+                live["read"] += 1
+                buf.append(item)
+                if len(buf) > self.size:
+                    j = rng.randrange(len(buf))
+                    buf[j], buf[-1] = buf[-1], buf[j]
+                    yield buf.pop()
+            while buf:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+
+        def state_dict(self):
+            if self.pending is not None:
+                return dict(self.pending)
+            if self.live is None:
+                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
+            live = self.live
+            return {"epoch": live["epoch"], "read": live["read"], "buffer": [], "rng": live["rng"].getstate()}
+
+        def load_state_dict(self, state):
+            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+
+
+@wrong("state without the generator", fails={"check_shuffle_resume": "generator's state"})
+def state_without_the_generator():
+    import random
+
+    class ShuffleBuffer(IterableDataset):
+        def __init__(self, source, buffer_size, seed=0):
+            super().__init__()
+            self.source, self.size, self.seed = source, buffer_size, seed
+            self.epoch, self.pending, self.live = 0, None, None
+
+        def __iter__(self):
+            state, self.pending = self.pending, None
+            epoch = self.epoch if state is None else state["epoch"]
+            self.epoch = epoch + 1
+            rng = random.Random(self.seed * 7919 + epoch)
+            if state is not None and state["rng"] is not None:
+                pass
+            live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
+                                "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
+            buf, skip = live["buffer"], live["read"]
+            for i, item in enumerate(iter(self.source)):
+                if i < skip:
+                    continue
+                live["read"] += 1
+                buf.append(item)
+                if len(buf) > self.size:
+                    j = rng.randrange(len(buf))
+                    buf[j], buf[-1] = buf[-1], buf[j]
+                    yield buf.pop()
+            while buf:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+
+        def state_dict(self):
+            if self.pending is not None:
+                return dict(self.pending)
+            if self.live is None:
+                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
+            live = self.live
+            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
+                    "rng": live["rng"].getstate()}
+
+        def load_state_dict(self, state):
+            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+
+
+@wrong("live generator in the state", fails={"check_shuffle_resume": "plain data"})
+def live_generator_in_the_state():
+    import random
+
+    class ShuffleBuffer(IterableDataset):
+        def __init__(self, source, buffer_size, seed=0):
+            super().__init__()
+            self.source, self.size, self.seed = source, buffer_size, seed
+            self.epoch, self.pending, self.live = 0, None, None
+
+        def __iter__(self):
+            state, self.pending = self.pending, None
+            epoch = self.epoch if state is None else state["epoch"]
+            self.epoch = epoch + 1
+            rng = random.Random(self.seed * 7919 + epoch)
+            if state is not None and state["rng"] is not None:
+                rng = state["rng"]
+            live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
+                                "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
+            buf, skip = live["buffer"], live["read"]
+            for i, item in enumerate(iter(self.source)):
+                if i < skip:
+                    continue
+                live["read"] += 1
+                buf.append(item)
+                if len(buf) > self.size:
+                    j = rng.randrange(len(buf))
+                    buf[j], buf[-1] = buf[-1], buf[j]
+                    yield buf.pop()
+            while buf:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+
+        def state_dict(self):
+            if self.pending is not None:
+                return dict(self.pending)
+            if self.live is None:
+                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
+            live = self.live
+            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]), "rng": live["rng"]}
+
+        def load_state_dict(self, state):
+            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+
+
+# -- TarImageDataset: correct forms --------------------------------------------------------------------------------
+
+
+@right("whole files per worker", only="check_tar_fewer_files_than_workers", points=2)
+def whole_files_per_worker():
+    """Policy: with fewer files than workers, whole-file sharding leaves workers idle but loses nothing."""
+    def decode_image(data: bytes, name: str) -> torch.Tensor:
+        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
+        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
+        if bgr is None:
+            raise ValueError(f"{name} is not an image OpenCV can decode")
+        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
+    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
+        """The images of the tar file `path`; with a stride, only the regular-file members offset,
+        offset + stride, ..."""
+        with tarfile.open(path, "r") as tar:
+            index = 0
+            for member in tar:
+                if member.isfile():
+                    if index % stride == offset:
+                        with tar.extractfile(member) as f:
+                            data = f.read()
+                        yield decode_image(data, f"member {member.name!r} of {path}")
+                    index += 1
+                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
+
+
+    class TarImageDataset(IterableDataset):
+        def __init__(self, paths):
+            super().__init__()
+            self.paths = list(paths)
+
+        def __iter__(self):
+            info = get_worker_info()
+            workers, me = (1, 0) if info is None else (info.num_workers, info.id)
+            for path in self.paths[me::workers]:
+                yield from tar_image_iterator(path)
+
+
+# -- ShuffleBuffer: correct forms ----------------------------------------------------------------------------------
+
+
+@right("random.Random, append then pop", only="shuffle", bonus=5)
+def random_random_append_then_pop():
+    """The compact ShuffleBuffer that the wrong forms above change."""
+    import random
+
+    class ShuffleBuffer(IterableDataset):
+        def __init__(self, source, buffer_size, seed=0):
+            super().__init__()
+            self.source, self.size, self.seed = source, buffer_size, seed
+            self.epoch, self.pending, self.live = 0, None, None
+
+        def __iter__(self):
+            state, self.pending = self.pending, None
+            epoch = self.epoch if state is None else state["epoch"]
+            self.epoch = epoch + 1
+            rng = random.Random(self.seed * 7919 + epoch)
+            if state is not None and state["rng"] is not None:
+                rng.setstate(state["rng"])
+            live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
+                                "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
+            buf, skip = live["buffer"], live["read"]
+            for i, item in enumerate(iter(self.source)):
+                if i < skip:
+                    continue
+                live["read"] += 1
+                buf.append(item)
+                if len(buf) > self.size:
+                    j = rng.randrange(len(buf))
+                    buf[j], buf[-1] = buf[-1], buf[j]
+                    yield buf.pop()
+            while buf:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+
+        def state_dict(self):
+            if self.pending is not None:
+                return dict(self.pending)
+            if self.live is None:
+                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
+            live = self.live
+            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
+                    "rng": live["rng"].getstate()}
+
+        def load_state_dict(self, state):
+            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+
+
+@right("numpy Generator", only="shuffle", bonus=5)
+def numpy_generator():
+    class ShuffleBuffer(IterableDataset):
+        def __init__(self, source, buffer_size, seed=0):
+            super().__init__()
+            self.source, self.size, self.seed = source, buffer_size, seed
+            self.next_epoch, self.loaded, self.now = 0, None, None
+
+        def __iter__(self):
+            st, self.loaded = self.loaded, None
+            epoch = self.next_epoch if st is None else st["epoch"]
+            self.next_epoch = epoch + 1
+            gen = np.random.default_rng([self.seed, epoch])
+            if st is not None and st["rng"] is not None:
+                gen.bit_generator.state = st["rng"]
+            now = self.now = {"epoch": epoch, "read": st["read"] if st else 0,
+                              "buffer": list(st["buffer"]) if st else [],
+                              "gen": gen}
+            source = iter(self.source)
+            for _ in range(now["read"]):
+                next(source)
+            buf = now["buffer"]
+            for item in source:
+                now["read"] += 1
+                if len(buf) < self.size:
+                    buf.append(item)
+                    continue
+                j = int(gen.integers(self.size))
+                buf[j], item = item, buf[j]
+                yield item
+            gen.shuffle(buf)
+            while buf:
+                yield buf.pop()
+
+        def state_dict(self):
+            if self.loaded is not None:
+                return self.loaded
+            if self.now is None:
+                return {"epoch": self.next_epoch, "read": 0, "buffer": [], "rng": None}
+            return {"epoch": self.now["epoch"], "read": self.now["read"], "buffer": list(self.now["buffer"]),
+                    "rng": self.now["gen"].bit_generator.state}
+
+        def load_state_dict(self, state):
+            self.loaded, self.next_epoch, self.now = dict(state), state["epoch"], None
+
+
+@right("replay from the seed", only="shuffle", bonus=5)
+def replay_from_the_seed():
+    """Resumes by replaying the epoch from its seed and dropping the items already yielded: slower, but correct."""
+    class ShuffleBuffer(IterableDataset):
+        def __init__(self, source, buffer_size, seed=0):
+            super().__init__()
+            self.source, self.size, self.seed = source, buffer_size, seed
+            self.epoch, self.skip, self.yielded = 0, 0, 0
+
+        def _epoch(self, epoch):
+            gen = torch.Generator().manual_seed(self.seed * 10_007 + epoch)
+            buf = []
+            for item in iter(self.source):
+                if len(buf) < self.size:
+                    buf.append(item)
+                    continue
+                j = int(torch.randint(self.size, (), generator=gen))
+                buf[j], item = item, buf[j]
+                yield item
+            for j in torch.randperm(len(buf), generator=gen).tolist():
+                yield buf[j]
+
+        def __iter__(self):
+            epoch, skip = self.epoch, self.skip
+            self.epoch, self.skip, self.current, self.yielded = epoch + 1, 0, epoch, skip
+            for k, item in enumerate(self._epoch(epoch)):
+                if k >= skip:
+                    self.yielded = k + 1
+                    yield item
+
+        def state_dict(self):
+            if self.skip or not hasattr(self, "current"):
+                return {"epoch": self.epoch, "yielded": self.skip}
+            return {"epoch": self.current, "yielded": self.yielded}
+
+        def load_state_dict(self, state):
+            self.epoch, self.skip = state["epoch"], state["yielded"]
+            if hasattr(self, "current"):
+                del self.current

@@ -1,0 +1,329 @@
+"""Chapter 07_numerical_stability: named wrong implementations of its answer cells, and other correct forms.
+
+Each function's body is the code of an answer cell, as a student would write it (autograder/course/cases.py
+reads and checks it); the imports below are those of the notebook's imports cell that the code uses.
+`python -m autograder selftest` grades the wrong ones, tests/chapters/test_every_chapter.py all of them.
+Not shipped to Gradescope (autograder/course/bundle.py).
+"""
+
+import torch
+
+from autograder.course.cases import right, wrong
+
+# -- softmax and softmax_cross_entropy -----------------------------------------------------------------------------
+
+
+@wrong("no max subtraction", fails={"check_softmax_huge_and_infinite_logits": "nan"})
+def no_max_subtraction():
+    def softmax(logits, dim=-1):
+        e = torch.exp(logits)
+        return e / e.sum(dim=dim, keepdim=True)
+
+
+@wrong("global max", fails={"check_softmax_rows_far_apart": "one per row"})
+def global_max():
+    def softmax(logits, dim=-1):
+        e = torch.exp(logits - logits.max())
+        return e / e.sum(dim=dim, keepdim=True)
+
+
+@wrong("wrong dim", fails={"check_softmax_other_dims": "dim"})
+def wrong_dim():
+    def softmax(logits, dim=-1):
+        e = torch.exp(logits - logits.amax(dim=-1, keepdim=True))
+        return e / e.sum(dim=-1, keepdim=True)
+@wrong("log of softmax", fails={"check_xent_extreme_logits": "log-softmax"})
+def log_of_softmax():
+    def softmax_cross_entropy(labels, logits, dim=-1):
+        return -(labels * torch.log(softmax(logits, dim))).sum(dim=dim)  # noqa: F821 (the cell softmax defines it)
+@wrong("dtype change", fails={"check_softmax_keeps_dtype": "dtype torch.float32"})
+def dtype_change():
+    def softmax(logits, dim=-1):
+        x = logits.float()
+        e = torch.exp(x - x.amax(dim=dim, keepdim=True))
+        return e / e.sum(dim=dim, keepdim=True)
+
+
+@wrong("hard-coded example", fails={"check_softmax_random_batches": "Expected"})
+def hard_coded_example():
+    def softmax(logits, dim=-1):
+        return torch.tensor([1.0, 0.0])
+@wrong("hard-coded xent", fails={"check_xent_random_batches": "Expected"})
+def hard_coded_xent():
+    def softmax_cross_entropy(labels, logits, dim=-1):
+        return logits[0] * 0.5
+
+
+# -- log_softmax ---------------------------------------------------------------------------------------------------
+# The stretch task (bonus).
+
+
+@wrong("log_softmax: no shift", fails={"check_log_softmax_values": "overflows"})
+def log_softmax_no_shift():
+    class LogSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, dim):
+            out = logits - logits.exp().sum(dim=dim, keepdim=True).log()
+            ctx.save_for_backward(out)
+            ctx.dim = dim
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (out,) = ctx.saved_tensors
+            return grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True), None
+
+
+    def log_softmax(logits, dim=-1):
+        return LogSoftmax.apply(logits, dim)
+
+
+@wrong("log_softmax: the max added back", fails={"check_log_softmax_values": "1e30 + log 2"})
+def log_softmax_the_max_added_back():
+    class LogSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, dim):
+            m = logits.amax(dim=dim, keepdim=True)
+            out = logits - (m + (logits - m).exp().sum(dim=dim, keepdim=True).log())
+            ctx.save_for_backward(out)
+            ctx.dim = dim
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (out,) = ctx.saved_tensors
+            return grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True), None
+
+
+    def log_softmax(logits, dim=-1):
+        return LogSoftmax.apply(logits, dim)
+
+
+@wrong("log_softmax: float32 inside", fails={"check_log_softmax_values": "dtype torch.float32"})
+def log_softmax_float32_inside():
+    class LogSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, dim):
+            x = logits.float()
+            shifted = x - x.amax(dim=dim, keepdim=True)
+            out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
+            ctx.save_for_backward(out)
+            ctx.dim = dim
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (out,) = ctx.saved_tensors
+            return grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True), None
+
+
+    def log_softmax(logits, dim=-1):
+        return LogSoftmax.apply(logits, dim)
+
+
+@wrong("log_softmax: backward without the sum", fails={"check_log_softmax_gradient": "sums to 1"})
+def log_softmax_backward_without_the_sum():
+    class LogSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, dim):
+            shifted = logits - logits.amax(dim=dim, keepdim=True)
+            out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
+            ctx.save_for_backward(out)
+            ctx.dim = dim
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (out,) = ctx.saved_tensors
+            return grad_out - out.exp(), None
+
+
+    def log_softmax(logits, dim=-1):
+        return LogSoftmax.apply(logits, dim)
+
+
+@wrong("log_softmax: diagonal of the Jacobian", fails={"check_log_softmax_gradient": "diagonal"})
+def log_softmax_diagonal_of_the_jacobian():
+    class LogSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, dim):
+            shifted = logits - logits.amax(dim=dim, keepdim=True)
+            out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
+            ctx.save_for_backward(out)
+            ctx.dim = dim
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (out,) = ctx.saved_tensors
+            return grad_out * (1 - out.exp()), None
+
+
+    def log_softmax(logits, dim=-1):
+        return LogSoftmax.apply(logits, dim)
+
+
+@wrong("log_softmax: backward sums along the last axis", fails={"check_log_softmax_gradient": "not along dim=0"})
+def log_softmax_backward_sums_along_the_last_axis():
+    class LogSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, dim):
+            shifted = logits - logits.amax(dim=dim, keepdim=True)
+            out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
+            ctx.save_for_backward(out)
+            ctx.dim = dim
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (out,) = ctx.saved_tensors
+            return grad_out - out.exp() * grad_out.sum(dim=-1, keepdim=True), None
+
+
+    def log_softmax(logits, dim=-1):
+        return LogSoftmax.apply(logits, dim)
+
+
+@wrong("log_softmax: no gradient for dim", fails={"check_log_softmax_gradient": "gradients"})
+def log_softmax_no_gradient_for_dim():
+    class LogSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, dim):
+            shifted = logits - logits.amax(dim=dim, keepdim=True)
+            out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
+            ctx.save_for_backward(out)
+            ctx.dim = dim
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (out,) = ctx.saved_tensors
+            return grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True)
+
+
+    def log_softmax(logits, dim=-1):
+        return LogSoftmax.apply(logits, dim)
+
+
+@wrong("log_softmax: autograd through the forward", fails={"check_log_softmax_own_backward": "not your own"})
+def log_softmax_autograd_through_the_forward():
+    def log_softmax(logits, dim=-1):
+        shifted = logits - logits.amax(dim=dim, keepdim=True)
+        return shifted - torch.logsumexp(shifted, dim=dim, keepdim=True)
+
+
+@wrong("log_softmax: the library's forward", fails={"check_log_softmax_own_backward": "torch's own"})
+def log_softmax_the_librarys_forward():
+    class LogSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, dim):
+            out = torch.log_softmax(logits, dim)
+            ctx.save_for_backward(out)
+            ctx.dim = dim
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (out,) = ctx.saved_tensors
+            return grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True), None
+
+
+    def log_softmax(logits, dim=-1):
+        return LogSoftmax.apply(logits, dim)
+
+
+@wrong("log_softmax: naive softmax recomputed from the saved input", fails={
+    "check_log_softmax_gradient_extremes": "saved output",
+    "check_log_softmax_own_backward": "the logits saved",
+})
+def log_softmax_naive_softmax_recomputed_from_the_saved_input():
+    class LogSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, dim):
+            shifted = logits - logits.amax(dim=dim, keepdim=True)
+            out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
+            ctx.save_for_backward(logits)
+            ctx.dim = dim
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (logits,) = ctx.saved_tensors
+            return (grad_out - logits.exp() / logits.exp().sum(dim=ctx.dim, keepdim=True)
+                    * grad_out.sum(dim=ctx.dim, keepdim=True)), None
+
+
+    def log_softmax(logits, dim=-1):
+        return LogSoftmax.apply(logits, dim)
+
+
+# -- log_softmax: correct forms ------------------------------------------------------------------------------------
+
+
+@right("setup_context, saves softmax", only="log_softmax", bonus=4)
+def setup_context_saves_softmax():
+    class LogSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(logits, dim):
+            shifted = logits - logits.amax(dim, keepdim=True)
+            return shifted - torch.logsumexp(shifted, dim, keepdim=True)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.dim = inputs[1]
+            ctx.save_for_backward(output.exp())
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, grad):
+            (probs,) = ctx.saved_tensors
+            return grad - probs * grad.sum(ctx.dim, keepdim=True), None
+
+
+    def log_softmax(logits, dim=-1):
+        return LogSoftmax.apply(logits, dim)
+
+
+@right("last axis inside", only="log_softmax", bonus=4)
+def last_axis_inside():
+    class LogSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, dim):
+            x = logits.movedim(dim, -1)
+            shifted = x - x.max(dim=-1, keepdim=True).values
+            out = (shifted - torch.log(torch.exp(shifted).sum(-1, keepdim=True))).movedim(-1, dim)
+            ctx.dim = dim
+            ctx.save_for_backward(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            (out,) = ctx.saved_tensors
+            g, y = grad.movedim(ctx.dim, -1), out.movedim(ctx.dim, -1)
+            return (g - torch.exp(y) * g.sum(-1, keepdim=True)).movedim(-1, ctx.dim), None
+
+
+    def log_softmax(logits, dim=-1):
+        return LogSoftmax.apply(logits, dim)
+
+
+@right("addcmul, positive dim", only="log_softmax", bonus=4)
+def addcmul_positive_dim():
+    class _LogSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, dim):
+            d = dim % logits.dim()
+            shifted = logits - logits.max(d, keepdim=True)[0]
+            result = shifted - shifted.exp().sum(d, keepdim=True).log()
+            ctx.d = d
+            ctx.save_for_backward(result)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            result, = ctx.saved_tensors
+            return torch.addcmul(grad_output, result.exp(), grad_output.sum(ctx.d, keepdim=True), value=-1), None
+
+
+    def log_softmax(logits, dim=-1):
+        return _LogSoftmax.apply(logits, dim)

@@ -1,0 +1,748 @@
+"""Chapter 08_mixed_precision: named wrong implementations of its answer cells, and other correct forms.
+
+Each function's body is the code of an answer cell, as a student would write it (autograder/course/cases.py
+reads and checks it); the imports below are those of the notebook's imports cell that the code uses.
+`python -m autograder selftest` grades the wrong ones, tests/chapters/test_every_chapter.py all of them.
+Not shipped to Gradescope (autograder/course/bundle.py).
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from autograder.course.cases import right, wrong
+
+# -- amp_train_step ------------------------------------------------------------------------------------------------
+
+
+@wrong("no autocast", fails={"check_amp_forward_under_autocast": "torch.autocast"})
+def no_autocast():
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+
+        outputs = model(inputs)
+        loss = loss_fn(outputs, targets)
+        scaler.scale(loss).backward()
+
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("backward inside autocast on the unscaled loss",
+       fails={"check_amp_backward_scaled_outside_autocast": "the loss was not scaled"})
+def backward_inside_autocast_on_the_unscaled_loss():
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+            loss.backward()
+
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("no scaler.update", fails={"check_amp_skips_inf_and_nan_steps": "scaler.update()"})
+def no_scaler_update():
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            outputs = model(inputs)
+            loss = loss_fn(outputs, targets)
+        scaler.scale(loss).backward()
+
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+
+        scaler.step(optimizer)
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("clipping before unscale_", fails={"check_amp_clips_unscaled_gradients": "scaler.unscale_(optimizer)"})
+def clipping_before_unscale():
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            outputs = model(inputs)
+            loss = loss_fn(outputs, targets)
+
+        scaler.scale(loss).backward()
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+            scaler.unscale_(optimizer)
+
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("no zero_grad", fails={"check_amp_clears_gradients": "optimizer.zero_grad()"})
+def no_zero_grad():
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            outputs = model(inputs)
+            loss = loss_fn(outputs, targets)
+        scaler.scale(loss).backward()
+
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+
+        scaler.step(optimizer)
+        scaler.update()
+        return loss.item()
+
+
+@wrong("deprecated torch.cuda.amp", fails={"check_amp_uses_current_api": "deprecated"})
+def deprecated_torch_cuda_amp():
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+
+        with torch.cuda.amp.autocast(dtype=dtype):
+            outputs = model(inputs)
+            loss = loss_fn(outputs, targets)
+        scaler.scale(loss).backward()
+
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("optimizer.step instead of scaler.step", fails={"check_amp_skips_inf_and_nan_steps": "the update was applied"})
+def optimizer_step_instead_of_scaler_step():
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            outputs = model(inputs)
+            loss = loss_fn(outputs, targets)
+
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+# -- train_checkerboard --------------------------------------------------------------------------------------------
+
+
+@wrong("checkerboard without amp_train_step", fails={"check_checkerboard_trains_with_amp_train_step": "amp_train_step"})
+def checkerboard_without_amp_train_step():
+    """The reference train_checkerboard with its amp_train_step call written out inline."""
+    def grid(width, height):
+        """[2, height, width]: channel 0 holds each pixel's x coordinate, channel 1 its y, both in [0, 1)."""
+        ys, xs = torch.meshgrid(torch.arange(height) / height, torch.arange(width) / width, indexing="ij")
+        return torch.stack([xs, ys])
+
+
+    def checker(width, height, freq):
+        """[height, width]: a board of 0/1 squares, `freq` squares across and down."""
+        def dark(n):  # position i lies strictly past the middle of its period of 2 * n / freq pixels
+            return (torch.arange(n) * freq) % (2 * n) > n
+        return (dark(width)[None, :] ^ dark(height)[:, None]).float()
+
+
+    def train_checkerboard(steps, size, device, use_amp):
+        """Train the 1x1-convolution network to draw a 4x4 checkerboard; returns (model, final_loss)."""
+        inputs = grid(size, size).unsqueeze(0).to(device)
+        targets = checker(size, size, 4).unsqueeze(0).unsqueeze(1).to(device)
+        width = 64
+        model = nn.Sequential(
+            nn.Conv2d(2, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, 1, 1),
+        ).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        device_type = torch.device(device).type
+        dtype = torch.float16 if device_type == "cuda" else torch.bfloat16
+        scaler = torch.amp.GradScaler(device_type) if use_amp else None
+        final_loss = float("nan")
+        for _ in range(steps):
+            if use_amp:
+                with torch.autocast(device_type, dtype=dtype):
+                    loss = F.mse_loss(model(inputs), targets)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+                final_loss = loss.item()
+            else:
+                loss = F.mse_loss(model(inputs), targets)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+                final_loss = loss.item()
+        return model, final_loss
+
+
+# -- LossScaler ----------------------------------------------------------------------------------------------------
+# The stretch task (bonus). Each wrong form is the reference LossScaler with one method changed.
+
+
+@wrong("LossScaler: steps on scaled gradients", fails={"check_loss_scaler_clean_steps": "still scaled"})
+def loss_scaler_steps_on_scaled_gradients():
+    class LossScaler:
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self._scale = float(init_scale)
+            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
+                                                                             growth_interval)
+            self._clean_steps = 0
+            self._unscaled = set()
+            self._found_inf = False
+
+        def get_scale(self):
+            return self._scale
+
+        def scale(self, loss):
+            return loss * self._scale
+
+        def unscale_(self, optimizer):
+            if id(optimizer) in self._unscaled:
+                return
+            self._unscaled.add(id(optimizer))
+            with torch.no_grad():
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad.div_(self._scale)
+                            self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
+
+        def step(self, optimizer):
+            self._found_inf = any(not bool(torch.isfinite(p.grad).all()) for g in optimizer.param_groups
+                                  for p in g['params'] if p.grad is not None)
+            if not self._found_inf:
+                optimizer.step()
+
+        def update(self):
+            if self._found_inf:
+                self._scale *= self.backoff_factor
+                self._clean_steps = 0
+            else:
+                self._clean_steps += 1
+                if self._clean_steps == self.growth_interval:
+                    self._scale *= self.growth_factor
+                    self._clean_steps = 0
+            self._found_inf = False
+            self._unscaled.clear()
+
+
+@wrong("LossScaler: detached scaled loss", fails={"check_loss_scaler_clean_steps": "parameters differ"})
+def loss_scaler_detached_scaled_loss():
+    class LossScaler:
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self._scale = float(init_scale)
+            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
+                                                                             growth_interval)
+            self._clean_steps = 0
+            self._unscaled = set()
+            self._found_inf = False
+
+        def get_scale(self):
+            return self._scale
+
+        def scale(self, loss):
+            return torch.tensor(loss.item() * self._scale, requires_grad=True)
+
+        def unscale_(self, optimizer):
+            if id(optimizer) in self._unscaled:
+                return
+            self._unscaled.add(id(optimizer))
+            with torch.no_grad():
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad.div_(self._scale)
+                            self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
+
+        def step(self, optimizer):
+            self.unscale_(optimizer)
+            if not self._found_inf:
+                optimizer.step()
+
+        def update(self):
+            if self._found_inf:
+                self._scale *= self.backoff_factor
+                self._clean_steps = 0
+            else:
+                self._clean_steps += 1
+                if self._clean_steps == self.growth_interval:
+                    self._scale *= self.growth_factor
+                    self._clean_steps = 0
+            self._found_inf = False
+            self._unscaled.clear()
+
+
+@wrong("LossScaler: divides twice after unscale_", fails={"check_loss_scaler_unscale_then_clip": "divided twice"})
+def loss_scaler_divides_twice_after_unscale():
+    class LossScaler:
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self._scale = float(init_scale)
+            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
+                                                                             growth_interval)
+            self._clean_steps = 0
+            self._unscaled = set()
+            self._found_inf = False
+
+        def get_scale(self):
+            return self._scale
+
+        def scale(self, loss):
+            return loss * self._scale
+
+        def unscale_(self, optimizer):
+            self._unscaled.add(id(optimizer))
+            with torch.no_grad():
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad.div_(self._scale)
+                            self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
+
+        def step(self, optimizer):
+            self.unscale_(optimizer)
+            if not self._found_inf:
+                optimizer.step()
+
+        def update(self):
+            if self._found_inf:
+                self._scale *= self.backoff_factor
+                self._clean_steps = 0
+            else:
+                self._clean_steps += 1
+                if self._clean_steps == self.growth_interval:
+                    self._scale *= self.growth_factor
+                    self._clean_steps = 0
+            self._found_inf = False
+            self._unscaled.clear()
+
+
+@wrong("LossScaler: isinf misses nan", fails={"check_loss_scaler_skips_bad_steps": "nan written"})
+def loss_scaler_isinf_misses_nan():
+    class LossScaler:
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self._scale = float(init_scale)
+            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
+                                                                             growth_interval)
+            self._clean_steps = 0
+            self._unscaled = set()
+            self._found_inf = False
+
+        def get_scale(self):
+            return self._scale
+
+        def scale(self, loss):
+            return loss * self._scale
+
+        def unscale_(self, optimizer):
+            if id(optimizer) in self._unscaled:
+                return
+            self._unscaled.add(id(optimizer))
+            with torch.no_grad():
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad.div_(self._scale)
+                            self._found_inf = self._found_inf or bool(torch.isinf(p.grad).any())
+
+        def step(self, optimizer):
+            self.unscale_(optimizer)
+            if not self._found_inf:
+                optimizer.step()
+
+        def update(self):
+            if self._found_inf:
+                self._scale *= self.backoff_factor
+                self._clean_steps = 0
+            else:
+                self._clean_steps += 1
+                if self._clean_steps == self.growth_interval:
+                    self._scale *= self.growth_factor
+                    self._clean_steps = 0
+            self._found_inf = False
+            self._unscaled.clear()
+
+
+@wrong("LossScaler: first gradient only", fails={"check_loss_scaler_skips_bad_steps": "parameter 5"})
+def loss_scaler_first_gradient_only():
+    class LossScaler:
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self._scale = float(init_scale)
+            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
+                                                                             growth_interval)
+            self._clean_steps = 0
+            self._unscaled = set()
+            self._found_inf = False
+
+        def get_scale(self):
+            return self._scale
+
+        def scale(self, loss):
+            return loss * self._scale
+
+        def unscale_(self, optimizer):
+            if id(optimizer) in self._unscaled:
+                return
+            self._unscaled.add(id(optimizer))
+            with torch.no_grad():
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad.div_(self._scale)
+                            self._found_inf = self._found_inf or (p is group['params'][0]
+                                                                  and not bool(torch.isfinite(p.grad).all()))
+
+        def step(self, optimizer):
+            self.unscale_(optimizer)
+            if not self._found_inf:
+                optimizer.step()
+
+        def update(self):
+            if self._found_inf:
+                self._scale *= self.backoff_factor
+                self._clean_steps = 0
+            else:
+                self._clean_steps += 1
+                if self._clean_steps == self.growth_interval:
+                    self._scale *= self.growth_factor
+                    self._clean_steps = 0
+            self._found_inf = False
+            self._unscaled.clear()
+
+
+@wrong("LossScaler: clean count kept after a skip", fails={"check_loss_scaler_skips_bad_steps": "then departs"})
+def loss_scaler_clean_count_kept_after_a_skip():
+    class LossScaler:
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self._scale = float(init_scale)
+            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
+                                                                             growth_interval)
+            self._clean_steps = 0
+            self._unscaled = set()
+            self._found_inf = False
+
+        def get_scale(self):
+            return self._scale
+
+        def scale(self, loss):
+            return loss * self._scale
+
+        def unscale_(self, optimizer):
+            if id(optimizer) in self._unscaled:
+                return
+            self._unscaled.add(id(optimizer))
+            with torch.no_grad():
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad.div_(self._scale)
+                            self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
+
+        def step(self, optimizer):
+            self.unscale_(optimizer)
+            if not self._found_inf:
+                optimizer.step()
+
+        def update(self):
+            if self._found_inf:
+                self._scale *= self.backoff_factor
+            else:
+                self._clean_steps += 1
+                if self._clean_steps == self.growth_interval:
+                    self._scale *= self.growth_factor
+                    self._clean_steps = 0
+            self._found_inf = False
+            self._unscaled.clear()
+
+
+@wrong("LossScaler: grows a step late", fails={"check_loss_scaler_grows": "then departs"})
+def loss_scaler_grows_a_step_late():
+    class LossScaler:
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self._scale = float(init_scale)
+            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
+                                                                             growth_interval)
+            self._clean_steps = 0
+            self._unscaled = set()
+            self._found_inf = False
+
+        def get_scale(self):
+            return self._scale
+
+        def scale(self, loss):
+            return loss * self._scale
+
+        def unscale_(self, optimizer):
+            if id(optimizer) in self._unscaled:
+                return
+            self._unscaled.add(id(optimizer))
+            with torch.no_grad():
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad.div_(self._scale)
+                            self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
+
+        def step(self, optimizer):
+            self.unscale_(optimizer)
+            if not self._found_inf:
+                optimizer.step()
+
+        def update(self):
+            if self._found_inf:
+                self._scale *= self.backoff_factor
+                self._clean_steps = 0
+            else:
+                self._clean_steps += 1
+                if self._clean_steps > self.growth_interval:
+                    self._scale *= self.growth_factor
+                    self._clean_steps = 0
+            self._found_inf = False
+            self._unscaled.clear()
+
+
+@wrong("LossScaler: inf record never cleared", fails={"check_loss_scaler_skips_bad_steps": "then departs"})
+def loss_scaler_inf_record_never_cleared():
+    class LossScaler:
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self._scale = float(init_scale)
+            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
+                                                                             growth_interval)
+            self._clean_steps = 0
+            self._unscaled = set()
+            self._found_inf = False
+
+        def get_scale(self):
+            return self._scale
+
+        def scale(self, loss):
+            return loss * self._scale
+
+        def unscale_(self, optimizer):
+            if id(optimizer) in self._unscaled:
+                return
+            self._unscaled.add(id(optimizer))
+            with torch.no_grad():
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad.div_(self._scale)
+                            self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
+
+        def step(self, optimizer):
+            self.unscale_(optimizer)
+            if not self._found_inf:
+                optimizer.step()
+
+        def update(self):
+            if self._found_inf:
+                self._scale *= self.backoff_factor
+                self._clean_steps = 0
+            else:
+                self._clean_steps += 1
+                if self._clean_steps == self.growth_interval:
+                    self._scale *= self.growth_factor
+                    self._clean_steps = 0
+            self._unscaled.clear()
+
+
+@wrong("LossScaler: fixed scale", fails={"check_loss_scaler_float16_dynamics": "float16"})
+def loss_scaler_fixed_scale():
+    class LossScaler:
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self._scale = float(init_scale)
+            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
+                                                                             growth_interval)
+            self._clean_steps = 0
+            self._unscaled = set()
+            self._found_inf = False
+
+        def get_scale(self):
+            return self._scale
+
+        def scale(self, loss):
+            return loss * self._scale
+
+        def unscale_(self, optimizer):
+            if id(optimizer) in self._unscaled:
+                return
+            self._unscaled.add(id(optimizer))
+            with torch.no_grad():
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad.div_(self._scale)
+                            self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
+
+        def step(self, optimizer):
+            self.unscale_(optimizer)
+            if not self._found_inf:
+                optimizer.step()
+
+        def update(self):
+            if False:
+                self._scale *= self.backoff_factor
+                self._clean_steps = 0
+            else:
+                self._clean_steps += 1
+                if self._clean_steps == self.growth_interval:
+                    self._scale *= self.growth_factor
+                    self._clean_steps = 0
+            self._found_inf = False
+            self._unscaled.clear()
+
+
+# -- LossScaler: correct forms -------------------------------------------------------------------------------------
+
+
+@right("tensor scale, per optimizer", only="loss_scaler", bonus=5)
+def tensor_scale_per_optimizer():
+    class LossScaler:
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self.scale_t = torch.tensor(float(init_scale))
+            self.factors = (growth_factor, backoff_factor)
+            self.interval = growth_interval
+            self.streak = 0
+            self.per_optimizer = {}  # id(optimizer) -> found inf, for the optimizers unscaled in this iteration
+
+        def get_scale(self):
+            return float(self.scale_t.item())
+
+        def scale(self, loss):
+            return loss * self.scale_t.to(loss.dtype)
+
+        def unscale_(self, optimizer):
+            if id(optimizer) in self.per_optimizer:
+                return
+            grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+            for grad in grads:
+                grad.mul_(self.scale_t.reciprocal())
+            flat = torch.cat([grad.reshape(-1) for grad in grads]) if grads else torch.zeros(0)
+            self.per_optimizer[id(optimizer)] = not bool(torch.isfinite(flat).all())
+
+        def step(self, optimizer):
+            self.unscale_(optimizer)
+            return None if self.per_optimizer[id(optimizer)] else optimizer.step()
+
+        def update(self):
+            if any(self.per_optimizer.values()):
+                self.scale_t = self.scale_t * self.factors[1]
+                self.streak = 0
+            else:
+                self.streak += 1
+                if self.streak >= self.interval:
+                    self.scale_t = self.scale_t * self.factors[0]
+                    self.streak = 0
+            self.per_optimizer = {}
+
+
+@right("modular count", only="loss_scaler", bonus=5)
+def modular_count():
+    class LossScaler:
+        def __init__(self, init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self.current = init_scale
+            self.growth, self.backoff, self.every = growth_factor, backoff_factor, growth_interval
+            self.good = 0
+            self.state = "fresh"  # fresh -> unscaled (finite) / overflow -> fresh after update
+
+        def get_scale(self):
+            return float(self.current)
+
+        def scale(self, loss):
+            return self.current * loss
+
+        def unscale_(self, optimizer):
+            if self.state != "fresh":
+                return
+            finite = True
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    p.grad /= self.current
+                    finite = finite and bool(p.grad.isfinite().all())
+            self.state = "unscaled" if finite else "overflow"
+
+        def step(self, optimizer):
+            self.unscale_(optimizer)
+            if self.state == "unscaled":
+                optimizer.step()
+
+        def update(self):
+            if self.state == "overflow":
+                self.current, self.good = self.current * self.backoff, 0
+            else:
+                self.good = (self.good + 1) % self.every
+                if self.good == 0:
+                    self.current *= self.growth
+            self.state = "fresh"
+
+
+@right("max-abs check", only="loss_scaler", bonus=5)
+def max_abs_check():
+    import math
+
+
+    class LossScaler:
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self.s, self.g, self.b, self.n = float(init_scale), growth_factor, backoff_factor, growth_interval
+            self.count, self.skip, self.done = 0, False, set()
+
+        def get_scale(self):
+            return self.s
+
+        def scale(self, loss):
+            return loss.mul(self.s)
+
+        def unscale_(self, optimizer):
+            if optimizer in self.done:
+                return
+            self.done.add(optimizer)
+            with torch.no_grad():
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad.mul_(1.0 / self.s)
+                            peak = p.grad.abs().max().item() if p.grad.numel() else 0.0
+                            self.skip |= not math.isfinite(peak)
+
+        def step(self, optimizer):
+            self.unscale_(optimizer)
+            if not self.skip:
+                optimizer.step()
+
+        def update(self):
+            self.count = 0 if self.skip else self.count + 1
+            self.s *= self.b if self.skip else 1.0
+            if self.count == self.n:
+                self.s *= self.g
+                self.count = 0
+            self.skip, self.done = False, set()

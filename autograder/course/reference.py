@@ -1,0 +1,36 @@
+"""A chapter's notebooks in the kit's checkout: the instructor's source (with the reference solution) and the
+student's release; the reference code of each answer cell, read from the source.
+
+The self-test, the benchmarks and the kit's tests (tests/kit.py) read them from here. Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from autograder import CHECKOUT
+from autograder.judging.notebook import read_notebook
+
+# nbgrader's solution markers, dropped from the reference code (autograder/course/build.py drops them, and
+# the hidden tests' markers, when it writes the answer key)
+_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
+
+
+def source_path(chapter: str) -> Path:
+    return CHECKOUT / "source" / chapter / f"{chapter}.ipynb"
+
+
+def release_path(chapter: str) -> Path:
+    return CHECKOUT / "release" / chapter / f"{chapter}.ipynb"
+
+
+def solution_cells(chapter: str) -> dict[str, str]:
+    """The reference code of each answer cell (grade_id -> code), from the instructor's source notebook."""
+    cells = {}
+    for cell in read_notebook(source_path(chapter))["cells"]:
+        nbgrader = cell["metadata"].get("nbgrader", {})
+        if nbgrader.get("solution"):
+            src = cell["source"]
+            cells[nbgrader["grade_id"]] = _MARKER.sub("", "".join(src) if isinstance(src, list) else src)
+    return cells
