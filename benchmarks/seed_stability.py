@@ -33,9 +33,9 @@ def named_wrong_implementations(chapters: list[str]) -> Iterator[tuple[str, str,
 
     entries = [(m.chapter, m.name, m.cells) for m in all_mutants()]
     entries += [(w.chapter, w.name, {w.cell: w.code}) for w in WRONG]
-    seen: set[tuple[str, ...]] = set()
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     for chapter, name, cells in entries:
-        key = (chapter, *sorted(cells.items()))
+        key = (chapter, tuple(sorted(cells.items())))
         if chapter in chapters and key not in seen:
             seen.add(key)
             yield chapter, name, cells

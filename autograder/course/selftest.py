@@ -363,7 +363,7 @@ def machine_row(device: str) -> Row:
 
 
 def _sandbox_row(solutions: list[Row]) -> Row:
-    sandbox = next((r.values["sandbox"] for r in solutions if r.values.get("sandbox")), {})
+    sandbox: dict[str, list[str]] = next((r.values["sandbox"] for r in solutions if r.values.get("sandbox")), {})
     active, off = sandbox.get("active", []), sandbox.get("off", [])
     return Row("machine", "-", "sandbox", None, f"{len(active)} protections active; off: {', '.join(off) or 'none'}",
                f"active: {', '.join(active)}", sandbox)

@@ -5,6 +5,8 @@ tests/chapters/test_every_chapter.py, its reference solution and release in test
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 CH = "06_data_loaders"
 
 
@@ -21,8 +23,8 @@ def test_a_worker_error_stops_the_workers_at_once() -> None:
     harness: dict[str, object] = {"__name__": "kit_harness_under_test"}
     exec(compile(CHAPTERS[CH].harness_source(), "<harness>", "exec"), harness)
 
-    class Broken(IterableDataset):  # type: ignore[type-arg]
-        def __iter__(self):  # type: ignore[no-untyped-def]
+    class Broken(IterableDataset[int]):
+        def __iter__(self) -> Iterator[int]:
             raise ValueError("member 'x.png' is broken")
 
     result = harness["stream_error"](Broken(), 2, 20.0, 10)  # type: ignore[operator]

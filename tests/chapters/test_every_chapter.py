@@ -56,7 +56,8 @@ def test_every_case_reads_only_names_its_notebook_gives_it(chapter: str) -> None
     cell binds, or one an answer cell binds (its own, or the reference's for the cells it leaves alone)."""
     given = set(dir(builtins)) | defined_names(CHAPTERS[chapter].preamble)
     reference = solution_cells(chapter)
-    for case in (*cases(chapter).wrong, *cases(chapter).right):
+    every: list[Mutant | CorrectForm] = [*cases(chapter).wrong, *cases(chapter).right]
+    for case in every:
         cells = {**reference, **case.cells}
         bound = given.union(*(defined_names(code) for code in cells.values()))
         for cell, code in case.cells.items():

@@ -130,7 +130,8 @@ def _rows(out: Path) -> dict[str, dict[str, Any]]:
     return {r["student"]: r for r in json.loads((out / "summary.json").read_text())}
 
 
-def test_any_exception_while_grading_is_a_grader_error_row_retried_on_resume(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_any_exception_while_grading_is_a_grader_error_row_retried_on_resume(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     import autograder.judging.judge
 
     path = tmp_path / f"{CH}.ipynb"

@@ -13,6 +13,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from autograder.course.cases import mutant
 from autograder.judging.judge import secret_seed
 from tests.kit import ROOT, by_name, check_count, grade_fast, solution_cells, solved, task_scores, write_submission
@@ -104,7 +106,8 @@ def test_grading_the_same_notebook_twice_gives_the_same_scores(tmp_path: Path) -
         (r.nodeid, r.score, r.output) for r in second.results]
 
 
-def test_the_seed_depends_on_the_course_secret_and_the_notebook(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_seed_depends_on_the_course_secret_and_the_notebook(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     path = solved(tmp_path, CH)
     monkeypatch.setenv("AUTOGRADER_SECRET", "one")
     a = secret_seed(path)
@@ -138,7 +141,8 @@ def test_cuda_without_a_gpu_skips_and_says_so(tmp_path: Path) -> None:
     assert g.max_score == 0 and any("no CUDA GPU" in note for note in g.notes)
 
 
-def test_a_broken_grading_environment_is_the_graders_error_not_a_zero(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_broken_grading_environment_is_the_graders_error_not_a_zero(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     import dataclasses
 
     import pytest

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or isolation.machine()[0] != "
 def _probe(tmp_path: Path, body: str, **kwargs: object) -> str:
     code = f"import os, glob, signal, time\ndef softmax(logits, dim=-1):\n    found = []\n{body}\n" \
            "    raise RuntimeError('FOUND ' + ' | '.join(map(str, found)))\n"
-    g = grade_fast(solved(tmp_path, CH, softmax=code), only=ONE_CHECK, **kwargs)  # type: ignore[arg-type]
+    g = grade_fast(solved(tmp_path, CH, softmax=code), only=ONE_CHECK, **kwargs)
     return g.results[0].output
 
 
