@@ -17,7 +17,7 @@ import pytest
 from autograder.course import selftest
 from autograder.judging.judge import Grade, grade
 from autograder.judging.registry import REGISTRY, derive
-from tests.kit import FAST, TRAINING, release_path
+from tests.kit import FAST, TRAINING, release_path, zygote
 
 _GRADES: dict[tuple[str, str, str | None], Grade] = {}
 
@@ -27,7 +27,7 @@ def grader(notebook: Path, device: str, only: str | None) -> Grade:
     key = (hashlib.sha256(notebook.read_bytes()).hexdigest(), device, only)
     if key not in _GRADES:
         limits = TRAINING if notebook.stem in ("01_basics", "02_modules") else FAST
-        _GRADES[key] = grade(notebook, device=device, seed=selftest.SEED, limits=limits, only=only)
+        _GRADES[key] = grade(notebook, device=device, seed=selftest.SEED, limits=limits, only=only, zygote=zygote())
     return _GRADES[key]
 
 

@@ -14,7 +14,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from autograder.course.selftest_cases import LOG_OF_SOFTMAX
-from autograder.judging.judge import secret_seed
+from autograder.judging.notebook import load_submission
+from autograder.judging.seeds import secret_seed
 from tests.kit import ROOT, by_name, check_count, grade_fast, solution_code, solved, task_scores, write_submission
 
 CH = "07_numerical_stability"
@@ -107,11 +108,11 @@ def test_grading_the_same_notebook_twice_gives_the_same_scores(tmp_path: Path) -
 def test_the_seed_depends_on_the_course_secret_and_the_notebook(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     path = solved(tmp_path, CH)
     monkeypatch.setenv("AUTOGRADER_SECRET", "one")
-    a = secret_seed(path)
+    a = secret_seed(load_submission(path))
     monkeypatch.setenv("AUTOGRADER_SECRET", "two")
-    assert secret_seed(path) != a
+    assert secret_seed(load_submission(path)) != a
     path.write_text(path.read_text() + " ")
-    assert secret_seed(path) != a
+    assert secret_seed(load_submission(path)) != a
 
 
 def test_cli_exits_zero_and_writes_gradescope_json_and_junit(tmp_path: Path) -> None:
@@ -138,18 +139,17 @@ def test_cuda_without_a_gpu_skips_and_says_so(tmp_path: Path) -> None:
     assert g.max_score == 0 and any("no CUDA GPU" in note for note in g.notes)
 
 
-def test_a_broken_grading_environment_is_the_graders_error_not_a_zero(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_broken_grading_environment_is_the_graders_error_not_a_zero(tmp_path: Path) -> None:
     import dataclasses
 
     import pytest
 
-    from autograder.judging import notebook
     from autograder.judging.judge import GraderError
+    from autograder.judging.registry import CHAPTERS
 
-    broken = dataclasses.replace(notebook.CHAPTERS[CH], preamble="import module_missing_on_this_machine\n")
-    monkeypatch.setitem(notebook.CHAPTERS, CH, broken)
+    broken = dataclasses.replace(CHAPTERS[CH], preamble="import module_missing_on_this_machine\n")
     with pytest.raises(GraderError, match="module_missing_on_this_machine"):
-        grade_fast(solved(tmp_path, CH))
+        grade_fast(solved(tmp_path, CH), registry={**CHAPTERS, CH: broken})
 
 
 FORGE_LOAD_REPORT = """
