@@ -15,32 +15,39 @@ from autograder.sandbox.limits import Limits
 
 def _grade(args: argparse.Namespace) -> int:
     from autograder.judging.notebook import NotebookError, load_submission
-    from autograder.sandbox.launcher import zygote
+    from autograder.sandbox.launcher import Zygote
 
+    notebook = Path(args.notebook)
     try:
-        warm = load_submission(Path(args.notebook), args.assignment).chapter.loads_dynamo
-    except NotebookError:
-        warm = False  # grade() reports it
-    zygote(warm)  # starts importing torch in the zygote now, while the judge imports its own below
-    from autograder.judging.judge import (  # torch is imported here, not for merge
-        GraderError,
-        grade,
-        student_from_gradescope,
-    )
+        sub = load_submission(notebook, args.assignment)  # the one read of the notebook: grading takes it
+    except NotebookError as e:
+        sub, unknown = None, e  # its grade is this note
+    warm = sub is not None and sub.chapter.loads_dynamo
+    with Zygote(warm) as zygote:  # this command's; it imports torch now, while the judge imports its own below
+        import torch  # here, not for merge
 
-    if warm:  # the zygote is still importing torch._dynamo: time for the judge's own lazy import (0.4 s), which
-        import torch.fx.experimental.symbolic_shapes  # noqa: F401  (autograd.grad with grad_outputs imports it)
-    from autograder.judging.report import clean, gradescope, text
+        from autograder.judging.judge import Grade, GraderError, grade_loaded
+        from autograder.judging.seeds import student_from_gradescope
 
-    limits = Limits(call_seconds=args.timeout)
-    try:
-        student = args.student or (student_from_gradescope(args.gradescope_metadata) if args.gradescope_metadata
-                                   else None)
-        g = grade(Path(args.notebook), args.assignment, args.device, args.seed, limits, args.junit, only=args.only,
-                  student=student)
-    except GraderError as e:
-        print(clean(f"grader error: {e}"), file=sys.stderr)
-        return 2
+        # The whole process, which only judges: one torch thread, as the sandbox's children have. The judge's
+        # oracles are small; its idle threads would spin on the cores that timed children need.
+        torch.set_num_threads(1)
+        if warm:  # the zygote is still importing torch._dynamo: time for the judge's own lazy import (0.4 s), which
+            import torch.fx.experimental.symbolic_shapes  # (autograd.grad with grad_outputs imports it)
+        from autograder.judging.report import clean, gradescope, text
+
+        limits = Limits(call_seconds=args.timeout)
+        try:
+            student = args.student or (student_from_gradescope(args.gradescope_metadata)
+                                       if args.gradescope_metadata else None)
+            if sub is None:
+                g = Grade(notebook, args.assignment, args.device, notes=[str(unknown)])
+            else:
+                g = grade_loaded(sub, args.device, args.seed, limits, args.junit, only=args.only, student=student,
+                                 zygote=zygote)
+        except GraderError as e:
+            print(clean(f"grader error: {e}"), file=sys.stderr)
+            return 2
     result = gradescope(g)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -49,8 +56,16 @@ def _grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def default_workers() -> int:
+    """One grade-all worker per core this process may run on (os.sched_getaffinity where the OS has it, as
+    Linux does; else every core): asked only when grade-all runs, so that no command needs it to parse."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return max(1, len(affinity(0)) if affinity is not None else os.cpu_count() or 1)
+
+
 def _grade_all(args: argparse.Namespace) -> int:
-    code = grade_all(args.root, args.out, args.workers, args.device, args.shard, args.junit)
+    workers = args.workers if args.workers is not None else default_workers()
+    code = grade_all(args.root, args.out, workers, args.device, args.shard, args.junit)
     if code not in (0, 3):  # 3: some grader errors, listed on stderr; the other results stand
         return code
     print(f"results: {args.out}/results/<student>/<assignment>.json; summaries: {args.out}/summary.csv, "
@@ -153,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                        "if a submission could not be graded (a grader error, graded again on the next run)")
     a.add_argument("root", type=Path, help="course directory with submitted/, or the submitted/ folder")
     a.add_argument("--out", type=Path, default=Path("graded"), help="results folder (default: %(default)s)")
-    a.add_argument("--workers", type=int, default=max(1, len(os.sched_getaffinity(0))),
+    a.add_argument("--workers", type=int,
                    help="parallel judges, each pinned to its own core (default: one per core)")
     a.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a.add_argument("--shard", help="grade only shard i of n, as i/n (for a CI matrix); join with `merge`")

@@ -41,6 +41,7 @@ from autograder.course.selftest import cuda_ms, gather_bandwidth, peak_bandwidth
 from autograder.judging.notebook import load_submission  # noqa: E402
 from autograder.judging.remote import Student  # noqa: E402
 from autograder.judging.timing import compare_speed, randint, randn, reference_process  # noqa: E402
+from autograder.sandbox import launcher  # noqa: E402
 from autograder.sandbox.limits import Limits  # noqa: E402
 
 CH = "05_batch_gather"
@@ -106,7 +107,7 @@ def in_process(try_compile: bool) -> None:
 def grader_ratio(repeats: int = 3) -> None:
     b, n, d, k = SPEED_SHAPE
     print(f"The grader's own measurement (compare_speed as in check_batch_gather_speed; threshold {SPEEDUP:g}x):")
-    student = Student(load_submission(source_path(CH)), "cpu", Limits(), deadline=time.monotonic() + 600)
+    student = Student(load_submission(source_path(CH)), "cpu", Limits(), time.monotonic() + 600, launcher.zygote())
     try:
         with reference_process(student, LOOP_SRC) as ref:
             for r in range(repeats):

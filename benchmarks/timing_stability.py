@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder.course.cases import mutant
 from autograder.judging.judge import grade
-from tests.kit import solution_cells, write_submission
+from tests.kit import solution_cells, write_submission, zygote
 
 # chapter -> answer cell -> form name -> (vectorized?, code); "solution" is the source notebook's.
 FORMS: dict[str, dict[str, dict[str, tuple[bool, str]]]] = {
@@ -105,7 +105,7 @@ def main() -> None:
                     for form, (vectorized, code) in forms.items():
                         cells = {**solution_cells(args.chapter), **({cell: code} if code else {})}
                         path = write_submission(Path(tmp), args.chapter, cells, name="form.ipynb")
-                        for r in grade(path, only="speed", seed=secrets.randbits(62)).results:
+                        for r in grade(path, only="speed", seed=secrets.randbits(62), zygote=zygote()).results:
                             key = (form, r.nodeid.split("::")[-1])
                             passed[key] = passed.get(key, 0) + (r.status == "passed")
                             head = r.output.split("x (median")

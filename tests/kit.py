@@ -6,13 +6,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from autograder import CHECKOUT
 from autograder.course.reference import release_path, solution_cells
 from autograder.judging.judge import Grade, grade
 from autograder.judging.registry import CHAPTERS
+from autograder.sandbox import launcher
 from autograder.sandbox.limits import Limits
 
 ROOT = CHECKOUT
+
+# The test process judges as the command line does (autograder.cli): one torch thread, set here for the whole
+# process, since the judge's idle threads would spin on the cores that timed children need.
+torch.set_num_threads(1)
 
 # Short limits keep hanging submissions cheap to test; real grading uses the defaults.
 FAST = Limits(call_seconds=5.0, load_seconds=20.0)
@@ -42,9 +49,16 @@ def solved(directory: Path, chapter: str, **replace: str) -> Path:
     return write_submission(directory, chapter, {**solution_cells(chapter), **replace})
 
 
+def zygote() -> launcher.Zygote:
+    """The zygote every grading of the test process forks from (started on first use, closed at exit)."""
+    return launcher.zygote()
+
+
 def grade_fast(path: Path, **kwargs: Any) -> Grade:
+    """grade() with a fixed seed, short limits and the test process's zygote, unless told otherwise."""
     kwargs.setdefault("seed", 1234)
     kwargs.setdefault("limits", FAST)
+    kwargs.setdefault("zygote", zygote())
     return grade(path, **kwargs)
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
+from autograder.sandbox import launcher
 
 GRADER_ERROR = "grader-error"  # the row status of a submission the grader failed on
 
@@ -122,16 +123,18 @@ def error_result(job: Job, device: str, message: str) -> dict[str, Any]:
 
 
 def _init_worker(counter: Any, warm: bool) -> None:
-    """Pin this worker (and the sandboxes it starts) to one core of its own. `warm`: some assignment's
-    grading imports torch._dynamo (Chapter.loads_dynamo), so the zygote imports it at once."""
+    """Set up this worker process, which only judges: pin it (and the sandboxes it starts) to one core of its
+    own, start its zygote, and give torch one thread. `warm`: some assignment's grading imports torch._dynamo
+    (Chapter.loads_dynamo), so the zygote imports it at once."""
     cores = sorted(os.sched_getaffinity(0))
     with counter.get_lock():
         slot = counter.value
         counter.value += 1
     os.sched_setaffinity(0, {cores[slot % len(cores)]})
-    from autograder.sandbox.launcher import zygote
+    launcher.zygote(warm)  # on this core too; it imports torch while the worker imports its own
+    import torch
 
-    zygote(warm)  # on this core too; it imports torch while the worker waits for its first job
+    torch.set_num_threads(1)  # the whole worker: one core is all it has, as the sandbox's children have
 
 
 def grade_job(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
@@ -139,7 +142,7 @@ def grade_job(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
     for a grading that fails: that is a grader-error result."""
     started = time.perf_counter()
     try:
-        result = grade_submission(job, out, device, junit)
+        result = grade_submission(job, out, device, junit, launcher.zygote())  # the worker's (_init_worker)
     except Exception as e:  # a bug in the kit or a broken machine must not lose the row
         result = error_result(job, device, f"{type(e).__name__}: {e}")
     result["execution_time"] = round(time.perf_counter() - started, 3)
@@ -147,9 +150,10 @@ def grade_job(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
     return row(result)
 
 
-def grade_submission(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
-    """The result of one submission (a grader-error result when the machine failed it); writes nothing
-    but its JUnit report. grade-all's workers and nbgrader's autograde (course.nbgrader_autograde) call it."""
+def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launcher.Zygote) -> dict[str, Any]:
+    """The result of one submission (a grader-error result when the machine failed it), its sandboxes forked by
+    `zygote`; writes nothing but its JUnit report. grade-all's workers and nbgrader's autograde
+    (course.nbgrader_autograde) call it."""
     from autograder.judging.judge import Grade, GraderError, grade
     from autograder.judging.report import gradescope
 
@@ -163,7 +167,8 @@ def grade_submission(job: Job, out: str, device: str, junit: bool) -> dict[str, 
         if report is not None:
             report.parent.mkdir(parents=True, exist_ok=True)
         try:
-            result = gradescope(grade(Path(job.notebook), assignment, device, junit=report, student=job.student))
+            result = gradescope(grade(Path(job.notebook), assignment, device, junit=report, student=job.student,
+                                      zygote=zygote))
         except GraderError as e:
             result = error_result(job, device, str(e))
     result["extra_data"].update(student=job.student, sha256=job.sha256)

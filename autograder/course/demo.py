@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 
+import torch
+
 from autograder.course.build import ROOT, build
 from autograder.judging.judge import Grade, GraderError, grade
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import gradescope, table
+from autograder.sandbox import launcher
 
 EXAMPLES = ROOT / "examples" / "submitted"
 RESULTS = ROOT / "results"
@@ -19,11 +22,13 @@ RESULTS = ROOT / "results"
 
 def main() -> int:
     build([c for c in CHAPTERS if (ROOT / "source" / c).is_dir()])
+    torch.set_num_threads(1)  # the whole process, which now only judges (see autograder.cli)
+    zygote = launcher.zygote()  # every example forks from this process's one
     rows: list[tuple[str, Grade]] = []
     for notebook in sorted(EXAMPLES.glob("*/*/*.ipynb")):
         student, assignment = notebook.parent.parent.name, notebook.parent.name
         try:
-            g = grade(notebook, assignment if assignment in CHAPTERS else None)
+            g = grade(notebook, assignment if assignment in CHAPTERS else None, zygote=zygote)
         except GraderError as e:  # the machine, not the submission: keep the row and say so
             g = Grade(notebook, assignment, "cpu", notes=[f"grader error: {e}"])
         out = RESULTS / student / f"{assignment}.json"

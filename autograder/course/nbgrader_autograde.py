@@ -25,6 +25,8 @@ Needs nbgrader (the dev extras); the grading path never imports this module.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,7 @@ from traitlets import Bool, Enum, Unicode
 from autograder.course.batch import Job, file_sha256, grade_submission, stored_result
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
-from autograder.sandbox.launcher import zygote
+from autograder.sandbox import launcher
 
 MARK = {"passed": "PASS", "failed": "FAIL"}
 GRADED_SHA256 = "graded_sha256"  # the autograded notebook's kit metadata: the sha256 of the notebook graded
@@ -148,6 +150,20 @@ def record_extra_credit(db_url: str, nbgrader: dict[str, str], extra_credit: dic
         gb.db.commit()
 
 
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """torch's threads set to one while the kit grades in nbgrader's process, as in grade-all's workers (the
+    judge's idle threads would spin on the cores that timed children need); nbgrader's setting is restored."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 class KitAutograde(NbGraderPreprocessor):
     """Grades a submission with the kit and writes the verdicts into its check cells (see the module)."""
 
@@ -176,8 +192,10 @@ class KitAutograde(NbGraderPreprocessor):
                 raise KitGradingError(f"no result of this notebook in {self.results_dir} "
                                       "(grade-all has not graded this version, or it was a grader error)")
         chapter = CHAPTERS.get(job.assignment)  # as grade-all's workers: chapters that trace load torch._dynamo
-        zygote(chapter is not None and chapter.loads_dynamo)  # imports torch while the judge imports its own
-        result = grade_submission(job, str(root), self.device, junit=False)
+        # nbgrader's process keeps one zygote for all its gradings; it imports torch while the judge imports its own
+        zygote = launcher.zygote(chapter is not None and chapter.loads_dynamo)
+        with one_torch_thread():
+            result = grade_submission(job, str(root), self.device, junit=False, zygote=zygote)
         error = result["extra_data"].get("grader_error")
         if error:
             raise KitGradingError(f"grader error, no score recorded (autograde it again): {error}")

@@ -41,6 +41,7 @@ from autograder.judging.judge import Grade, GraderError, grade
 from autograder.judging.notebook import read_notebook
 from autograder.judging.plugin import CheckResult, declared_checks
 from autograder.judging.registry import CHAPTERS
+from autograder.sandbox import launcher
 
 NO_CUDA = 4  # exit code: --device cuda on a machine where torch sees no CUDA GPU
 SEED = 1234  # fixed, so that two machines' tables compare
@@ -54,8 +55,9 @@ Grader = Callable[[Path, str, str | None], Grade]
 
 
 def default_grader(notebook: Path, device: str, only: str | None) -> Grade:
-    """Grading as `grade` does it (its default limits), with the fixed seed."""
-    return grade(notebook, device=device, seed=SEED, only=only)
+    """Grading as `grade` does it (its default limits), with the fixed seed; every grading of the self-test
+    forks from the one zygote of this process."""
+    return grade(notebook, device=device, seed=SEED, only=only, zygote=launcher.zygote())
 
 
 def cuda_only(chapter: str) -> dict[str, float]:
@@ -408,6 +410,9 @@ def as_json(device: str, found: list[Row], seconds: float) -> dict[str, Any]:
 
 
 def main(device: str, out: Path, grader: Grader = default_grader, chapters: list[str] | None = None) -> int:
+    # The whole process, which judges as `grade` does: one torch thread (see autograder.cli), set before the
+    # gradings and the figures measured here.
+    torch.set_num_threads(1)
     if device == "cuda" and not torch.cuda.is_available():
         why = (f"torch {torch.__version__} sees no CUDA GPU (torch.cuda.is_available() is False"
                + ("; this torch is a CPU-only build)" if torch.version.cuda is None else ")"))

@@ -1,30 +1,31 @@
-"""Grade one notebook: load it, run it in a sandbox, judge it with pytest."""
+"""Grade one notebook: load it, run it in a sandbox, judge it with pytest.
+
+`grade` loads the notebook (once) and hands the Submission to `grade_loaded`, the pipeline. Both are handed
+the Zygote their sandboxes fork from, and leave the process as they found it: settings of the whole
+process (torch's threads) are the entry points' (autograder.cli, autograder.course.batch's workers,
+autograder.course.nbgrader_autograde.KitAutograde, the self-test).
+"""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import io
-import json
 import os
-import secrets
 import time
-import tokenize
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import torch
 
-from autograder import CHECKOUT
-from autograder.judging.notebook import NotebookError, load_submission
+from autograder.judging.notebook import NotebookError, Submission, load_submission
 from autograder.judging.plugin import CheckResult, KitPlugin
-from autograder.judging.registry import CHAPTERS_DIR
+from autograder.judging.registry import CHAPTERS_DIR, Chapter
 from autograder.judging.remote import Student
 from autograder.judging.scan import note as integrity_note
 from autograder.judging.scan import scan_submission
+from autograder.judging.seeds import secret_seed
+from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 
 
@@ -65,68 +66,6 @@ class Grade:
         return tasks
 
 
-SECRET_FILE = CHECKOUT / ".autograder-secret"
-
-
-def course_secret() -> bytes:
-    """The course's grading secret: $AUTOGRADER_SECRET, else a random one kept in .autograder-secret (0600)."""
-    if os.environ.get("AUTOGRADER_SECRET"):
-        return os.environ["AUTOGRADER_SECRET"].encode()
-    if not SECRET_FILE.exists():
-        fd = os.open(SECRET_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_hex(32))
-    return SECRET_FILE.read_bytes().strip()
-
-
-def normalized_code(source: str) -> str:
-    """Python code without its comments, blank lines and spacing (its tokens), so that editing those changes
-    nothing; the source with comment lines and trailing spaces dropped when it does not tokenize."""
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError):
-        lines = (line.rstrip() for line in source.splitlines())
-        return "\n".join(line for line in lines if line.strip() and not line.lstrip().startswith("#"))
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
-    blank = {tokenize.NEWLINE, tokenize.INDENT}  # their text is spacing only
-    return "\x1f".join(f"{t.type}:{'' if t.type in blank else t.string}" for t in tokens if t.type not in skip)
-
-
-def secret_seed(notebook: Path, assignment: str | None = None, student: str | None = None) -> int:
-    """HMAC(course secret, what is graded): unknowable to students, and regrading gives the same inputs.
-
-    With the student known (grade-all's folder name, Gradescope's metadata, --student) it is the student
-    and the assignment: no edit of the notebook rerolls the inputs. Otherwise it is the assignment and the
-    answer cells' code without comments, blank lines or spacing, so editing a comment rerolls nothing;
-    the notebook's bytes when its cells cannot be read.
-    """
-    try:
-        sub = load_submission(notebook, assignment)
-    except NotebookError:
-        sub = None
-    if sub is not None and student:
-        material = f"student\0{sub.chapter.id}\0{student}".encode()
-    elif sub is not None and sub.error is None:
-        cells = sorted((c["id"], normalized_code(c["source"])) for c in sub.cells)
-        material = "\0".join(["code", sub.chapter.id, *(f"{cid}\0{code}" for cid, code in cells)]).encode()
-    else:
-        try:
-            material = b"bytes\0" + notebook.read_bytes()
-        except OSError:
-            material = b"bytes\0"
-    return int.from_bytes(hmac.new(course_secret(), material, hashlib.sha256).digest()[:8], "little") >> 2
-
-
-def student_from_gradescope(metadata: Path) -> str | None:
-    """The submitter in Gradescope's submission_metadata.json: the first user's sid, else their email."""
-    try:
-        users = json.loads(metadata.read_text()).get("users") or []
-    except (OSError, ValueError, AttributeError):
-        return None
-    first = users[0] if users and isinstance(users[0], dict) else {}
-    return str(first.get("sid") or first.get("email") or "") or None
-
-
 class GraderError(Exception):
     """The kit itself is broken (a check module fails to import): not the student's fault."""
 
@@ -145,16 +84,18 @@ def _load_notes(student: Student) -> list[str]:
 @contextlib.contextmanager
 def _without_installed_plugins() -> Iterator[None]:
     """The checks run with pytest's own plugins and the kit's only: an installed plugin (randomly,
-    xdist, hypothesis...) must not reorder, repeat or break them."""
-    before = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    xdist, hypothesis...) must not reorder, repeat or break them. The environment is left as it was,
+    PYTEST_CURRENT_TEST too (pytest removes it after its last check: an outer pytest's, in the kit's tests)."""
+    before = {name: os.environ.get(name) for name in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_CURRENT_TEST")}
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     try:
         yield
     finally:
-        if before is None:
-            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def grade(
@@ -167,22 +108,47 @@ def grade(
     total_seconds: float = 900.0,
     only: str | None = None,
     student: str | None = None,
+    *,
+    zygote: Zygote,
+    registry: Mapping[str, Chapter] | None = None,
 ) -> Grade:
-    """Grade one notebook. Never raises for anything the student did.
-
-    `only` is a pytest -k expression selecting checks (e.g. "speed"). `student` (a name, id or email)
-    fixes the input seed for this student and assignment, whatever the notebook holds (see secret_seed).
+    """Load one notebook, its assignment one of `registry`'s chapters (default: the installed ones), and grade
+    it (grade_loaded). Never raises for anything the student did: a notebook no chapter is found for is a
+    Grade with that note.
     """
     started = time.perf_counter()
-    torch.set_num_threads(1)  # the judge's oracles are small; threads only add contention
-    limits = limits or Limits()
     try:
-        sub = load_submission(notebook, assignment)
+        sub = load_submission(notebook, assignment, registry)
     except NotebookError as e:
         return Grade(notebook, assignment, device, notes=[str(e)],
                      execution_time=time.perf_counter() - started)
-    runner = Student(sub, device, limits, deadline=time.monotonic() + total_seconds)
-    plugin = KitPlugin(runner, seed if seed is not None else secret_seed(notebook, sub.chapter.id, student), device)
+    g = grade_loaded(sub, device, seed, limits, junit, total_seconds, only, student, zygote=zygote)
+    g.execution_time = time.perf_counter() - started
+    return g
+
+
+def grade_loaded(
+    sub: Submission,
+    device: str = "cpu",
+    seed: int | None = None,
+    limits: Limits | None = None,
+    junit: Path | None = None,
+    total_seconds: float = 900.0,
+    only: str | None = None,
+    student: str | None = None,
+    *,
+    zygote: Zygote,
+) -> Grade:
+    """Grade a loaded submission, its children forked by `zygote`. Never raises for anything the student did.
+
+    `only` is a pytest -k expression selecting checks (e.g. "speed"). `student` (a name, id or email)
+    fixes the input seed for this student and assignment, whatever the notebook holds (see seeds.secret_seed).
+    """
+    started = time.perf_counter()
+    limits = limits or Limits()
+    notebook = sub.path
+    runner = Student(sub, device, limits, time.monotonic() + total_seconds, zygote)
+    plugin = KitPlugin(runner, seed if seed is not None else secret_seed(sub, student), device)
     try:
         runner.start()
         if runner.environment_error:
@@ -215,7 +181,7 @@ def grade(
     if flags:  # the judge's own read of the cells: forgeable checks were failed (plugin), the instructor reviews
         grade.integrity = [str(f) for f in flags]
         grade.notes.append(integrity_note(flags))
-    if device == "cuda" and not runner.cuda_available and not runner.fatal:
+    if device == "cuda" and not runner.cuda and not runner.fatal:
         grade.notes.append("CUDA was asked for but no CUDA GPU is available: the checks were skipped.")
     grade.execution_time = time.perf_counter() - started
     return grade

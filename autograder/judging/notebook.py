@@ -9,6 +9,7 @@ which is checked here with a clear message.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,40 +104,46 @@ def _source(cell: dict[str, Any]) -> str:
     return "".join(src) if isinstance(src, list) else src
 
 
-def detect_assignment(nb: dict[str, Any] | None, path: Path) -> str | None:
-    """From the kit's notebook metadata, else the file name, else the answer cell ids.
+def detect_assignment(nb: dict[str, Any] | None, path: Path, registry: Mapping[str, Chapter] | None = None
+                      ) -> str | None:
+    """One of `registry`'s chapters (default: the installed ones): from the kit's notebook metadata, else the
+    file name, else the answer cell ids.
 
     `nb` is a notebook read_notebook accepted, so its fields have the right types."""
+    chapters = CHAPTERS if registry is None else registry
     if nb is not None:
         kit = nb.get("metadata", {}).get("kit", {})
-        if kit.get("assignment") in CHAPTERS:
+        if kit.get("assignment") in chapters:
             return str(kit["assignment"])
-    if path.stem in CHAPTERS:
+    if path.stem in chapters:
         return path.stem
     if nb is not None:
         ids = {_nbgrader(c).get("grade_id") for c in nb["cells"]}
-        for chapter in CHAPTERS.values():
+        for chapter in chapters.values():
             if set(chapter.answers) <= ids:
                 return chapter.id
     return None
 
 
-def load_submission(path: Path, assignment: str | None = None) -> Submission:
-    """Never raises for a bad notebook: problems end up in `Submission.error`."""
+def load_submission(path: Path, assignment: str | None = None, registry: Mapping[str, Chapter] | None = None
+                    ) -> Submission:
+    """The submission, for one of `registry`'s chapters (default: the installed ones). Never raises for a bad
+    notebook: problems end up in `Submission.error`; NotebookError when no chapter is found for it."""
+    chapters = CHAPTERS if registry is None else registry
     nb: dict[str, Any] | None = None
     error = None
     try:
         nb = read_notebook(path)
     except NotebookError as e:
         error = str(e)
-    assignment = assignment or detect_assignment(nb, path)
-    if assignment not in CHAPTERS:
-        known = ", ".join(CHAPTERS)
+    assignment = assignment or detect_assignment(nb, path, chapters)
+    if assignment not in chapters:
+        known = ", ".join(chapters)
         raise NotebookError(
             (error + " " if error else "")
             + f"Cannot tell which assignment {path.name} is for; pass --assignment (one of: {known})."
         )
-    sub = Submission(path=path, chapter=CHAPTERS[assignment], error=error)
+    sub = Submission(path=path, chapter=chapters[assignment], error=error)
     if nb is None:
         return sub
     found = set()

@@ -162,7 +162,7 @@ class KitPlugin:
         self.declaration_problems = declaration_problems(self._student.submission.chapter, module, checks)
         if self.declaration_problems:
             raise pytest.UsageError("\n".join(self.declaration_problems))
-        if self._device == "cuda" and not self._student.cuda_available:
+        if self._device == "cuda" and not self._student.cuda:
             skip = pytest.mark.skip(reason="skipped: --device cuda was asked for, but this machine has no CUDA GPU")
             for item in items:
                 item.add_marker(skip)

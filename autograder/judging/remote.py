@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from autograder.judging.notebook import Submission
+from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import ChildDied, ChildTimeout, Sandbox, SandboxUnavailable
 from autograder.sandbox.runtime import wire
@@ -48,13 +49,14 @@ def describe_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> s
 
 
 class Student:
-    """A submission running in a sandboxed child, restarted after crashes."""
+    """A submission running in a sandboxed child forked by `zygote`, restarted after crashes."""
 
-    def __init__(self, submission: Submission, device: str, limits: Limits, deadline: float) -> None:
+    def __init__(self, submission: Submission, device: str, limits: Limits, deadline: float, zygote: Zygote) -> None:
         self.submission = submission
         self.device = device
         self.limits = limits
         self.deadline = deadline
+        self.zygote = zygote
         self.sandbox: Sandbox | None = None
         self.load_report: dict[str, Any] = {}
         self.cuda = False  # as the child found before any student code ran
@@ -81,8 +83,8 @@ class Student:
                 self.fatal = f"Grading stopped calling your code after it crashed {MAX_RESTARTS} times."
                 raise StudentError(self.fatal)
         sub = self.submission
-        self.sandbox = Sandbox(sub.chapter.preamble, sub.chapter.harness_source(), sub.cells, self.device,
-                               self.limits, self.data_dir, sub.chapter.loads_dynamo)
+        self.sandbox = Sandbox(self.zygote, sub.chapter.preamble, sub.chapter.harness_source(), sub.cells,
+                               self.device, self.limits, self.data_dir, sub.chapter.loads_dynamo)
         try:
             started = self.sandbox.start()
             self.cuda = started["cuda"]
@@ -109,10 +111,6 @@ class Student:
     def start(self) -> None:
         with contextlib.suppress(StudentError):
             self._ensure()
-
-    @property
-    def cuda_available(self) -> bool:
-        return self.cuda
 
     def close(self) -> None:
         if self.sandbox is not None:

@@ -78,7 +78,7 @@ def reference_process(student: Student, code: str) -> Iterator[Student]:
     """A second, clean child running only kit code (the reference to time against)."""
     sub = Submission(path=Path("<reference>"), chapter=student.submission.chapter,
                      cells=[{"id": "reference", "source": code}])
-    ref = Student(sub, student.device, student.limits, student.deadline)
+    ref = Student(sub, student.device, student.limits, student.deadline, student.zygote)
     try:
         yield ref
     finally:

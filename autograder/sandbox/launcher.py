@@ -3,6 +3,10 @@
 The zygote imports torch (about 1.7 s) and warms up its dispatcher (1.5 s and
 more). The command line starts it before the judge imports torch itself, so
 the two imports run at once on two cores instead of one after the other.
+
+A Zygote is handed to what forks from it (Sandbox, judging.remote.Student, judging.judge.grade): the
+entry points own it (the command line, grade-all's workers, nbgrader's KitAutograde, the self-test,
+the tests' helpers). `zygote()` is their convenience only, never reached from the layers below them.
 """
 
 from __future__ import annotations
@@ -75,12 +79,20 @@ class Zygote:
         self.proc.wait()
         shutil.rmtree(self.runtime, ignore_errors=True)
 
+    def __enter__(self) -> Zygote:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 _zygote: Zygote | None = None
 
 
 def zygote(warm: bool = False) -> Zygote:
-    """The zygote of this judge process, started on first use (or early, by the command line).
+    """The shared zygote of an entry point that grades many notebooks in one process (grade-all's workers,
+    KitAutograde, the self-test, the tests): started on first use, started again if it died, closed at exit.
+    Only entry points call this; they hand the zygote to what they grade with.
 
     `warm`: a new zygote imports torch._dynamo right after torch, while the judge starts up (see Chapter).
     """

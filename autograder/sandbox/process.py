@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from autograder.sandbox.launcher import zygote
+from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.runtime import isolation, wire
 from autograder.sandbox.runtime.isolation import SandboxUnavailable
@@ -58,10 +58,11 @@ def describe_exit(code: int | None) -> str:
 
 
 class Sandbox:
-    """One child process running one submission's answer cells."""
+    """One child process running one submission's answer cells, forked by `zygote`."""
 
-    def __init__(self, preamble: str, harness: str, cells: list[dict[str, str]], device: str, limits: Limits,
-                 data_dir: Path | None = None, loads_dynamo: bool = False) -> None:
+    def __init__(self, zygote: Zygote, preamble: str, harness: str, cells: list[dict[str, str]], device: str,
+                 limits: Limits, data_dir: Path | None = None, loads_dynamo: bool = False) -> None:
+        self.zygote = zygote
         self.loads_dynamo = loads_dynamo
         self.preamble = preamble
         self.harness = harness
@@ -101,7 +102,7 @@ class Sandbox:
             memory = self.limits.memory_bytes if self.device == "cpu" else None
             data = [self.data_dir] if self.data_dir else []
             self.plan = isolation.make_plan(self.limits.cpu_seconds, self.limits.file_bytes, memory, self.scratch,
-                                            data, [zygote().runtime], self.lease)
+                                            data, [self.zygote.runtime], self.lease)
             isolation.give_to(self.scratch, self.plan)
         except OSError as e:
             raise SandboxUnavailable(f"preparing the sandbox failed: {e}") from None
@@ -109,8 +110,8 @@ class Sandbox:
         self._from_child, child_out = os.pipe()
         self._to_child = os.fdopen(to_child, "wb")
         try:
-            self.pid, self.box_pid = zygote().spawn(self.plan, self.scratch, self._env(), child_in, child_out,
-                                                      self.loads_dynamo)
+            self.pid, self.box_pid = self.zygote.spawn(self.plan, self.scratch, self._env(), child_in, child_out,
+                                                       self.loads_dynamo)
         finally:
             os.close(child_in)
             os.close(child_out)
@@ -173,7 +174,7 @@ class Sandbox:
     def _reap(self) -> int | None:
         """The exit code of a child that closed its channel (killing it if it lingers)."""
         assert self.pid is not None
-        code = zygote().wait(self.pid, 5.0)
+        code = self.zygote.wait(self.pid, 5.0)
         if code is None:
             self.kill()
         self.alive = False
@@ -191,7 +192,7 @@ class Sandbox:
                     os.killpg(self.pid, signal.SIGKILL)
                 if self.plan.uid is not None:
                     isolation.kill_uid(self.plan.uid)
-            zygote().wait(self.pid, 5.0)
+            self.zygote.wait(self.pid, 5.0)
         self.alive = False
         self._buffer = b""
         if self._to_child is not None:

@@ -1,9 +1,10 @@
 """A chapter is added as docs/authoring.md says: write its notebook, add its folder.
 
 A toy chapter, 99_toy, made that way in a scratch folder (its folder ch99_toy/ with its CONFIG, its declared
-API and checks, and a harness, the optional piece), is registered from its notebook's metadata and graded end
-to end through the real sandbox: the solution earns every point, a wrong answer loses them with a message
-that says why, the stub says "not implemented".
+API and checks, and a harness, the optional piece), is registered from its notebook's metadata, loaded as a
+registry of its own (registry.load, as the installed chapters are) and graded end to end through the real
+sandbox with that registry: the solution earns every point, a wrong answer loses them with a message that
+says why, the stub says "not implemented". Nothing of the kit is patched.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from typing import Any
 
 import pytest
 
-from autograder.judging import notebook
-from autograder.judging.judge import grade
-from autograder.judging.registry import RegistryError, chapter, derive, folder_config
-from tests.kit import FAST
+from autograder.judging.chapter import Chapter
+from autograder.judging.registry import CHAPTERS, RegistryError, derive, load, write_registry
+from tests.kit import FAST, grade_fast
 
 ID = "99_toy"
 
@@ -100,17 +100,29 @@ def double_sum(x):
 '''
 
 
+Registry = dict[str, Chapter]
+
+
 @pytest.fixture
-def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The toy chapter written out and registered, as `python -m autograder.judging.registry` registers a new one."""
+def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Registry]:
+    """The toy chapter written out and registered, as `python -m autograder.judging.registry` registers a new one;
+    its registry, loaded as the installed one is."""
     (tmp_path / "source" / ID).mkdir(parents=True)
     (tmp_path / "source" / ID / f"{ID}.ipynb").write_text(json.dumps(notebook_json(), indent=1))
-    folder = add_folder(tmp_path, CHECKS, monkeypatch)
+    add_folder(tmp_path, CHECKS, monkeypatch)
     entry = derive(tmp_path / "source")[ID]
     assert entry == {"title": "A toy chapter", "answers": ["double"], "preamble": "import torch",
                      "points": {"double": 3}, "bonus": {}}
-    monkeypatch.setitem(notebook.CHAPTERS, ID, chapter(ID, entry, folder, folder_config(folder)))
-    return tmp_path
+    return tmp_path, register(tmp_path)
+
+
+def register(root: Path) -> Registry:
+    """root/chapters/chapters.json written from root/source, then loaded with the folders beside it."""
+    write_registry(root / "source", root / "chapters" / "chapters.json")
+    registry = load(root / "chapters" / "chapters.json", root / "chapters")
+    assert list(registry) == [ID] and registry[ID].folder == root / "chapters" / f"ch{ID}"
+    assert ID not in CHAPTERS  # the installed registry knows nothing of it: grading is handed this one
+    return registry
 
 
 def add_folder(root: Path, checks: str, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -125,15 +137,16 @@ def add_folder(root: Path, checks: str, monkeypatch: pytest.MonkeyPatch) -> Path
     return folder
 
 
-def _graded(folder: Path, answer: str) -> dict[str, tuple[str, str]]:
+def _graded(toy: tuple[Path, Registry], answer: str) -> dict[str, tuple[str, str]]:
+    folder, registry = toy
     path = folder / "submitted.ipynb"
     path.write_text(json.dumps(notebook_json(answer)))
-    g = grade(path, seed=7, limits=FAST)
+    g = grade_fast(path, seed=7, limits=FAST, registry=registry)
     assert g.assignment == ID and g.max_score == 3
     return {r.nodeid.split("::")[-1]: (r.status, r.output) for r in g.results} | {"score": (str(g.score), "")}
 
 
-def test_a_new_chapter_is_its_notebook_its_api_and_its_checks(toy: Path) -> None:
+def test_a_new_chapter_is_its_notebook_its_api_and_its_checks(toy: tuple[Path, Registry]) -> None:
     right = _graded(toy, "def double(x):\n    return x + x\n")
     assert right["score"][0] == "3.0", right
     wrong = _graded(toy, "def double(x):\n    return 2 * x.float()\n")  # float64 comes back float32
@@ -171,16 +184,16 @@ def test_a_stretch_task_counts_apart(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     (tmp_path / "source" / ID).mkdir(parents=True)
     (tmp_path / "source" / ID / f"{ID}.ipynb").write_text(json.dumps(notebook_json(cells_spec=STRETCH_CELLS)))
-    folder = add_folder(tmp_path, STRETCH_CHECKS, monkeypatch)
+    add_folder(tmp_path, STRETCH_CHECKS, monkeypatch)
     entry = derive(tmp_path / "source")[ID]
     assert entry["points"] == {"double": 3} and entry["bonus"] == {"triple": 2}
-    monkeypatch.setitem(notebook.CHAPTERS, ID, chapter(ID, entry, folder, folder_config(folder)))
+    registry = register(tmp_path)
     path = tmp_path / "submitted.ipynb"
     for triple, bonus in (("def triple(x):\n    return x * 3\n", 2.0), ("def triple(x):\n    return x * 2\n", 0.0)):
         path.write_text(json.dumps(notebook_json(cells_spec=STRETCH_CELLS,
                                                  answers={"double": "def double(x):\n    return x + x\n",
                                                           "triple": triple})))
-        g = grade(path, seed=7, limits=FAST)
+        g = grade_fast(path, seed=7, limits=FAST, registry=registry)
         assert (g.score, g.max_score, g.bonus, g.bonus_max) == (3.0, 3.0, bonus, 2.0), text(g)
         result = gradescope(g)
         assert (result["score"], result["max_score"]) == (3.0 + bonus, 3.0)  # extra credit on top

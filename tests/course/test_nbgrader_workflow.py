@@ -223,7 +223,7 @@ def test_a_grader_failure_fails_the_autograde_and_records_no_zero(
     folder.mkdir(parents=True)
     write_submission(folder, CH, solution_cells(CH))
 
-    def broken(job: Any, out: str, device: str, junit: bool) -> dict[str, Any]:
+    def broken(job: Any, out: str, device: str, junit: bool, zygote: Any) -> dict[str, Any]:
         if failure == "kit bug":
             raise RuntimeError("a bug in the kit")
         return error_result(job, device, "the grading machine could not sandbox this submission: no free uid")

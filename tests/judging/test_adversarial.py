@@ -24,7 +24,7 @@ from autograder.judging.expect import CheckFailure
 from autograder.judging.notebook import load_submission
 from autograder.judging.remote import Student
 from autograder.judging.timing import compare_speed, randn, reference_process
-from tests.kit import FAST, ROOT, by_name, check_count, grade_fast, solved, task_scores
+from tests.kit import FAST, ROOT, by_name, check_count, grade_fast, solved, task_scores, zygote
 
 CH = "07_numerical_stability"
 WRONG = "\ndef softmax(logits, dim=-1):\n    return torch.zeros_like(logits)\n"
@@ -177,7 +177,7 @@ class Reference(StudentApi):
 
 def _speed(tmp_path: Path, code: str) -> float:
     sub = load_submission(solved(tmp_path, CH, softmax=code))
-    student = Student(sub, "cpu", FAST, time.monotonic() + 120)
+    student = Student(sub, "cpu", FAST, time.monotonic() + 120, zygote())
     try:
         with reference_process(student, FAST_REFERENCE) as ref:
             speed = compare_speed(Api(student).softmax, Reference(ref).reference_softmax, [randn(256, 32)],

@@ -15,7 +15,6 @@ import pytest
 from torch import Tensor
 
 from autograder.chapters.ch07_numerical_stability.checks import Api
-from autograder.judging import notebook
 from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.judge import GraderError
 from autograder.judging.plugin import CheckSpec, check, declaration_problems
@@ -87,12 +86,11 @@ def test_the_api_must_be_declared_and_name_the_notebooks_answers() -> None:
         "(its answers: softmax, softmax_cross_entropy, log_softmax)"]
 
 
-def _grade_with_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str) -> None:
+def _grade_with_checks(tmp_path: Path, code: str) -> None:
     """Grade the reference solution of 07 with `code` as its checks module."""
     checks = tmp_path / f"checks_{hashlib.sha256(str(tmp_path).encode()).hexdigest()[:12]}.py"  # a fresh module
     checks.write_text(code)
-    monkeypatch.setitem(notebook.CHAPTERS, CH, dataclasses.replace(CHAPTERS[CH], checks=checks))
-    grade_fast(solved(tmp_path, CH))
+    grade_fast(solved(tmp_path, CH), registry={**CHAPTERS, CH: dataclasses.replace(CHAPTERS[CH], checks=checks)})
 
 
 GOOD = '''
@@ -116,7 +114,6 @@ def check_b(student) -> None:
     ('import pytest\n\n\n@pytest.mark.task("softmax")\n@pytest.mark.points(10)\ndef check_a(student) -> None:\n'
      '    """a, declared with the markers of old"""\n', "check_a is not declared with @check"),
 ])
-def test_a_wrong_declaration_is_a_grader_error_not_a_score(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                           code: str, why: str) -> None:
+def test_a_wrong_declaration_is_a_grader_error_not_a_score(tmp_path: Path, code: str, why: str) -> None:
     with pytest.raises(GraderError, match=why):
-        _grade_with_checks(tmp_path, monkeypatch, GOOD + code)
+        _grade_with_checks(tmp_path, GOOD + code)

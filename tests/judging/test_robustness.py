@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from autograder.course.cases import mutant
-from autograder.judging.judge import secret_seed
+from autograder.judging.notebook import load_submission
+from autograder.judging.seeds import secret_seed
 from tests.kit import ROOT, by_name, check_count, grade_fast, solution_cells, solved, task_scores, write_submission
 
 CH = "07_numerical_stability"
@@ -110,11 +111,11 @@ def test_the_seed_depends_on_the_course_secret_and_the_notebook(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     path = solved(tmp_path, CH)
     monkeypatch.setenv("AUTOGRADER_SECRET", "one")
-    a = secret_seed(path)
+    a = secret_seed(load_submission(path))
     monkeypatch.setenv("AUTOGRADER_SECRET", "two")
-    assert secret_seed(path) != a
+    assert secret_seed(load_submission(path)) != a
     path.write_text(path.read_text() + " ")
-    assert secret_seed(path) != a
+    assert secret_seed(load_submission(path)) != a
 
 
 def test_cli_exits_zero_and_writes_gradescope_json_and_junit(tmp_path: Path) -> None:
@@ -141,19 +142,15 @@ def test_cuda_without_a_gpu_skips_and_says_so(tmp_path: Path) -> None:
     assert g.max_score == 0 and any("no CUDA GPU" in note for note in g.notes)
 
 
-def test_a_broken_grading_environment_is_the_graders_error_not_a_zero(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_broken_grading_environment_is_the_graders_error_not_a_zero(tmp_path: Path) -> None:
     import dataclasses
 
-    import pytest
-
-    from autograder.judging import notebook
     from autograder.judging.judge import GraderError
+    from autograder.judging.registry import CHAPTERS
 
-    broken = dataclasses.replace(notebook.CHAPTERS[CH], preamble="import module_missing_on_this_machine\n")
-    monkeypatch.setitem(notebook.CHAPTERS, CH, broken)
+    broken = dataclasses.replace(CHAPTERS[CH], preamble="import module_missing_on_this_machine\n")
     with pytest.raises(GraderError, match="module_missing_on_this_machine"):
-        grade_fast(solved(tmp_path, CH))
+        grade_fast(solved(tmp_path, CH), registry={**CHAPTERS, CH: broken})
 
 
 FORGE_LOAD_REPORT = """

@@ -18,7 +18,9 @@ import pytest
 
 from autograder.course import batch
 from autograder.judging import judge
-from autograder.judging.judge import normalized_code, secret_seed, student_from_gradescope
+from autograder.judging.notebook import Submission, load_submission
+from autograder.judging.registry import CHAPTERS
+from autograder.judging.seeds import normalized_code, secret_seed, student_from_gradescope
 from tests.kit import ROOT, grade_fast, solution_cells, write_submission
 
 CH = "07_numerical_stability"
@@ -37,11 +39,29 @@ def _with_softmax(directory: Path, code: str, name: str) -> Path:
     return write_submission(directory, CH, {**solution_cells(CH), "softmax": code}, name=name)
 
 
+def _seed(path: Path, assignment: str | None = None, student: str | None = None) -> int:
+    return secret_seed(load_submission(path, assignment), student)
+
+
 def test_comments_blank_lines_and_spacing_do_not_reroll_the_inputs(tmp_path: Path) -> None:
     plain = _with_softmax(tmp_path, WRONG_DIM, "a.ipynb")
     edited = WRONG_DIM.replace("\n    return", "  # my softmax   \n\n    # one more try\n    return") + "\n# end\n"
-    assert secret_seed(plain) == secret_seed(_with_softmax(tmp_path, edited, "b.ipynb"))
-    assert secret_seed(plain) != secret_seed(_with_softmax(tmp_path, WRONG_DIM_AGAIN, "c.ipynb"))
+    assert _seed(plain) == _seed(_with_softmax(tmp_path, edited, "b.ipynb"))
+    assert _seed(plain) != _seed(_with_softmax(tmp_path, WRONG_DIM_AGAIN, "c.ipynb"))
+
+
+def test_the_seeds_are_the_ones_every_earlier_grading_had(tmp_path: Path) -> None:
+    """Regrading a class gives each student the inputs they had: these values were computed before the seed
+    took a loaded submission instead of a notebook path, and must never change."""
+    chapter = CHAPTERS[CH]
+    cells = [{"id": "softmax", "source": WRONG_DIM},
+             {"id": "softmax_cross_entropy", "source": "def softmax_cross_entropy(logits, target):\n"
+                                                       "    raise NotImplementedError\n"}]
+    assert secret_seed(Submission(tmp_path / "a.ipynb", chapter, cells)) == 1176438628785443862
+    assert secret_seed(Submission(tmp_path / "a.ipynb", chapter, cells), "alice") == 2084944417450910251
+    damaged = tmp_path / f"{CH}.ipynb"
+    damaged.write_text("{not json")
+    assert secret_seed(load_submission(damaged)) == 2968415580744245271  # its bytes
 
 
 def test_normalized_code_keeps_the_code_and_drops_the_rest() -> None:
@@ -53,10 +73,10 @@ def test_normalized_code_keeps_the_code_and_drops_the_rest() -> None:
 def test_a_known_student_keeps_the_same_inputs_whatever_the_notebook_holds(tmp_path: Path) -> None:
     first = _with_softmax(tmp_path, WRONG_DIM, "a.ipynb")
     second = _with_softmax(tmp_path, WRONG_DIM_AGAIN, "b.ipynb")
-    assert secret_seed(first, CH, "alice") == secret_seed(second, CH, "alice")
-    assert secret_seed(first, CH, "alice") != secret_seed(first, CH, "bob")
+    assert _seed(first, CH, "alice") == _seed(second, CH, "alice")
+    assert _seed(first, CH, "alice") != _seed(first, CH, "bob")
     other = write_submission(tmp_path, "04_overloaded_ops", solution_cells("04_overloaded_ops"))
-    assert secret_seed(other, "04_overloaded_ops", "alice") != secret_seed(first, CH, "alice")
+    assert _seed(other, "04_overloaded_ops", "alice") != _seed(first, CH, "alice")
 
 
 def test_grade_takes_the_student_and_regrading_is_identical(tmp_path: Path) -> None:
@@ -82,8 +102,10 @@ def test_grade_all_passes_the_students_folder_name(tmp_path: Path, monkeypatch: 
 
     monkeypatch.setattr(judge, "grade", fake_grade)
     path = _with_softmax(tmp_path, WRONG_DIM, f"{CH}.ipynb")
-    batch.grade_submission(batch.Job("alice", CH, str(path), "0" * 64), str(tmp_path / "out"), "cpu", False)
-    assert seen["student"] == "alice"
+    zygote = object()  # handed through as it is
+    batch.grade_submission(batch.Job("alice", CH, str(path), "0" * 64), str(tmp_path / "out"), "cpu", False,
+                           zygote)  # type: ignore[arg-type]
+    assert seen["student"] == "alice" and seen["zygote"] is zygote
 
 
 def test_gradescope_metadata_names_the_student(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from autograder.judging.notebook import load_submission
 from autograder.judging.remote import Student
 from autograder.judging.timing import compare_speed, randn, reference_process
 from benchmarks.timing_stability import FORMS
-from tests.kit import FAST, by_name, grade_fast, solved
+from tests.kit import FAST, by_name, grade_fast, solved, zygote
 
 SOFTMAX = "def reference_softmax(logits, dim=-1):\n    return torch.softmax(logits, dim)\n"
 
@@ -42,7 +42,7 @@ def test_timed_inputs_are_made_inside_the_timed_request_and_their_making_subtrac
 
     monkeypatch.setattr(Student, "_request", logged)
     student = Student(load_submission(solved(tmp_path, "07_numerical_stability")), "cpu", FAST,
-                      time.monotonic() + 120)
+                      time.monotonic() + 120, zygote())
     try:
         with reference_process(student, SOFTMAX) as ref:
             speed = compare_speed(Api(student).softmax, Reference(ref).reference_softmax, [randn(256, 64)],
@@ -82,7 +82,8 @@ def test_slow_but_vectorized_forms_pass_the_speed_check(tmp_path: Path, chapter:
 
 
 def test_the_amp_speed_rounds_make_their_batch_inside_the_timed_call(tmp_path: Path) -> None:
-    student = Student(load_submission(solved(tmp_path, "08_mixed_precision")), "cpu", FAST, time.monotonic() + 120)
+    student = Student(load_submission(solved(tmp_path, "08_mixed_precision")), "cpu", FAST, time.monotonic() + 120,
+                      zygote())
     try:
         with reference_process(student, "# kit code only") as ref:
             rigs = [(api, api.speed_rig(7, 32, 2, 16, "cpu")) for api in (AmpApi(student), AmpApi(ref))]
@@ -98,7 +99,8 @@ def test_the_amp_speed_rounds_make_their_batch_inside_the_timed_call(tmp_path: P
 
 def test_the_amp_speed_comparison_runs_on_the_timing_engine(tmp_path: Path) -> None:
     """The CUDA-only check's measurement, small and on CPU: interleaved rounds whose losses agree."""
-    student = Student(load_submission(solved(tmp_path, "08_mixed_precision")), "cpu", FAST, time.monotonic() + 120)
+    student = Student(load_submission(solved(tmp_path, "08_mixed_precision")), "cpu", FAST, time.monotonic() + 120,
+                      zygote())
     try:
         speed = measure_amp_speed(student, torch.Generator().manual_seed(0), "cpu", width=32, batch=16, steps=2,
                                   rounds=3, warmup=1)

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from autograder.judging.notebook import load_submission
 from autograder.judging.remote import RUN_REPLY, Student, StudentError
 from autograder.sandbox.runtime import wire
-from tests.kit import FAST, by_name, grade_fast, solved
+from tests.kit import FAST, by_name, grade_fast, solved, zygote
 
 CH = "07_numerical_stability"
 
@@ -208,7 +208,7 @@ def notebook(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _student(notebook: Path, reply: dict[str, Any], value: Any = None) -> Student:
-    student = Student(load_submission(notebook), "cpu", FAST, time.monotonic() + 60)
+    student = Student(load_submission(notebook), "cpu", FAST, time.monotonic() + 60, zygote())
     header, buffers = wire.encode(value)
     student.sandbox = ForgedChild({**header, **reply}, buffers)  # type: ignore[assignment]
     student.load_report = {"names": {"softmax": "function"}, "errors": {}}
