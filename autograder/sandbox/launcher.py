@@ -28,9 +28,11 @@ RUNTIME = Path(__file__).resolve().parent / "runtime"
 
 
 class Zygote:
-    """The process that forks children; one per judge process."""
+    """The process that forks children; one per judge process. A handle that outlives its process: when the
+    zygote has died (killed from outside, out of memory), the next spawn starts a new one."""
 
     def __init__(self, warm: bool = False) -> None:
+        self.warm = warm
         self.runtime = Path(tempfile.mkdtemp(prefix="kit-runtime-"))
         pkg = self.runtime / "autograder" / "sandbox" / "runtime"
         shutil.copytree(RUNTIME, pkg, ignore=shutil.ignore_patterns("__pycache__"))
@@ -38,11 +40,14 @@ class Zygote:
             (parent / "__init__.py").write_text("")
         for p in (self.runtime, *self.runtime.rglob("*")):
             p.chmod(0o755)
+        self._start()
+
+    def _start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         bootstrap = (f"import sys; sys.path.insert(0, {str(self.runtime)!r}); "
                      "from autograder.sandbox.runtime.zygote import main; main()")
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", bootstrap, str(theirs.fileno()), *(["warm"] if warm else [])],
+            [sys.executable, "-I", "-c", bootstrap, str(theirs.fileno()), *(["warm"] if self.warm else [])],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"},
         )
@@ -63,6 +68,10 @@ class Zygote:
 
         `warm`: the child's grading imports torch._dynamo, so the zygote imports it first (see Chapter).
         """
+        if not self.alive():
+            self.sock.close()
+            self.proc.wait()
+            self._start()
         reply = self._ask({"op": "spawn", "plan": plan.to_dict(), "cwd": str(cwd), "env": env, "warm": warm},
                           [stdin, stdout])
         return int(reply["pid"]), reply["box"]
@@ -91,13 +100,14 @@ _zygote: Zygote | None = None
 
 def zygote(warm: bool = False) -> Zygote:
     """The shared zygote of an entry point that grades many notebooks in one process (grade-all's workers,
-    KitAutograde, the self-test, the tests): started on first use, started again if it died, closed at exit.
+    KitAutograde, the self-test, the tests): started on first use (its handle restarts a dead process), closed
+    at exit.
     Only entry points call this; they hand the zygote to what they grade with.
 
     `warm`: a new zygote imports torch._dynamo right after torch, while the judge starts up (see Chapter).
     """
     global _zygote
-    if _zygote is None or not _zygote.alive():
+    if _zygote is None:
         _zygote = Zygote(warm)
         atexit.register(_zygote.close)
     return _zygote
