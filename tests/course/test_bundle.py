@@ -19,7 +19,8 @@ def test_bundle_runs_like_gradescope(tmp_path: Path) -> None:
     root = tmp_path / "autograder"
     with zipfile.ZipFile(build_bundle(CH, tmp_path / "bundle.zip")) as z:
         names = set(z.namelist())
-        assert {"setup.sh", "run_autograder", "kit/pyproject.toml", f"kit/autograder/chapters/ch{CH}/checks.py"} <= names
+        assert {"setup.sh", "run_autograder", "kit/pyproject.toml",
+                f"kit/autograder/chapters/ch{CH}/checks.py"} <= names
         z.extractall(root / "source")
     for script in ("setup.sh", "run_autograder"):
         assert subprocess.run(["bash", "-n", str(root / "source" / script)]).returncode == 0
