@@ -25,7 +25,7 @@ from autograder.judging.notebook import MAX_NOTEBOOK_BYTES, NotebookError, load_
 
 # No torch at the top: the pool's spawned workers import this module for fake_grade.
 CH = "07_numerical_stability"
-RELEASE = Path(__file__).resolve().parent.parent / "release" / CH / f"{CH}.ipynb"
+RELEASE = Path(__file__).resolve().parents[2] / "release" / CH / f"{CH}.ipynb"
 
 
 def _cell(nb: dict[str, Any], grade_id: str = "softmax") -> dict[str, Any]:
