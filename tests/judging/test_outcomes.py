@@ -7,7 +7,9 @@ failure stays the student's error. Chapter 07 unless said otherwise; FAST limits
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -15,11 +17,12 @@ from autograder.judging import results as fmt
 from autograder.judging.expect import CheckFailure, JudgeError
 from autograder.judging.judge import Grade
 from autograder.judging.notebook import load_submission
-from autograder.judging.plugin import _outcome
+from autograder.judging.plugin import _measured, _outcome
 from autograder.judging.remote import StudentError
 from autograder.judging.report import gradescope
 from autograder.judging.results import Outcome
 from autograder.judging.scan import check_message, scan_submission
+from autograder.sandbox.process import ChildDied, Sandbox
 from tests.kit import by_name, grade_fast, solution_code, solved, write_submission
 
 CH = "07_numerical_stability"
@@ -139,3 +142,30 @@ def test_results_files_are_checked_against_the_format() -> None:
                    {k: v for k, v in results.items() if k != "extra_data"}, [results]):
         with pytest.raises(fmt.ResultsError):
             fmt.parse(broken)
+
+
+def test_the_amp_speed_check_records_its_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chapter 08's CUDA-only check, its measurement stubbed (no GPU needed): the figures it records."""
+    from autograder.chapters.ch08_mixed_precision import checks as ch08
+
+    monkeypatch.setattr(ch08, "measure_amp_speed", lambda *args, **kwargs: ch08.AmpSpeed(0.5, 1.0, 5, 10, 0.6))
+    recorded: list[tuple[str, object]] = []
+    ch08.check_amp_speedup_on_cuda(ch08.Api(None), None, "cuda",  # type: ignore[arg-type]
+                                   lambda name, value: recorded.append((name, value)))
+    assert _measured(recorded) == {fmt.RATIO: 2.0, fmt.NEEDED_RATIO: ch08.MIN_SPEEDUP, fmt.STUDENT_SECONDS: 0.5,
+                                   fmt.REFERENCE_SECONDS: 1.0, fmt.AMP_MEMORY_RATIO: 0.6}
+    assert recorded[0] == ("note", f"Timing:   {ch08.AmpSpeed(0.5, 1.0, 5, 10, 0.6).describe()}")
+
+
+@pytest.mark.parametrize(("signal_number", "outcome"), [(signal.SIGKILL, Outcome.TIMEOUT),
+                                                         (signal.SIGXCPU, Outcome.TIMEOUT),
+                                                         (signal.SIGSEGV, Outcome.STUDENT_ERROR)])
+def test_a_process_that_dies_of_a_limit_is_a_timeout_other_crashes_the_students(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signal_number: int, outcome: Outcome) -> None:
+    def dies(self: Sandbox, header: object, buffers: object, timeout: float, during: str) -> NoReturn:
+        raise ChildDied(-signal_number, during)
+
+    monkeypatch.setattr(Sandbox, "request", dies)  # as the sandbox reports such a death
+    g = grade_fast(solved(tmp_path, CH), only="check_softmax_guide_example")
+    (result,) = g.results
+    assert result.outcome is outcome and signal.Signals(signal_number).name in result.output
