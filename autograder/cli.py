@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 
 from autograder.course.batch import grade_all, merge
+from autograder.judging import results as fmt
 from autograder.judging.registry import CHAPTERS
 from autograder.sandbox.limits import Limits
 
@@ -51,7 +51,7 @@ def _grade(args: argparse.Namespace) -> int:
     result = gradescope(g)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=2))
+        Path(args.out).write_text(fmt.dumps(result))
     print(text(g))
     return 0
 
@@ -75,7 +75,7 @@ def _grade_all(args: argparse.Namespace) -> int:
         from autograder.course.gradebook import record, write_feedback  # needs nbgrader: imported only here
         from autograder.judging.report import clean
 
-        results = [json.loads(p.read_text()) for p in sorted((args.out / "results").glob("*/*.json"))]
+        results = [fmt.load(p) for p in sorted((args.out / "results").glob("*/*.json"))]
         if args.gradebook:
             done = record(args.root, args.out)
             print(f"gradebook: {done.recorded} submissions recorded by nbgrader autograde, {done.unchanged} "

@@ -29,13 +29,15 @@ from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal, TypedDict
 
+from autograder.judging import results as fmt
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
+from autograder.judging.results import Results
 from autograder.sandbox import launcher
 
-GRADER_ERROR = "grader-error"  # the row status of a submission the grader failed on
+GRADER_ERROR: Final = "grader-error"  # the row status of a submission the grader failed on
 
 
 @dataclass(frozen=True)
@@ -91,25 +93,24 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def stored_result(out: Path, job: Job) -> dict[str, Any] | None:
+def stored_result(out: Path, job: Job) -> Results | None:
     """The result graded from this very notebook, or None: no result, another version of the notebook,
     a damaged file (graded again) or a grader error (never done)."""
     path = result_path(out, job)
     if not path.exists():
         return None
     try:
-        result = json.loads(path.read_text())
-        extra = result["extra_data"]
-        return result if extra["sha256"] == job.sha256 and not extra.get("grader_error") else None
-    except (ValueError, KeyError, TypeError):
+        result = fmt.load(path)
+    except (OSError, ValueError):
         return None
+    return result if result["extra_data"].get("sha256") == job.sha256 and not fmt.grader_error(result) else None
 
 
 def _done(out: Path, job: Job) -> bool:
     return stored_result(out, job) is not None
 
 
-def error_result(job: Job, device: str, message: str) -> dict[str, Any]:
+def error_result(job: Job, device: str, message: str) -> Results:
     """The result of a submission the grader failed on: no score, and retried on the next run."""
     return {
         "score": 0.0, "max_score": 0.0, "execution_time": 0.0,
@@ -137,7 +138,7 @@ def _init_worker(counter: Any, warm: bool) -> None:
     torch.set_num_threads(1)  # the whole worker: one core is all it has, as the sandbox's children have
 
 
-def grade_job(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
+def grade_job(job: Job, out: str, device: str, junit: bool) -> Row:
     """Grade one submission and write its result file; returns the summary row. Never raises
     for a grading that fails: that is a grader-error result."""
     started = time.perf_counter()
@@ -146,11 +147,11 @@ def grade_job(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
     except Exception as e:  # a bug in the kit or a broken machine must not lose the row
         result = error_result(job, device, f"{type(e).__name__}: {e}")
     result["execution_time"] = round(time.perf_counter() - started, 3)
-    _write_atomic(result_path(Path(out), job), json.dumps(result, indent=2))
+    _write_atomic(result_path(Path(out), job), fmt.dumps(result))
     return row(result)
 
 
-def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launcher.Zygote) -> dict[str, Any]:
+def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launcher.Zygote) -> Results:
     """The result of one submission (a grader-error result when the machine failed it), its sandboxes forked by
     `zygote`; writes nothing but its JUnit report. grade-all's workers and nbgrader's autograde
     (course.nbgrader_autograde) call it."""
@@ -171,17 +172,30 @@ def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launc
                                       zygote=zygote))
         except GraderError as e:
             result = error_result(job, device, str(e))
-    result["extra_data"].update(student=job.student, sha256=job.sha256)
+    result["extra_data"]["student"], result["extra_data"]["sha256"] = job.student, job.sha256
     return result
 
 
-ROW_FIELDS = ["student", "assignment", "score", "max_score", "seconds", "status", "notes"]
+class Row(TypedDict):
+    """One submission in summary.json and summary.csv."""
+
+    student: str
+    assignment: str
+    score: float
+    max_score: float
+    seconds: float
+    status: Literal["graded", "error", "grader-error"]  # error: 0 points and notes on the whole notebook
+    notes: str
 
 
-def row(result: dict[str, Any]) -> dict[str, Any]:
+ROW_FIELDS = ["student", "assignment", "score", "max_score", "seconds", "status", "notes"]  # Row's keys
+
+
+def row(result: Results) -> Row:
     """A summary row; every text in it is cleaned of terminal control characters."""
     extra = result["extra_data"]
-    if extra.get("grader_error"):
+    status: Literal["graded", "error", "grader-error"]
+    if fmt.grader_error(result):
         status = GRADER_ERROR
     else:
         status = "error" if result["output"] and result["score"] == 0 else "graded"
@@ -203,7 +217,7 @@ class Progress:
         self.below = self.errors = self.grader_errors = 0
         self.started = time.monotonic()
 
-    def add(self, r: dict[str, Any]) -> None:
+    def add(self, r: Row) -> None:
         self.done += 1
         if r["status"] == GRADER_ERROR:
             self.grader_errors += 1
@@ -221,11 +235,11 @@ class Progress:
         sys.stderr.flush()
 
 
-Work = Callable[[Job, str, str, bool], dict[str, Any]]
+Work = Callable[[Job, str, str, bool], Row]
 
 
-def _run(todo: list[Job], workers: int, submit: Callable[[cf.Executor, Job], cf.Future[dict[str, Any]]],
-         new_pool: Callable[[], cf.Executor], graded: Callable[[dict[str, Any]], None],
+def _run(todo: list[Job], workers: int, submit: Callable[[cf.Executor, Job], cf.Future[Row]],
+         new_pool: Callable[[], cf.Executor], graded: Callable[[Row], None],
          failed: Callable[[Job, str], None]) -> None:
     """Run every job of `todo` on process pools, `workers` at a time, surviving workers that die.
 
@@ -239,7 +253,7 @@ def _run(todo: list[Job], workers: int, submit: Callable[[cf.Executor, Job], cf.
     strikes: dict[Job, int] = {}
     while pending or suspects:
         with new_pool() as pool:
-            running: dict[cf.Future[dict[str, Any]], Job] = {}
+            running: dict[cf.Future[Row], Job] = {}
             broken = False
             while (pending or suspects or running) and not broken:
                 if suspects:
@@ -294,7 +308,7 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
 
     def failed(job: Job, message: str) -> None:
         result = error_result(job, device, message)
-        _write_atomic(result_path(out, job), json.dumps(result, indent=2))
+        _write_atomic(result_path(out, job), fmt.dumps(result))
         progress.add(row(result))
 
     try:
@@ -304,8 +318,8 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
         print("\ninterrupted: graded results are kept; run the same command again to resume", file=sys.stderr)
         return 130
     print(file=sys.stderr)
-    results = [json.loads(result_path(out, j).read_text()) for j in jobs]
-    off = sorted({p for r in results for p in r["extra_data"].get("sandbox", {}).get("off", [])})
+    results = [fmt.load(result_path(out, j)) for j in jobs]
+    off = sorted({p for r in results for p in fmt.sandbox_off(r)})
     if off:
         print(f"warning: sandbox protections off on this machine: {'; '.join(off)}", file=sys.stderr)
     rows = write_summaries(out, results)
@@ -319,7 +333,7 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
     return 0
 
 
-def write_summaries(out: Path, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def write_summaries(out: Path, results: list[Results]) -> list[Row]:
     rows = sorted((row(r) for r in results), key=lambda r: (r["student"], r["assignment"]))
     out.mkdir(parents=True, exist_ok=True)
     _write_atomic(out / "summary.json", json.dumps(rows, indent=2))
@@ -344,7 +358,7 @@ def merge(parts: list[Path], out: Path) -> int:
             seen[key] = part
             text = path.read_text()
             _write_atomic(out / "results" / path.parent.name / path.name, text)
-            results.append(json.loads(text))
+            results.append(fmt.parse(json.loads(text)))
     write_summaries(out, results)
     print(f"merged {len(results)} results from {len(parts)} parts into {out}", file=sys.stderr)
     return 0

@@ -24,7 +24,6 @@ import base64
 import csv
 import html
 import io
-import json
 import os
 import re
 import statistics
@@ -35,12 +34,18 @@ from pathlib import Path
 from typing import Any
 
 from autograder.course.batch import GRADER_ERROR, row
+from autograder.judging import results as fmt
 from autograder.judging.report import clean
+from autograder.judging.results import Outcome, TestResult
 
 PASSED, WRONG, NOT_RUN = "passed", "wrong", "not run"
-NOT_IMPLEMENTED = "not implemented:"  # how the judge starts the message of a stub (autograder/judging/remote.py)
-KIT_FAILED = "The grader itself failed in this check"  # autograder/judging/plugin.py
-OUT_OF_TIME = "The time limit for grading this notebook ran out"  # autograder/judging/remote.py
+# How the report counts each outcome: not run is a stub, or code that could not run at all; None: not scored here.
+KIND: dict[Outcome, str | None] = {
+    Outcome.PASSED: PASSED, Outcome.SKIPPED: None,
+    Outcome.NOT_IMPLEMENTED: NOT_RUN, Outcome.NOT_RUN: NOT_RUN,
+    Outcome.WRONG: WRONG, Outcome.STUDENT_ERROR: WRONG, Outcome.TIMEOUT: WRONG, Outcome.NOT_SCORED: WRONG,
+    Outcome.GRADER_ERROR: WRONG,
+}
 TOP_FAILURES = 30  # groups shown on the page; failures.csv has them all
 
 
@@ -52,9 +57,10 @@ class Submission:
     max_score: float
     status: str  # graded | error | grader-error | unreadable
     notes: str
-    tests: list[dict[str, Any]] = field(default_factory=list)
+    tests: list[TestResult] = field(default_factory=list)
     integrity: list[str] = field(default_factory=list)
     sandbox_off: list[str] = field(default_factory=list)
+    out_of_time: bool | None = None  # the grading's time ran out; None: a file of an older version, which does not say
 
 
 @dataclass
@@ -168,17 +174,16 @@ def read_submission(path: Path) -> Submission:
     """One result file; a damaged one is an `unreadable` submission, never an exception."""
     student, assignment = _text(path.parent.name), _text(path.stem)
     try:
-        result = json.loads(path.read_text())
+        result = fmt.load(path)
         extra = result["extra_data"]
         extra.setdefault("student", path.parent.name)
         extra["assignment"] = extra.get("assignment") or path.stem
         summary = row(result)
-        tests = [t for t in result["tests"] if isinstance(t, dict)]
         return Submission(
             summary["student"], summary["assignment"], float(summary["score"]), float(summary["max_score"]),
-            summary["status"], _text(result["output"]) or _text(extra.get("grader_error")), tests,
-            [_text(f) for f in extra.get("integrity") or []],
-            [_text(p) for p in (extra.get("sandbox") or {}).get("off", [])])
+            summary["status"], _text(result["output"]) or _text(fmt.grader_error(result)), result["tests"],
+            [_text(f) for f in extra.get("integrity", [])], [_text(p) for p in fmt.sandbox_off(result)],
+            extra.get("out_of_time"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         return Submission(student, assignment, 0.0, 0.0, "unreadable",
                           f"the result file {path.name} cannot be read ({type(e).__name__}: {_text(str(e))[:200]}); "
@@ -244,26 +249,48 @@ def normalize(message: str) -> str:
 # -- the analysis ----------------------------------------------------------------
 
 
-def _task_and_name(test: dict[str, Any]) -> tuple[str, str]:
-    tags = test.get("tags") or []
+def _task_and_name(test: TestResult) -> tuple[str, str]:
+    tags = test["tags"]
     task = _text(tags[0]) if tags else ""
-    name = _text(test.get("name"))
+    name = _text(test["name"])
     return task, name.removeprefix(f"[{task}] ") if task else name
 
 
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
-
-
-def outcome(sub: Submission, test: dict[str, Any]) -> str | None:
+def outcome(sub: Submission, test: TestResult) -> str | None:
     """passed, wrong, not run (a stub, or a notebook whose code could not run at all), or None: skipped."""
+    found = fmt.outcome(test)
+    return KIND[found] if found is not None else _legacy_outcome(sub, test)
+
+
+def _kit_failed(test: TestResult) -> bool:
+    found = fmt.outcome(test)
+    return found is Outcome.GRADER_ERROR if found is not None else LEGACY_KIT_FAILED in _text(test["output"])
+
+
+def _out_of_time(sub: Submission) -> bool:
+    if sub.out_of_time is not None:
+        return sub.out_of_time
+    return any(LEGACY_OUT_OF_TIME in _text(t["output"]) for t in sub.tests)
+
+
+# Result files written before outcomes were recorded (no extra_data in their tests, no out_of_time) say what
+# happened in the messages only: for those files alone, and nowhere else, the report falls back to matching
+# the text the judge wrote then. A student's own exception text can match these (a ValueError("The grader
+# itself failed in this check") reads as the kit's failure): grade such a class again to have outcomes.
+LEGACY_NOT_IMPLEMENTED = "not implemented:"  # how the judge started the message of a stub
+LEGACY_KIT_FAILED = "The grader itself failed in this check"  # the plugin's message for the kit's own failure
+LEGACY_OUT_OF_TIME = "The time limit for grading this notebook ran out"  # the judge's, when the time ran out
+
+
+def _legacy_outcome(sub: Submission, test: TestResult) -> str | None:
+    """outcome() for a test of a file written before outcomes were recorded: from its status and message."""
     status = test.get("status")
     if status == "passed":
         return PASSED
     if status != "failed":
         return None
-    output = _text(test.get("output"))
-    if output.startswith(NOT_IMPLEMENTED) or (output and sub.notes and output in sub.notes):
+    output = _text(test["output"])
+    if output.startswith(LEGACY_NOT_IMPLEMENTED) or (output and sub.notes and output in sub.notes):
         return NOT_RUN
     return WRONG
 
@@ -277,7 +304,7 @@ def _reasons(sub: Submission) -> tuple[int, list[str]]:
         reasons.append((1, "result file unreadable"))
     if sub.integrity:
         reasons.append((2, f"integrity: {len(sub.integrity)} construct(s) reaching into the grader"))
-    if any(KIT_FAILED in _text(t.get("output")) for t in sub.tests):
+    if any(_kit_failed(t) for t in sub.tests):
         reasons.append((3, "the grader failed inside a check"))
     if sub.status == "error":
         reasons.append((4, "could not be graded: " + first_sentence(sub.notes.splitlines()[0] if sub.notes else "")))
@@ -286,7 +313,7 @@ def _reasons(sub: Submission) -> tuple[int, list[str]]:
         failed = [o for o in outcomes if o is not None]
         nothing = failed and all(o == NOT_RUN for o in failed)
         reasons.append((5, "nothing implemented (the release unchanged?)" if nothing else "zero score"))
-    if any(OUT_OF_TIME in _text(t.get("output")) for t in sub.tests):
+    if _out_of_time(sub):
         reasons.append((6, "ran out of grading time"))
     return (min(r for r, _ in reasons) if reasons else 99), [text for _, text in reasons]
 
@@ -314,9 +341,9 @@ def analyse(graded: Path) -> Report:
         per_task: dict[str, list[float]] = {}  # task -> [points, earned, wrong, not run]
         for test in sub.tests:
             task, name = _task_and_name(test)
-            points = _number(test.get("max_score"))
+            points = float(test["max_score"])
             check = checks.setdefault((sub.assignment, task, name),
-                                      Check(sub.assignment, task, name, points, test.get("visibility") == "visible"))
+                                      Check(sub.assignment, task, name, points, test["visibility"] == "visible"))
             check.points = max(check.points, points)
             result = outcome(sub, test)
             if result is None:
@@ -334,7 +361,7 @@ def analyse(graded: Path) -> Report:
             else:
                 check.not_run += 1
                 acc[3] += points
-            output = _text(test.get("output"))
+            output = _text(test["output"])
             key = normalize(output) or "(no message)"
             failure = failures.setdefault((sub.assignment, key), Failure(sub.assignment, result, key, output[:1500]))
             failure.students.add(sub.student)

@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autograder.judging import results as fmt
+from autograder.judging.results import Results
+
 REGISTER = ".venv/bin/nbgrader generate_assignment {assignment} --force"
 
 
@@ -111,11 +114,10 @@ def record(course: Path, out: Path) -> Recorded:
     from sqlalchemy.exc import SAWarning
 
     interpreter_bin_first()
-    todo: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    todo: dict[str, list[tuple[str, Results]]] = {}
     for path in sorted((out / "results").glob("*/*.json")):
-        result = json.loads(path.read_text())
-        extra = result["extra_data"]
-        if extra.get("sha256") and not extra.get("grader_error"):  # a notebook, graded
+        result = fmt.load(path)
+        if result["extra_data"].get("sha256") and not fmt.grader_error(result):  # a notebook, graded
             todo.setdefault(path.stem, []).append((path.parent.name, result))
     done = Recorded()
     if not todo:
@@ -155,7 +157,7 @@ def record(course: Path, out: Path) -> Recorded:
     return done
 
 
-def feedback_html(result: dict[str, Any]) -> str:
+def feedback_html(result: Results) -> str:
     """One page per submission: each check's name, points and message; no check code."""
     extra = result["extra_data"]
     rows = []
@@ -180,13 +182,13 @@ a failing check shows the input it failed on.</p>{notes}
 """
 
 
-def write_feedback(course: Path, results: list[dict[str, Any]]) -> int:
+def write_feedback(course: Path, results: list[Results]) -> int:
     """feedback/<student>/<assignment>/<assignment>.html, where `nbgrader release_feedback` looks;
     returns how many pages were written."""
     written = 0
     for result in results:
         extra = result["extra_data"]
-        if extra.get("grader_error"):
+        if fmt.grader_error(result):
             continue
         folder = course / "feedback" / extra["student"] / (extra["assignment"] or "unknown")
         folder.mkdir(parents=True, exist_ok=True)

@@ -37,8 +37,10 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Enum, Unicode
 
 from autograder.course.batch import Job, file_sha256, grade_submission, stored_result
+from autograder.judging import results as fmt
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
+from autograder.judging.results import Results, TestResult
 from autograder.sandbox import launcher
 
 MARK = {"passed": "PASS", "failed": "FAIL"}
@@ -58,8 +60,8 @@ class KitGradingError(RuntimeError):
     """The kit could not grade this submission: nbgrader must fail it, not record a score."""
 
 
-def _by_task(result: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    tasks: dict[str, list[dict[str, Any]]] = {}
+def _by_task(result: Results) -> dict[str, list[TestResult]]:
+    tasks: dict[str, list[TestResult]] = {}
     for test in result["tests"]:
         tasks.setdefault(test["tags"][0], []).append(test)
     return tasks
@@ -69,7 +71,7 @@ def _indent(text: str) -> str:
     return "\n".join("           " + line for line in text.splitlines())
 
 
-def task_verdict(task: str, tests: list[dict[str, Any]], cell_points: float, device: str,
+def task_verdict(task: str, tests: list[TestResult], cell_points: float, device: str,
                  bonus: bool = False) -> tuple[str, float]:
     """(the text shown in the check cell, the points recorded) for one task's checks.
 
@@ -96,7 +98,7 @@ def task_verdict(task: str, tests: list[dict[str, Any]], cell_points: float, dev
     return clean("\n".join(lines)) + "\n", recorded
 
 
-def write_verdicts(nb: NotebookNode, result: dict[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+def write_verdicts(nb: NotebookNode, result: Results) -> tuple[dict[str, float], dict[str, float]]:
     """Write the kit's result into the notebook's check cells; returns the points recorded per cell, and
     the extra credit of stretch tasks' check cells (0 points in nbgrader, kit.bonus in the registry).
 
@@ -182,7 +184,7 @@ class KitAutograde(NbGraderPreprocessor):
             raise KitGradingError("KitAutograde runs inside nbgrader's Autograde converter only")
         return parent.coursedir
 
-    def _result(self, job: Job, root: Path) -> dict[str, Any]:
+    def _result(self, job: Job, root: Path) -> Results:
         if self.results_dir:
             stored = stored_result(root / self.results_dir, job)
             if stored is not None:
@@ -196,7 +198,7 @@ class KitAutograde(NbGraderPreprocessor):
         zygote = launcher.zygote(chapter is not None and chapter.loads_dynamo)
         with one_torch_thread():
             result = grade_submission(job, str(root), self.device, junit=False, zygote=zygote)
-        error = result["extra_data"].get("grader_error")
+        error = fmt.grader_error(result)
         if error:
             raise KitGradingError(f"grader error, no score recorded (autograde it again): {error}")
         return result

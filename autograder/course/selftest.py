@@ -21,7 +21,6 @@ import importlib
 import json
 import os
 import platform
-import re
 import statistics
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from autograder.judging.judge import Grade, GraderError, grade
 from autograder.judging.notebook import read_notebook
 from autograder.judging.plugin import CheckResult, declared_checks
 from autograder.judging.registry import CHAPTERS
+from autograder.judging.results import AMP_MEMORY_RATIO, CUDA_EVENTS_RATIO, NEEDED_RATIO, RATIO, Outcome
 from autograder.sandbox import launcher
 
 NO_CUDA = 4  # exit code: --device cuda on a machine where torch sees no CUDA GPU
@@ -145,6 +145,8 @@ def release_row(chapter: str, device: str, grader: Grader = default_grader) -> R
         return Row("release", chapter, "untouched release", False, "not graded", g)
     problems = [f"{_check(r)} did not say 'not implemented': {_brief(r.output)}"
                 for r in g.results if r.status != "skipped" and "not implemented" not in r.output]
+    problems += [f"{_check(r)} said 'not implemented', but its outcome is {r.outcome.value}" for r in g.results
+                 if "not implemented" in r.output and r.outcome not in (Outcome.SKIPPED, Outcome.NOT_IMPLEMENTED)]
     problems += _skip_problems(g, chapter, device)
     if g.score != 0 or g.bonus != 0:
         problems.append(f"scored {g.score:g} (bonus {g.bonus:g}), expected 0")
@@ -177,24 +179,15 @@ def mutant_row(mutant: Mutant, device: str, grader: Grader = default_grader) -> 
                {"fails": mutant.fails, "score": g.score, "max_score": g.max_score})
 
 
-_RATIO = re.compile(r"([\d.]+)x \(median")
-_NEEDS = re.compile(r"(?:needs|at least) ([\d.]+)x")
-_EVENTS = re.compile(r"CUDA events: [^;(]*\(([\d.]+)x\)")
-_MEMORY = re.compile(r"peak memory with AMP: ([\d.]+)x")
-
-
-def _number(pattern: re.Pattern[str], text: str) -> float | None:
-    found = pattern.search(text)
-    return float(found.group(1)) if found else None
-
-
 def speed_row(chapter: str, r: CheckResult) -> Row:
-    """A speed check's ratio on the reference, read from its message; its verdict is the check's own."""
+    """A speed check's ratio on the reference, as the check measured it (CheckResult.measured); its verdict is the
+    check's own."""
     if r.status == "skipped":
         return Row("speed", chapter, _check(r), None, "skipped", r.output)
-    values = {"ratio": _number(_RATIO, r.output), "needs": _number(_NEEDS, f"{r.name}\n{r.output}"),
-              "cuda_events_ratio": _number(_EVENTS, r.output), "amp_memory_ratio": _number(_MEMORY, r.output)}
-    parts = [f"{values['ratio']:g}x" if values["ratio"] is not None else "ratio not reported"]
+    values: dict[str, Any] = {"ratio": r.measured.get(RATIO), "needs": r.measured.get(NEEDED_RATIO),
+                              "cuda_events_ratio": r.measured.get(CUDA_EVENTS_RATIO),
+                              "amp_memory_ratio": r.measured.get(AMP_MEMORY_RATIO), "measured": r.measured}
+    parts = [f"{values['ratio']:.3g}x" if values["ratio"] is not None else "ratio not reported"]
     if values["needs"] is not None:
         parts.append(f"needs {values['needs']:g}x")
     if values["cuda_events_ratio"] is not None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import torch
 
 from autograder.judging.remote import StudentError
+from autograder.judging.results import Outcome
 
 # The judge's own comparison functions. Student code never runs in this
 # process, but binding them once keeps every check on the same definitions.
@@ -25,9 +26,13 @@ _isnan = torch.isnan
 class CheckFailure(AssertionError):
     """A check found a wrong answer; `str()` is the message shown to the student."""
 
+    outcome: ClassVar[Outcome] = Outcome.WRONG
+
 
 class JudgeError(Exception):
     """The judge's own mistake, not the student's: the plugin reports it as an error of the grader."""
+
+    outcome: ClassVar[Outcome] = Outcome.GRADER_ERROR
 
 
 def error_type(e: StudentError) -> str | None:
@@ -45,8 +50,8 @@ def on_every_call(e: StudentError, name: str, example: Callable[[], Any]) -> Stu
         example()
     except StudentError as again:
         if error_type(again) is not None:
-            return StudentError(f"`{name}` raised {error_type(e)} on every call, even on the notebook's example, "
-                                f"so no check of it can pass. Fix that error first:\n{e}")
+            return e.restated(f"`{name}` raised {error_type(e)} on every call, even on the notebook's example, "
+                              f"so no check of it can pass. Fix that error first:\n{e}")
     return None
 
 
@@ -56,7 +61,7 @@ def explain_error(e: StudentError, name: str, example: Callable[[], Any] | None,
     every = on_every_call(e, name, example) if example is not None else None
     if every is not None:
         return every
-    return StudentError(f"{e}\nHint:     {hint}") if hint and error_type(e) is not None else e
+    return e.restated(f"{e}\nHint:     {hint}") if hint and error_type(e) is not None else e
 
 
 @contextlib.contextmanager

@@ -39,6 +39,7 @@ class Grade:
     protections: dict[str, list[str]] = field(default_factory=dict)
     execution_time: float = 0.0
     integrity: list[str] = field(default_factory=list)  # constructs that reach into grader internals
+    out_of_time: bool = False  # the grading's time ran out before some check called the code
 
     @property
     def score(self) -> float:
@@ -177,6 +178,7 @@ def grade_loaded(
         runner.close()
     grade = Grade(notebook, sub.chapter.id, device, plugin.results, _load_notes(runner),
                   runner.protections)
+    grade.out_of_time = runner.out_of_time
     flags = scan_submission(sub)
     if flags:  # the judge's own read of the cells: forgeable checks were failed (plugin), the instructor reviews
         grade.integrity = [str(f) for f in flags]

@@ -5,15 +5,16 @@ module, declared with `@check(task=..., points=...)`: the exercise (answer cell)
 it grades and what it is worth. The plugin refuses, at collection, a check that
 is not declared so, a task the notebook does not have, and points that do not
 add up to the notebook's check cells. It gives checks their fixtures (`api`,
-`student`, `rng`, `device`) and records each outcome with the message the
-student will see.
+`student`, `rng`, `device`) and records each check's result: its outcome
+(autograder/judging/results.py), the message the student will see, and the
+figures it measured.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pytest
@@ -23,6 +24,7 @@ from autograder.judging.api import StudentApi
 from autograder.judging.expect import CheckFailure
 from autograder.judging.registry import Chapter
 from autograder.judging.remote import Student, StudentError
+from autograder.judging.results import MEASURED, Outcome, figures
 from autograder.judging.scan import check_message, scan_submission
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -98,14 +100,40 @@ class CheckResult:
     task: str
     points: float
     visible: bool
-    status: str  # passed | failed | skipped
+    outcome: Outcome
     output: str
     cuda_only: bool = False  # skipped off CUDA, its points on top of the notebook's
     bonus: bool = False  # a stretch task's check: its points count apart, on top of the score
+    measured: dict[str, float] = field(default_factory=dict)  # figures the check measured (results.py names them)
+
+    @property
+    def status(self) -> str:
+        """passed | failed | skipped"""
+        return self.outcome.status
 
     @property
     def score(self) -> float:
-        return self.points if self.status == "passed" else 0.0
+        return self.points if self.outcome is Outcome.PASSED else 0.0
+
+
+def _outcome(excinfo: pytest.ExceptionInfo[BaseException]) -> Outcome:
+    """What a check's exception says happened: its own outcome (set where it was raised), wrong for an assert
+    of the check, and the kit's failure for anything else."""
+    exc = excinfo.value
+    if isinstance(exc, StudentError):
+        return exc.outcome
+    if isinstance(exc, AssertionError):  # CheckFailure included
+        return Outcome.WRONG
+    return Outcome.GRADER_ERROR
+
+
+def _measured(properties: list[tuple[str, object]]) -> dict[str, float]:
+    """The figures a check recorded with results.record_measured."""
+    found: dict[str, float] = {}
+    for name, value in properties:
+        if name == MEASURED and isinstance(value, dict):
+            found.update(figures(value))
+    return found
 
 
 def _message(excinfo: pytest.ExceptionInfo[BaseException]) -> str:
@@ -194,24 +222,27 @@ class KitPlugin:
         report = outcome.get_result()
         if report.when == "call" or (report.when == "setup" and not report.passed):
             if report.skipped:
-                status, output = "skipped", str(call.excinfo.value.msg) if call.excinfo else "skipped"
+                outcome, output = Outcome.SKIPPED, str(call.excinfo.value.msg) if call.excinfo else "skipped"
                 if isinstance(report.longrepr, tuple):
                     output = str(report.longrepr[2]).removeprefix("Skipped: ")
             elif report.failed:
-                status, output = "failed", _message(call.excinfo) if call.excinfo else "failed"
+                outcome = _outcome(call.excinfo) if call.excinfo else Outcome.GRADER_ERROR
+                output = _message(call.excinfo) if call.excinfo else "failed"
             else:
                 # A passing check may leave a note (e.g. its measured speed-up) with record_property("note", ...).
-                status, output = "passed", "\n".join(str(v) for k, v in report.user_properties if k == "note")
+                outcome = Outcome.PASSED
+                output = "\n".join(str(v) for k, v in report.user_properties if k == "note")
             flags = scan_submission(self._student.submission) if _spec(item).forgeable else []
-            if flags and status != "skipped":
+            if flags and outcome is not Outcome.SKIPPED:
                 # Its evidence came from inside a process that the code reaches into: not scored, reviewed.
-                status, output = "failed", check_message(flags) + (f"\n\n{output}" if status == "failed" else "")
+                failed = outcome is not Outcome.PASSED
+                outcome, output = Outcome.NOT_SCORED, check_message(flags) + (f"\n\n{output}" if failed else "")
                 report.outcome, report.longrepr = "failed", output
-            self.results.append(self._result(item, status, output))
+            self.results.append(self._result(item, outcome, output, _measured(report.user_properties)))
 
-    def _result(self, item: pytest.Item, status: str, output: str) -> CheckResult:
+    def _result(self, item: pytest.Item, outcome: Outcome, output: str, measured: dict[str, float]) -> CheckResult:
         spec = _spec(item)
         doc = (item.function.__doc__ or item.name).strip().splitlines()[0]  # type: ignore[attr-defined]
         return CheckResult(nodeid=item.nodeid, name=doc, task=spec.task, points=spec.points, visible=spec.visible,
-                           status=status, output=output, cuda_only=spec.cuda_only,
-                           bonus=spec.task in self._student.submission.chapter.bonus)
+                           outcome=outcome, output=output, cuda_only=spec.cuda_only,
+                           bonus=spec.task in self._student.submission.chapter.bonus, measured=measured)

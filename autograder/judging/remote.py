@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from typing import Any
 import torch
 
 from autograder.judging.notebook import Submission
+from autograder.judging.results import Outcome
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import ChildDied, ChildTimeout, Sandbox, SandboxUnavailable
@@ -29,8 +31,25 @@ MAX_RESTARTS = 8  # child restarts per grading, each ~2 s (import torch)
 MAX_CRASHES = 2  # crashes of one function before its later checks fail fast
 
 
+# Signals a child dies of when it reaches one of the sandbox's limits (autograder/sandbox/process.py describe_exit).
+LIMIT_SIGNALS = frozenset({-signal.SIGKILL, -signal.SIGXCPU, -signal.SIGXFSZ})
+
+
 class StudentError(Exception):
-    """Student code failed to produce an answer; `str()` is the teaching message."""
+    """Student code failed to produce an answer; `str()` is the teaching message.
+
+    `outcome` is the kind of failure, decided where the error is raised: student_error (the code raised,
+    crashed or answered with something unusable), not_implemented (a stub), timeout (out of time, or the
+    process died of a limit), not_run (the notebook's code could not run at all), grader_error (the grading
+    machine failed)."""
+
+    def __init__(self, message: str, outcome: Outcome = Outcome.STUDENT_ERROR) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+    def restated(self, message: str) -> StudentError:
+        """The same failure told with another message (a check adding what it was doing, or a hint)."""
+        return StudentError(message, self.outcome)
 
 
 def summarize(value: Any) -> str:
@@ -61,7 +80,9 @@ class Student:
         self.load_report: dict[str, Any] = {}
         self.cuda = False  # as the child found before any student code ran
         self.fatal: str | None = submission.error  # every call fails with this
-        self.broken: dict[str, str] = {}  # name -> why it is not called again
+        self.fatal_outcome = Outcome.NOT_RUN  # and this outcome
+        self.broken: dict[str, StudentError] = {}  # name -> why it is not called again
+        self.out_of_time = False  # the grading's time ran out before some call
         self.restarts = 0
         self.environment_error: str | None = None  # the grading machine failed, not the student
         self.crashes: dict[str, int] = {}
@@ -73,7 +94,7 @@ class Student:
     # -- lifecycle -------------------------------------------------------
     def _ensure(self) -> Sandbox:
         if self.fatal:
-            raise StudentError(self.fatal)
+            raise StudentError(self.fatal, self.fatal_outcome)
         if self.sandbox is not None and self.sandbox.alive:
             return self.sandbox
         if self.sandbox is not None:
@@ -81,7 +102,7 @@ class Student:
             self.restarts += 1
             if self.restarts > MAX_RESTARTS:
                 self.fatal = f"Grading stopped calling your code after it crashed {MAX_RESTARTS} times."
-                raise StudentError(self.fatal)
+                raise StudentError(self.fatal, self.fatal_outcome)
         sub = self.submission
         self.sandbox = Sandbox(self.zygote, sub.chapter.preamble, sub.chapter.harness_source(), sub.cells,
                                self.device, self.limits, self.data_dir, sub.chapter.loads_dynamo)
@@ -94,7 +115,7 @@ class Student:
                           "be graded. Look for an infinite loop or heavy work at the top level of a cell.")
         except SandboxUnavailable as e:  # fail closed: no student code ran
             self.environment_error = f"the grading machine could not sandbox this submission: {e}"
-            self.fatal = self.environment_error
+            self.fatal, self.fatal_outcome = self.environment_error, Outcome.GRADER_ERROR
         except ChildDied as e:
             self.fatal = (f"Running your answer cells ended the grading process: {e}. Remove calls such "
                           "as exit(), sys.exit() or os._exit() from your cells.")
@@ -105,7 +126,7 @@ class Student:
             if plan is not None:
                 self.protections = {"active": plan.active, "off": plan.off}
         if self.fatal:
-            raise StudentError(self.fatal)
+            raise StudentError(self.fatal, self.fatal_outcome)
         return self.sandbox
 
     def start(self) -> None:
@@ -118,19 +139,21 @@ class Student:
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
     # -- diagnosis of a missing name ----------------------------------------
-    def _why_missing(self, name: str) -> str:
+    def _why_missing(self, name: str) -> StudentError:
         chapter = self.submission.chapter
         cell = name if name in chapter.answers else None
         if cell in self.submission.missing:
-            return (f"The answer cell '{cell}' is missing from your notebook, so `{name}` could not be "
-                    "graded. Do not delete answer cells: copy the cell back from the released notebook.")
+            return StudentError(f"The answer cell '{cell}' is missing from your notebook, so `{name}` could not be "
+                                "graded. Do not delete answer cells: copy the cell back from the released notebook.")
         err = self.load_report.get("errors", {}).get(cell)
-        if err:
-            return f"The answer cell '{cell}' failed when run:\n{_format_error(err)}"
+        if err:  # a stub that raises NotImplementedError when its cell runs (a class body) is not implemented
+            stub = err.get("type") == "NotImplementedError"
+            return StudentError(f"The answer cell '{cell}' failed when run:\n{_format_error(err)}",
+                                Outcome.NOT_IMPLEMENTED if stub else Outcome.STUDENT_ERROR)
         defined = sorted(n for n, kind in self.load_report.get("names", {}).items() if kind == "function")
-        return (f"`{name}` is not defined by your answer cell '{cell}'"
-                + (f" (it defines: {', '.join(defined)})" if defined else "")
-                + ". Keep the name and the signature of the stub exactly as given.")
+        return StudentError(f"`{name}` is not defined by your answer cell '{cell}'"
+                            + (f" (it defines: {', '.join(defined)})" if defined else "")
+                            + ". Keep the name and the signature of the stub exactly as given.")
 
     # -- calls ---------------------------------------------------------------
     def _request(self, name: str, header: dict[str, Any], buffers: list[bytes], during: str,
@@ -141,28 +164,31 @@ class Student:
         `name` is what the child calls; messages name it `shown` (by default `name`)."""
         shown = shown or name
         if name in self.broken:
-            raise StudentError(self.broken[name])
+            raise self.broken[name].restated(str(self.broken[name]))
         sandbox = self._ensure()
         known = self.load_report.get("names")
         if not isinstance(known, dict):
             known = {}
         if "object" not in header and not name.startswith("kit.") and name not in known:
-            raise StudentError(self._why_missing(name))
+            raise self._why_missing(name)
         left = self.deadline - time.monotonic()
         if left <= 0:
-            raise StudentError("The time limit for grading this notebook ran out before this check.")
+            self.out_of_time = True
+            raise StudentError("The time limit for grading this notebook ran out before this check.", Outcome.TIMEOUT)
         try:
             reply, out = sandbox.request(header, buffers, min(timeout or self.limits.call_seconds, left), during)
         except ChildTimeout as e:
-            self.broken[name] = (f"`{during}` did not finish within {e.seconds:g} s (an infinite loop, or "
-                                 "far too slow?). Later checks of it were not run.")
-            raise StudentError(self.broken[name]) from None
+            self.broken[name] = StudentError(f"`{during}` did not finish within {e.seconds:g} s (an infinite loop, "
+                                              "or far too slow?). Later checks of it were not run.", Outcome.TIMEOUT)
+            raise self.broken[name].restated(str(self.broken[name])) from None
         except ChildDied as e:
             self.crashes[name] = self.crashes.get(name, 0) + 1
             message = f"`{during}` crashed: {e}."
+            outcome = Outcome.TIMEOUT if e.returncode in LIMIT_SIGNALS else Outcome.STUDENT_ERROR
             if self.crashes[name] >= MAX_CRASHES:
-                self.broken[name] = message + f" `{shown}` crashed {MAX_CRASHES} times; its later checks were not run."
-            raise StudentError(message) from None
+                self.broken[name] = StudentError(
+                    message + f" `{shown}` crashed {MAX_CRASHES} times; its later checks were not run.", outcome)
+            raise StudentError(message, outcome) from None
         except wire.WireError as e:
             sandbox.kill()
             raise StudentError(f"`{during}` corrupted the grader's channel ({e}).") from None
@@ -172,7 +198,7 @@ class Student:
                 raise StudentError(f"`{during}` failed, and its process sent back a malformed error report.")
             if err.get("type") == "NotImplementedError":
                 raise StudentError(f"not implemented: `{shown}` still raises NotImplementedError. "
-                                   "Replace the stub in its answer cell with your code.")
+                                   "Replace the stub in its answer cell with your code.", Outcome.NOT_IMPLEMENTED)
             raise StudentError(f"`{during}` raised an error:\n{_format_error(err)}")
         try:
             result = wire.decode(reply, out)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
+
+from autograder.judging.results import Results, Sandbox, TestResult
 
 if TYPE_CHECKING:  # the batch coordinator uses `clean` without importing torch
     from autograder.judging.judge import Grade
@@ -18,11 +20,11 @@ def clean(text: str) -> str:
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
-def gradescope(grade: Grade) -> dict[str, Any]:
-    """Gradescope's results.json schema; extra facts go in `extra_data`."""
+def gradescope(grade: Grade) -> Results:
+    """Gradescope's results.json schema (autograder/judging/results.py); extra facts go in `extra_data`."""
     tests = []
     for r in grade.results:
-        test: dict[str, Any] = {
+        test: TestResult = {
             "name": f"[{_label(r.task, r.bonus)}] {r.name}",
             "score": r.score,
             "max_score": r.points if r.status != "skipped" else 0.0,
@@ -30,9 +32,11 @@ def gradescope(grade: Grade) -> dict[str, Any]:
             "tags": [r.task, "bonus"] if r.bonus else [r.task],
             # Hidden checks' results are shown once the instructor publishes grades.
             "visibility": "visible" if r.visible else "after_published",
+            "extra_data": {"outcome": r.outcome.value, "measured": dict(r.measured)},
         }
-        if r.status != "skipped":
-            test["status"] = r.status
+        status = r.outcome.status
+        if status != "skipped":
+            test["status"] = status
         tests.append(test)
     return {
         # Stretch tasks' points are extra credit: in the score, on top of the assignment's points.
@@ -46,9 +50,10 @@ def gradescope(grade: Grade) -> dict[str, Any]:
             "assignment": grade.assignment,
             "notebook": grade.notebook.name,
             "device": grade.device,
-            "sandbox": grade.protections,
+            "sandbox": cast(Sandbox, grade.protections),  # {"active": [...], "off": [...]}, or {}
             "integrity": grade.integrity,  # constructs reaching into grader internals (autograder/judging/scan.py)
             "bonus": {"score": grade.bonus, "max_score": grade.bonus_max},
+            "out_of_time": grade.out_of_time,
         },
     }
 

@@ -36,9 +36,17 @@ from autograder.judging.api import Remote
 from autograder.judging.expect import failure
 from autograder.judging.notebook import Submission
 from autograder.judging.remote import Student
+from autograder.judging.results import (
+    CUDA_EVENTS_RATIO,
+    NEEDED_RATIO,
+    RATIO,
+    REFERENCE_SECONDS,
+    STUDENT_SECONDS,
+    RecordProperty,
+    record_measured,
+)
 from autograder.sandbox.runtime.child import digest, make_input
 
-RecordProperty = Callable[[str, object], None]  # pytest's record_property fixture
 T = TypeVar("T")
 
 
@@ -63,13 +71,20 @@ class Speed:
     def speedup(self) -> float:
         return self.reference / self.student
 
+    @property
+    def events_speedup(self) -> float | None:
+        """The speed-up from CUDA events, where the child reported them."""
+        if self.student_events is None or self.reference_events is None:
+            return None
+        return self.reference_events / max(self.student_events, 1e-12)
+
     def describe(self, student_name: str, reference_name: str) -> str:
         text = (f"your {student_name}: {self.student * 1e3:.3g} ms per call; {reference_name}: "
                 f"{self.reference * 1e3:.3g} ms per call; {self.speedup:.1f}x "
                 f"(median of {self.rounds} interleaved rounds, fresh inputs each round)")
         if self.student_events is not None and self.reference_events is not None:
             text += (f"; CUDA events: {self.student_events * 1e3:.3g} ms vs {self.reference_events * 1e3:.3g} ms "
-                     f"({self.reference_events / max(self.student_events, 1e-12):.1f}x)")
+                     f"({self.events_speedup:.1f}x)")
         return text
 
 
@@ -168,8 +183,13 @@ def compare_speed(
 
 def expect_speedup(speed: Speed, at_least: float, student_name: str, reference_name: str, hint: str,
                    record_property: RecordProperty) -> None:
-    """Fail below `at_least`; either way the measured figures go in the check's output."""
+    """Fail below `at_least`; either way the measured figures go in the check's output, and in its
+    `measured` (autograder/judging/results.py)."""
     record_property("note", f"Timing:   {speed.describe(student_name, reference_name)} (needs {at_least:g}x)")
+    events = speed.events_speedup
+    record_measured(record_property, **{RATIO: speed.speedup, NEEDED_RATIO: at_least, STUDENT_SECONDS: speed.student,
+                                        REFERENCE_SECONDS: speed.reference},
+                    **({CUDA_EVENTS_RATIO: events} if events is not None else {}))
     if speed.speedup < at_least:
         raise failure(timing=speed.describe(student_name, reference_name),
                       problem=f"needs to be at least {at_least:g}x faster than {reference_name}.", hint=hint)

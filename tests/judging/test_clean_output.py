@@ -14,6 +14,7 @@ from autograder.course.gradebook import feedback_html, write_feedback
 from autograder.judging.judge import Grade
 from autograder.judging.plugin import CheckResult
 from autograder.judging.report import clean, gradescope, table, text
+from autograder.judging.results import Outcome
 from tests.kit import solved
 
 CH = "07_numerical_stability"
@@ -30,7 +31,7 @@ def test_clean_makes_control_characters_visible_and_keeps_the_rest() -> None:
 
 
 def _grade() -> Grade:
-    failed = CheckResult("x::check_softmax", "softmax is right", "softmax", 5.0, False, "failed",
+    failed = CheckResult("x::check_softmax", "softmax is right", "softmax", 5.0, False, Outcome.STUDENT_ERROR,
                          f"`softmax` raised an error:\nRuntimeError: {HOSTILE}")
     return Grade(Path(f"{CH}.ipynb"), CH, "cpu", [failed], notes=[f"Answer cell 'softmax' raised {HOSTILE}"])
 

@@ -19,6 +19,7 @@ from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, failure, output_shape_checked
 from autograder.judging.plugin import check
 from autograder.judging.remote import summarize
+from autograder.judging.results import OPS_LARGE, OPS_SMALL, RecordProperty, record_measured
 from autograder.sandbox.runtime.wire import RemoteObject
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
@@ -443,13 +444,14 @@ def check_additive_scores_gradients(api: Api, rng: torch.Generator, device: str)
 
 
 @check(task="additive_scores", points=1, forgeable=True)
-def check_additive_scores_never_tiles(api: Api, rng: torch.Generator) -> None:
+def check_additive_scores_never_tiles(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
     """no pairs built by repeat, cat or an expanded copy, and no loop: the operations do not grow with B, N, M"""
     features = _sizes(rng, 3, 2, 9)  # the same for both: einsum's path may depend on them
     small = additive_inputs(rng, 2, 3, 4, [4, 1], features=features)
     large = additive_inputs(rng, 7, 9, 11, [11, 0, 3, 5, 7, 9, 10], features=features)
     _, ops_small = api.additive_scores.traced(*small)
     _, ops = api.additive_scores.traced(*large)
+    record_measured(record_property, **{OPS_SMALL: len(ops_small), OPS_LARGE: len(ops)})
     shown = ", ".join(ops[:30]) + (", ..." if len(ops) > 30 else "")
     flagged = [op for op in ops if op in TILING_OPS]
     if "expand" in ops:

@@ -18,6 +18,7 @@ from autograder.judging.api import Remote, StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, failure, output_shape_checked
 from autograder.judging.plugin import check
 from autograder.judging.remote import StudentError, summarize
+from autograder.judging.results import OPS_LARGE, OPS_SMALL, record_measured
 from autograder.judging.timing import RecordProperty, compare_speed, expect_speedup, randn, reference_process
 from autograder.sandbox.runtime.wire import RemoteObject
 
@@ -64,8 +65,8 @@ def run_row_sum_on_view(api: Api, base: Tensor, view: str, how: str) -> Tensor:
         return api.row_sum_of_view(view, base)
     except StudentError as e:
         every = api.row_sum.on_every_call(e)
-        raise every or StudentError(f"row_sum(x) with {how}, a non-contiguous view of base = "
-                                    f"{summarize(base)}, failed.\n{e}\nHint:     {STRIDE_HINT}") from None
+        raise every or e.restated(f"row_sum(x) with {how}, a non-contiguous view of base = "
+                                  f"{summarize(base)}, failed.\n{e}\nHint:     {STRIDE_HINT}") from None
 
 
 # -- oracles -------------------------------------------------------------------
@@ -200,10 +201,12 @@ def check_row_sum_edge_shapes(api: Api, rng: torch.Generator, device: str) -> No
 
 
 @check(task="row_sum", points=2, forgeable=True)
-def check_row_sum_vectorized(api: Api, rng: torch.Generator) -> None:
+def check_row_sum_vectorized(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
     """no Python loop: the operations issued do not grow from 4 x 3 to 64 x 24 inputs"""
     small, large = torch.randn(4, 3, generator=rng), torch.randn(64, 24, generator=rng)
-    _expect_no_growth("row_sum", *_traces(api.row_sum, (small,), (large,)), ("x [4, 3]", "x [64, 24]"))
+    ops_small, ops_large = _traces(api.row_sum, (small,), (large,))
+    record_measured(record_property, **{OPS_SMALL: len(ops_small), OPS_LARGE: len(ops_large)})
+    _expect_no_growth("row_sum", ops_small, ops_large, ("x [4, 3]", "x [64, 24]"))
 
 
 # -- pairwise_sq_distances -----------------------------------------------------
@@ -262,11 +265,12 @@ def check_pairwise_gradient(api: Api, rng: torch.Generator, device: str) -> None
 
 
 @check(task="pairwise_sq_distances", points=2, forgeable=True)
-def check_pairwise_vectorized(api: Api, rng: torch.Generator) -> None:
+def check_pairwise_vectorized(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
     """no Python loop and no torch.cdist: the operations issued do not grow with N, M or D"""
     small = (torch.randn(4, 3, generator=rng), torch.randn(5, 3, generator=rng))
     large = (torch.randn(64, 24, generator=rng), torch.randn(80, 24, generator=rng))
     ops_small, ops = _traces(api.pairwise_sq_distances, small, large)
+    record_measured(record_property, **{OPS_SMALL: len(ops_small), OPS_LARGE: len(ops)})
     library = sorted(set(ops_small + ops) & LIBRARY_DISTANCE_OPS)
     if library:
         raise failure(call="pairwise_sq_distances(x, y), traced",
@@ -379,7 +383,7 @@ def _expect_dual(api: Api, case: str, values: list[Tensor], tangents: list[Tenso
     except StudentError as e:
         if "unsupported operand type" not in str(e):
             raise
-        raise StudentError(str(e).split("\nHint:")[0] + f"\nHint:     {DUAL_TYPE_HINT}") from None
+        raise e.restated(str(e).split("\nHint:")[0] + f"\nHint:     {DUAL_TYPE_HINT}") from None
     if got.get("type") != "Dual":
         raise failure(call=call, inputs=[f"{n} = {summarize(t)}" for n, t in shown.items()],
                       expected="a Dual", got=f"a {got.get('type')}", problem=f"{body} did not give a Dual.",

@@ -20,6 +20,7 @@ from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
 from autograder.judging.plugin import check
 from autograder.judging.remote import StudentError
+from autograder.judging.results import OPS_LARGE, OPS_SMALL, record_measured
 from autograder.judging.timing import RecordProperty, compare_speed, expect_speedup, randint, randn, reference_process
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
@@ -264,7 +265,8 @@ def check_batch_gather_gradient(api: Api, rng: torch.Generator, device: str) -> 
 
 
 @check(task="batch_gather", points=3, forgeable=True)
-def check_batch_gather_vectorized(api: Api, rng: torch.Generator, device: str) -> None:
+def check_batch_gather_vectorized(api: Api, rng: torch.Generator, device: str, record_property: RecordProperty
+                                  ) -> None:
     """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""
     counts: dict[int, Counter[str]] = {}
     for batch in (4, 64):
@@ -273,6 +275,7 @@ def check_batch_gather_vectorized(api: Api, rng: torch.Generator, device: str) -
         _expect(value, gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT, device)
         counts[batch] = Counter(ops)
     small, large = counts[4], counts[64]
+    record_measured(record_property, **{OPS_SMALL: small.total(), OPS_LARGE: large.total()})
     if small.total() != large.total():
         grown = ", ".join(f"{op} {small[op]} -> {large[op]}" for op in large if large[op] != small[op])
         raise failure(call="batch_gather(tensor, indices) for [B, N, D] tensors and [B, K] indices, B = 4 and B = 64",
@@ -400,7 +403,8 @@ def check_scatter_add_gradient(api: Api, rng: torch.Generator, device: str) -> N
 
 
 @check(task="batch_scatter_add", points=1, forgeable=True)
-def check_scatter_add_vectorized(api: Api, rng: torch.Generator, device: str) -> None:
+def check_scatter_add_vectorized(api: Api, rng: torch.Generator, device: str, record_property: RecordProperty
+                                 ) -> None:
     """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""
     counts: dict[int, Counter[str]] = {}
     for batch in (4, 64):
@@ -411,6 +415,7 @@ def check_scatter_add_vectorized(api: Api, rng: torch.Generator, device: str) ->
                       inputs={"values": values, "indices": indices}, hint=SLOTS_HINT, device=device)
         counts[batch] = Counter(ops)
     small, large = counts[4], counts[64]
+    record_measured(record_property, **{OPS_SMALL: small.total(), OPS_LARGE: large.total()})
     if small.total() != large.total():
         grown = ", ".join(f"{op} {small[op]} -> {large[op]}" for op in large if large[op] != small[op])
         raise failure(call="batch_scatter_add(values, indices, 8) for [B, 6, 3] values and [B, 6] indices, B = 4 and "

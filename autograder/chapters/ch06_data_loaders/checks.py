@@ -158,8 +158,8 @@ def read_through_loader(loader: Remote[[RemoteObject, int, float, int], list[Any
         return through_loader(loader, ds, num_workers, expected_count)
     except StudentError as e:
         hint = f"\nHint:     {HANG_HINT}" if "timed out" in str(e) else ""
-        raise StudentError(f"Reading {what} through DataLoader(..., batch_size=None, num_workers={num_workers}):\n"
-                           f"{e}{hint}") from None
+        raise e.restated(f"Reading {what} through DataLoader(..., batch_size=None, num_workers={num_workers}):\n"
+                         f"{e}{hint}") from None
 
 
 # -- judging -----------------------------------------------------------------------

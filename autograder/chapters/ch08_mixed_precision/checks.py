@@ -57,6 +57,14 @@ from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.expect import fail, failure, nonfinite, show
 from autograder.judging.plugin import check
 from autograder.judging.remote import Student
+from autograder.judging.results import (
+    AMP_MEMORY_RATIO,
+    NEEDED_RATIO,
+    RATIO,
+    REFERENCE_SECONDS,
+    STUDENT_SECONDS,
+    record_measured,
+)
 from autograder.judging.scan import references
 from autograder.judging.timing import RecordProperty, interleave, reference_process
 from autograder.sandbox.runtime.wire import RemoteObject
@@ -397,6 +405,8 @@ def check_amp_speedup_on_cuda(api: Api, rng: torch.Generator, device: str, recor
     """on CUDA, AMP trains the recipe's 4096-wide MLP at least 1.3x faster than float32"""
     result = measure_amp_speed(api.student, rng, device)
     record_property("note", f"Timing:   {result.describe()}")
+    record_measured(record_property, **{RATIO: result.speedup, NEEDED_RATIO: MIN_SPEEDUP, STUDENT_SECONDS: result.amp,
+                                        REFERENCE_SECONDS: result.float32, AMP_MEMORY_RATIO: result.memory_ratio})
     if result.speedup < MIN_SPEEDUP:
         raise failure(call=f"amp_train_step on the AMP recipe's MLP ({SPEED_LAYERS} Linear layers {SPEED_WIDTH} wide, "
                            f"batch {SPEED_BATCH}, SGD, MSE), float16 on CUDA",
