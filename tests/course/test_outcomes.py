@@ -16,7 +16,7 @@ from autograder.judging.judge import Grade, grade
 from autograder.judging.plugin import CheckResult
 from autograder.judging.results import Outcome
 from tests.course.test_class_report import CH, NOT_IMPL, softmax_result, write
-from tests.kit import FAST, solved
+from tests.kit import FAST, solved, zygote
 
 POSING = "The grader itself failed in this check"  # the kit's own words for its failure
 RAISES = f"def softmax(logits, dim=-1):\n    raise ValueError({POSING!r})\n"

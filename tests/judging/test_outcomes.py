@@ -23,7 +23,7 @@ from autograder.judging.report import gradescope
 from autograder.judging.results import Outcome
 from autograder.judging.scan import check_message, scan_submission
 from autograder.sandbox.process import ChildDied, Sandbox
-from tests.kit import by_name, grade_fast, solution_code, solved, write_submission
+from tests.kit import by_name, grade_fast, solution_cells, solved, write_submission
 
 CH = "07_numerical_stability"
 POSING = "The grader itself failed in this check"  # the kit's own words for its failure, raised by the student
@@ -83,7 +83,7 @@ def test_a_notebook_whose_code_cannot_run_is_not_run(tmp_path: Path) -> None:
 
 def test_evidence_from_code_that_reaches_into_the_grader_is_not_scored_and_its_counts_are_kept(
         tmp_path: Path) -> None:
-    path = solved(tmp_path, "05_batch_gather", batch_gather="import gc\n" + solution_code("05_batch_gather")[
+    path = solved(tmp_path, "05_batch_gather", batch_gather="import gc\n" + solution_cells("05_batch_gather")[
         "batch_gather"])
     g = grade_fast(path, only="check_batch_gather_vectorized")
     (result,) = g.results
