@@ -118,7 +118,8 @@ class Lesson:
 
     @property
     def percent(self) -> float | None:
-        return self.mean / self.full_marks if self.scores and self.full_marks else None
+        mean = self.mean
+        return mean / self.full_marks if mean is not None and self.full_marks else None
 
 
 @dataclass
@@ -490,6 +491,7 @@ def _plot_tasks(report: Report) -> str:
 
 def _plot_scores(report: Report) -> str:
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     lessons = [le for le in report.lessons.values() if le.scores]
     cols = min(4, len(lessons))
@@ -504,7 +506,7 @@ def _plot_scores(report: Report) -> str:
         ax.set_title(f"{le.assignment}\nn={len(le.scores)}, mean {le.mean:.1f} / {le.full_marks:g}", fontsize=8)
         ax.set_xlim(-0.8, top + 0.8)
         ax.tick_params(labelsize=7)
-        ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     fig.supxlabel("score (points); red line: mean", fontsize=8)
     fig.supylabel("students", fontsize=8)
     return _png(fig)

@@ -137,7 +137,7 @@ def load_submission(path: Path, assignment: str | None = None, registry: Mapping
     except NotebookError as e:
         error = str(e)
     assignment = assignment or detect_assignment(nb, path, chapters)
-    if assignment not in chapters:
+    if assignment is None or assignment not in chapters:
         known = ", ".join(chapters)
         raise NotebookError(
             (error + " " if error else "")

@@ -13,7 +13,7 @@ figures it measured.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -67,7 +67,7 @@ def declared_checks(module: Any) -> dict[str, CheckSpec]:
     return {name: getattr(fn, SPEC) for name, fn in vars(module).items() if hasattr(fn, SPEC)}
 
 
-def declaration_problems(chapter: Chapter, module: Any, checks: dict[str, CheckSpec | None]) -> list[str]:
+def declaration_problems(chapter: Chapter, module: Any, checks: Mapping[str, CheckSpec | None]) -> list[str]:
     """What is wrong with a checks module's declarations for `chapter`: its API (a StudentApi subclass named
     Api whose answers the notebook has), each check's task, and the points of each task, which must add up
     to its check cell's (CUDA-only checks count on top)."""
@@ -210,35 +210,38 @@ class KitPlugin:
         failure, most of the grading of an empty notebook); the kit's message is what every report shows.
         Anything else (a bug in the kit) keeps pytest's traceback.
         """
-        if call.excinfo is None or not call.excinfo.errisinstance((CheckFailure, StudentError, AssertionError)):
+        when = call.when
+        if when == "collect" or call.excinfo is None or not call.excinfo.errisinstance(
+                (CheckFailure, StudentError, AssertionError)):
             return None
         return pytest.TestReport(item.nodeid, item.location, dict.fromkeys(item.keywords, 1), "failed",
-                                 _message(call.excinfo), call.when, duration=call.duration, start=call.start,
+                                 _message(call.excinfo), when, duration=call.duration, start=call.start,
                                  stop=call.stop, user_properties=item.user_properties)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
-        outcome = yield
-        report = outcome.get_result()
+        hook = yield
+        report = hook.get_result()
         if report.when == "call" or (report.when == "setup" and not report.passed):
             if report.skipped:
-                outcome, output = Outcome.SKIPPED, str(call.excinfo.value.msg) if call.excinfo else "skipped"
+                verdict = Outcome.SKIPPED
+                output = str(getattr(call.excinfo.value, "msg", "skipped")) if call.excinfo else "skipped"
                 if isinstance(report.longrepr, tuple):
                     output = str(report.longrepr[2]).removeprefix("Skipped: ")
             elif report.failed:
-                outcome = _outcome(call.excinfo) if call.excinfo else Outcome.GRADER_ERROR
+                verdict = _outcome(call.excinfo) if call.excinfo else Outcome.GRADER_ERROR
                 output = _message(call.excinfo) if call.excinfo else "failed"
             else:
                 # A passing check may leave a note (e.g. its measured speed-up) with record_property("note", ...).
-                outcome = Outcome.PASSED
+                verdict = Outcome.PASSED
                 output = "\n".join(str(v) for k, v in report.user_properties if k == "note")
             flags = scan_submission(self._student.submission) if _spec(item).forgeable else []
-            if flags and outcome is not Outcome.SKIPPED:
+            if flags and verdict is not Outcome.SKIPPED:
                 # Its evidence came from inside a process that the code reaches into: not scored, reviewed.
-                failed = outcome is not Outcome.PASSED
-                outcome, output = Outcome.NOT_SCORED, check_message(flags) + (f"\n\n{output}" if failed else "")
+                failed = verdict is not Outcome.PASSED
+                verdict, output = Outcome.NOT_SCORED, check_message(flags) + (f"\n\n{output}" if failed else "")
                 report.outcome, report.longrepr = "failed", output
-            self.results.append(self._result(item, outcome, output, _measured(report.user_properties)))
+            self.results.append(self._result(item, verdict, output, _measured(report.user_properties)))
 
     def _result(self, item: pytest.Item, outcome: Outcome, output: str, measured: dict[str, float]) -> CheckResult:
         spec = _spec(item)

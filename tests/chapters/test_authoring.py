@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -204,7 +204,8 @@ def test_a_stretch_task_counts_apart(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_a_stretch_check_cell_with_nbgrader_points_is_refused(tmp_path: Path) -> None:
     """Its points would count twice: in nbgrader's total and as bonus."""
-    cells = [*STRETCH_CELLS[:-1], ("code", {**STRETCH_CELLS[-1][1], "points": 2}, "pass", {"bonus": 2})]
+    meta = cast(dict[str, object], STRETCH_CELLS[-1][1])
+    cells = [*STRETCH_CELLS[:-1], ("code", {**meta, "points": 2}, "pass", {"bonus": 2})]
     (tmp_path / ID).mkdir()
     (tmp_path / ID / f"{ID}.ipynb").write_text(json.dumps(notebook_json(cells_spec=cells)))
     with pytest.raises(RegistryError, match=r"needs 0 nbgrader points and a positive kit\.bonus"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import nbformat
 import pytest
@@ -18,6 +18,7 @@ from nbgrader import utils
 
 from autograder.course.gradebook import interpreter_bin_first
 from autograder.course.nbgrader_autograde import KitGradingError, record_extra_credit, write_verdicts
+from autograder.judging.results import Results, TestResult
 from tests.kit import release_path
 
 CH = "07_numerical_stability"
@@ -25,17 +26,17 @@ NAN_MESSAGE = "Call: softmax(logits)\nGot:      [nan, 0.]\nHint:     Subtract th
 
 
 def _test(task: str, name: str, score: float, points: float, status: str = "passed", output: str = "",
-          visible: bool = False) -> dict[str, Any]:
+          visible: bool = False) -> TestResult:
     return {"name": f"[{task}] {name}", "score": score, "max_score": points, "output": output, "tags": [task],
-            "visibility": "visible" if visible else "after_published", "status": status}
+            "visibility": "visible" if visible else "after_published", "status": cast(Any, status)}
 
 
-def _result(tests: list[dict[str, Any]], notes: str = "", device: str = "cpu") -> dict[str, Any]:
+def _result(tests: list[TestResult], notes: str = "", device: str = "cpu") -> Results:
     return {"score": sum(t["score"] for t in tests), "max_score": sum(t["max_score"] for t in tests),
             "output": notes, "tests": tests, "extra_data": {"device": device, "assignment": CH}}
 
 
-def _bonus(name: str, score: float, points: float, status: str = "passed", output: str = "") -> dict[str, Any]:
+def _bonus(name: str, score: float, points: float, status: str = "passed", output: str = "") -> TestResult:
     """A check of 07's stretch task log_softmax: its points are extra credit."""
     return {**_test("log_softmax", name, score, points, status, output), "tags": ["log_softmax", "bonus"],
             "name": f"[bonus: log_softmax] {name}"}
@@ -117,7 +118,7 @@ def test_points_are_scaled_when_the_checks_that_ran_are_worth_more_than_the_cell
 
 def test_a_task_whose_checks_all_skipped_fails_the_autograde() -> None:
     result = _result([
-        {**_test("softmax", "on CUDA", 0, 0, output="skipped: no CUDA GPU"), "status": "skipped"},
+        cast(TestResult, {**_test("softmax", "on CUDA", 0, 0, output="skipped: no CUDA GPU"), "status": "skipped"}),
         _test("softmax_cross_entropy", "xent", 10, 10), _bonus("bonus", 0, 4)], device="cuda")
     with pytest.raises(KitGradingError, match="no check of task 'softmax' ran on this machine"):
         write_verdicts(_notebook(), result)
@@ -148,13 +149,14 @@ def test_a_stretch_task_is_extra_credit_and_nbgrader_reads_zero_points() -> None
     cell.metadata["kit"]["bonus"] = 400  # the student's copy: never read; the registry's 4 is
     stretch = [_bonus("matches torch.log_softmax", 2, 2), _bonus("its own backward", 0, 1, "failed", "Got: nan"),
                _bonus("huge logits", 1, 1)]
-    recorded, extra = write_verdicts(nb, {**NO_MAX, "tests": [*NO_MAX["tests"][:3], *stretch]})
+    recorded, extra = write_verdicts(nb, cast(Results, {**NO_MAX, "tests": [*NO_MAX["tests"][:3], *stretch]}))
     assert recorded["check_log_softmax"] == 0.0 and extra == {"check_log_softmax": 3.0}
     assert utils.determine_grade(cell) == (0.0, 0.0)  # more than 0 would make nbgrader's SaveAutoGrades fail
     text = _text(cell)
     assert "bonus: log_softmax: 3 / 4 extra-credit points" in text and "FAIL 0/1  its own backward (hidden)" in text
     # on a device where the stretch checks are worth 8, the share of the registry's 4 points
-    _, extra = write_verdicts(_notebook(), {**NO_MAX, "tests": [*NO_MAX["tests"][:3], _bonus("x", 6, 8)]})
+    six_of_eight = cast(Results, {**NO_MAX, "tests": [*NO_MAX["tests"][:3], _bonus("x", 6, 8)]})
+    _, extra = write_verdicts(_notebook(), six_of_eight)
     assert extra == {"check_log_softmax": 3.0}
 
 

@@ -28,6 +28,7 @@ from autograder.course.batch import error_result
 from autograder.course.build import generate_release
 from autograder.course.cases import mutant
 from autograder.course.gradebook import interpreter_bin_first, nbgrader_api, record, repair_half_made, write_feedback
+from autograder.judging.results import Results
 from tests.kit import ROOT, solution_cells, write_submission
 
 CH = "07_numerical_stability"
@@ -223,7 +224,7 @@ def test_a_grader_failure_fails_the_autograde_and_records_no_zero(
     folder.mkdir(parents=True)
     write_submission(folder, CH, solution_cells(CH))
 
-    def broken(job: Any, out: str, device: str, junit: bool, zygote: Any) -> dict[str, Any]:
+    def broken(job: Any, out: str, device: str, junit: bool, zygote: Any) -> Results:
         if failure == "kit bug":
             raise RuntimeError("a bug in the kit")
         return error_result(job, device, "the grading machine could not sandbox this submission: no free uid")

@@ -22,6 +22,7 @@ from autograder import cli
 from autograder.course import batch
 from autograder.course.batch import Job, grade_all, result_path
 from autograder.judging.notebook import MAX_NOTEBOOK_BYTES, NotebookError, load_submission
+from autograder.judging.results import Results
 from tests.kit import ROOT
 
 # No torch at the top: the pool's spawned workers import this module for fake_grade.
@@ -151,7 +152,7 @@ def test_any_exception_while_grading_is_a_grader_error_row_retried_on_resume(tmp
 
 # Stand-ins for grade_job, run in the pool's workers (spawned: they must be importable).
 
-def fake_grade(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
+def fake_grade(job: Job, out: str, device: str, junit: bool) -> batch.Row:
     """A quick full-marks result, noting each attempt; "killer" kills its worker (as the OOM killer
     would) and "raiser" raises."""
     with open(Path(out) / "attempts.log", "a") as log:
@@ -166,9 +167,9 @@ def fake_grade(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
     return calm_grade(job, out, device, junit)
 
 
-def calm_grade(job: Job, out: str, device: str, junit: bool) -> dict[str, Any]:
+def calm_grade(job: Job, out: str, device: str, junit: bool) -> batch.Row:
     """Full marks for everyone, at once."""
-    result = {"score": 1.0, "max_score": 1.0, "execution_time": 0.0, "output": "", "tests": [],
+    result: Results = {"score": 1.0, "max_score": 1.0, "execution_time": 0.0, "output": "", "tests": [],
               "extra_data": {"assignment": job.assignment, "student": job.student, "sha256": job.sha256}}
     batch._write_atomic(result_path(Path(out), job), json.dumps(result))
     return batch.row(result)

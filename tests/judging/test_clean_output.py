@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -14,7 +15,7 @@ from autograder.course.gradebook import feedback_html, write_feedback
 from autograder.judging.judge import Grade
 from autograder.judging.plugin import CheckResult
 from autograder.judging.report import clean, gradescope, table, text
-from autograder.judging.results import Outcome
+from autograder.judging.results import Outcome, Results
 from tests.kit import solved
 
 CH = "07_numerical_stability"
@@ -44,7 +45,7 @@ def test_the_text_report_and_the_table_are_clean() -> None:
 
 def test_results_and_summary_rows_are_clean() -> None:
     result = gradescope(_grade())
-    result["extra_data"].update(student="ada\x1b[8m", sha256="")
+    result["extra_data"]["student"], result["extra_data"]["sha256"] = "ada\x1b[8m", ""
     assert not RAW.search(result["output"] + result["tests"][0]["output"])
     r = row(result)
     assert not RAW.search(r["notes"] + r["student"]) and "\\x1b[2J" in r["notes"]
@@ -52,7 +53,7 @@ def test_results_and_summary_rows_are_clean() -> None:
 
 def test_feedback_pages_escape_html_from_student_code(tmp_path: Path) -> None:
     result = gradescope(_grade())
-    result["extra_data"].update(student="<b>ada</b>", sha256="")
+    result["extra_data"]["student"], result["extra_data"]["sha256"] = "<b>ada</b>", ""
     page = feedback_html(result)
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<b>ada</b>" not in page and not RAW.search(page)
@@ -60,8 +61,8 @@ def test_feedback_pages_escape_html_from_student_code(tmp_path: Path) -> None:
 
 def test_feedback_is_not_written_for_grader_errors(tmp_path: Path) -> None:
     ok = gradescope(_grade())
-    ok["extra_data"].update(student="ada", sha256="")
-    lost = {**ok, "extra_data": {**ok["extra_data"], "student": "bea", "grader_error": "worker died"}}
+    ok["extra_data"]["student"], ok["extra_data"]["sha256"] = "ada", ""
+    lost = cast(Results, {**ok, "extra_data": {**ok["extra_data"], "student": "bea", "grader_error": "worker died"}})
     assert write_feedback(tmp_path, [ok, lost]) == 1
     assert [p.parent.parent.name for p in tmp_path.glob("feedback/*/*/*.html")] == ["ada"]
 

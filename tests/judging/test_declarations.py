@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -37,7 +38,7 @@ WITHOUT_STRETCH = dataclasses.replace(CHAPTERS[CH], bonus={})
     (lambda: check(task="", points=2), "task must name an answer cell"),
     (lambda: check(task="softmax", points=2, visible="yes"), "True or False"),  # type: ignore[arg-type]
 ])
-def test_check_refuses_what_it_does_not_know(declare, why: str) -> None:  # type: ignore[no-untyped-def]
+def test_check_refuses_what_it_does_not_know(declare: Callable[[], object], why: str) -> None:
     with pytest.raises(TypeError, match=why):
         declare()
 
