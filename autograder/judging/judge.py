@@ -148,8 +148,9 @@ def grade_loaded(
     started = time.perf_counter()
     limits = limits or Limits()
     notebook = sub.path
+    flags = scan_submission(sub)  # the judge's own read of the cells, once: the plugin voids forgeable checks
     runner = Student(sub, device, limits, time.monotonic() + total_seconds, zygote)
-    plugin = KitPlugin(runner, seed if seed is not None else secret_seed(sub, student), device)
+    plugin = KitPlugin(runner, seed if seed is not None else secret_seed(sub, student), device, flags)
     try:
         runner.start()
         if runner.environment_error:
@@ -179,8 +180,7 @@ def grade_loaded(
     grade = Grade(notebook, sub.chapter.id, device, plugin.results, _load_notes(runner),
                   runner.protections)
     grade.out_of_time = runner.out_of_time
-    flags = scan_submission(sub)
-    if flags:  # the judge's own read of the cells: forgeable checks were failed (plugin), the instructor reviews
+    if flags:  # forgeable checks were not scored (plugin); the instructor reviews
         grade.integrity = [str(f) for f in flags]
         grade.notes.append(integrity_note(flags))
     if device == "cuda" and not runner.cuda and not runner.fatal:

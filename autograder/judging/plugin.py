@@ -13,7 +13,7 @@ figures it measured.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -25,7 +25,7 @@ from autograder.judging.expect import CheckFailure
 from autograder.judging.registry import Chapter
 from autograder.judging.remote import Student, StudentError
 from autograder.judging.results import MEASURED, Outcome, figures
-from autograder.judging.scan import check_message, scan_submission
+from autograder.judging.scan import Flag, check_message
 
 F = TypeVar("F", bound=Callable[..., None])
 SPEC = "__check__"  # the attribute @check sets on a check function
@@ -151,8 +151,10 @@ def _spec(item: pytest.Item) -> CheckSpec:
 
 
 class KitPlugin:
-    def __init__(self, student: Student, seed: int, device: str) -> None:
+    def __init__(self, student: Student, seed: int, device: str, flags: Sequence[Flag] = ()) -> None:
+        """`flags`: what the judge's integrity scan found in the answer cells (judging/scan.py)."""
         self._student = student
+        self._flags = list(flags)
         self._seed = seed
         self._device = device
         self.results: list[CheckResult] = []
@@ -235,7 +237,7 @@ class KitPlugin:
                 # A passing check may leave a note (e.g. its measured speed-up) with record_property("note", ...).
                 verdict = Outcome.PASSED
                 output = "\n".join(str(v) for k, v in report.user_properties if k == "note")
-            flags = scan_submission(self._student.submission) if _spec(item).forgeable else []
+            flags = self._flags if _spec(item).forgeable else []
             if flags and verdict is not Outcome.SKIPPED:
                 # Its evidence came from inside a process that the code reaches into: not scored, reviewed.
                 failed = verdict is not Outcome.PASSED
