@@ -127,11 +127,12 @@ def _init_worker(counter: Any, warm: bool) -> None:
     """Set up this worker process, which only judges: pin it (and the sandboxes it starts) to one core of its
     own, start its zygote, and give torch one thread. `warm`: some assignment's grading imports torch._dynamo
     (Chapter.loads_dynamo), so the zygote imports it at once."""
-    cores = sorted(os.sched_getaffinity(0))
     with counter.get_lock():
         slot = counter.value
         counter.value += 1
-    os.sched_setaffinity(0, {cores[slot % len(cores)]})
+    if hasattr(os, "sched_setaffinity"):  # Linux; elsewhere (macOS) the OS places the workers itself
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cores[slot % len(cores)]})
     launcher.zygote(warm)  # on this core too; it imports torch while the worker imports its own
     import torch
 

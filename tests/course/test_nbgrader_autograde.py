@@ -19,7 +19,7 @@ from nbgrader import utils
 from autograder.course.gradebook import interpreter_bin_first
 from autograder.course.nbgrader_autograde import KitGradingError, record_extra_credit, write_verdicts
 from autograder.judging.results import Results, TestResult
-from tests.kit import release_path
+from tests.kit import ROOT, release_path
 
 CH = "07_numerical_stability"
 NAN_MESSAGE = "Call: softmax(logits)\nGot:      [nan, 0.]\nHint:     Subtract the maximum along `dim` first."
@@ -178,3 +178,14 @@ def test_extra_credit_goes_into_the_gradebook(tmp_path: Path, monkeypatch: pytes
     with Gradebook(url) as gb:
         grades = {g.name: g.extra_credit for g in gb.find_submission_notebook(CH, CH, "ada").grades}
     assert grades == {"check_softmax": None, "check_log_softmax": 3.0}
+
+
+def test_a_config_copied_before_the_layers_still_names_the_preprocessor() -> None:
+    """Courses whose nbgrader_config.py names autograder.nbgrader_autograde.KitAutograde (the path before the
+    course layer existed) keep grading with the kit: nbgrader resolves that name to the same preprocessor."""
+    from traitlets.utils.importstring import import_item
+
+    from autograder.course.nbgrader_autograde import KitAutograde
+
+    assert import_item("autograder.nbgrader_autograde.KitAutograde") is KitAutograde
+    assert "autograder.course.nbgrader_autograde.KitAutograde" in (ROOT / "nbgrader_config.py").read_text()
