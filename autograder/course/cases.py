@@ -265,7 +265,7 @@ def load(chapter: Chapter, path: Path | None = None) -> Cases:
                 if check not in checks:
                     near = difflib.get_close_matches(check, checks, n=1)
                     raise CaseError(f"{case.where}: {case.name!r} must fail {check!r}, which "
-                                    f"{chapter.checks.name} of {chapter.id} does not declare"
+                                    f"{chapter.checks_name} does not declare"
                                     + (f" (did you mean {near[0]!r}?)" if near else ""))
                 if not (isinstance(phrase, str) and phrase):
                     raise CaseError(f"{case.where}: {case.name!r}: {check} needs a phrase its message must contain")

@@ -38,6 +38,11 @@ class Chapter:
         return self.checks.parent
 
     @property
+    def checks_name(self) -> str:
+        """The checks module as messages name it: its folder and file (ch07_numerical_stability/checks.py)."""
+        return f"{self.folder.name}/{self.checks.name}"
+
+    @property
     def loads_dynamo(self) -> bool:
         return self.config.loads_dynamo
 

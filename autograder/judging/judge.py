@@ -168,13 +168,13 @@ def grade_loaded(
         with contextlib.redirect_stdout(log), _without_installed_plugins():
             code = pytest.main(args, plugins=[plugin])
         if plugin.declaration_problems:
-            raise GraderError(f"{sub.chapter.checks.name} declares its checks wrongly, so nothing was graded:\n"
+            raise GraderError(f"{sub.chapter.checks_name} declares its checks wrongly, so nothing was graded:\n"
                               + "\n".join(plugin.declaration_problems))
         completed = {pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED}
         if only:
             completed.add(pytest.ExitCode.NO_TESTS_COLLECTED)
         if code not in completed or not (plugin.results or only):
-            raise GraderError(f"pytest could not run {sub.chapter.checks.name} (exit {code}):\n{log.getvalue()}")
+            raise GraderError(f"pytest could not run {sub.chapter.checks_name} (exit {code}):\n{log.getvalue()}")
     finally:
         runner.close()
     grade = Grade(notebook, sub.chapter.id, device, plugin.results, _load_notes(runner),

@@ -74,7 +74,7 @@ def declaration_problems(chapter: Chapter, module: Any, checks: Mapping[str, Che
     problems = []
     api = getattr(module, "Api", None)
     if not (isinstance(api, type) and issubclass(api, StudentApi)):
-        problems.append(f"{chapter.checks.name} declares no API: class Api(StudentApi)")
+        problems.append(f"{chapter.checks_name} declares no API: class Api(StudentApi)")
     else:
         problems += [f"Api.{d.name}: the notebook has no answer cell {d.name!r} (its answers: "
                      f"{', '.join(chapter.answers)})" for d in api.declarations().values()

@@ -46,8 +46,8 @@ def library():
 
 
 def test_a_misspelled_check_is_refused_when_the_cases_are_loaded(tmp_path: Path) -> None:
-    with pytest.raises(CaseError, match=r"'check_softmax_huge_and_infinte_logits', which checks.py of "
-                                        r"07_numerical_stability does not declare") as info:
+    with pytest.raises(CaseError, match=r"'check_softmax_huge_and_infinte_logits', which "
+                                        r"ch07_numerical_stability/checks.py does not declare") as info:
         _load(tmp_path, '''
 
 @wrong("no max", fails={"check_softmax_huge_and_infinte_logits": "nan"})

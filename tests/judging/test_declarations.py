@@ -81,7 +81,7 @@ def test_the_api_must_be_declared_and_name_the_notebooks_answers() -> None:
     chapter = WITHOUT_STRETCH
     full = {"check_a": CheckSpec("softmax", 10), "check_b": CheckSpec("softmax_cross_entropy", 10)}
     assert declaration_problems(chapter, SimpleNamespace(), full) == [
-        "ch07_numerical_stability.py declares no API: class Api(StudentApi)"]
+        "ch07_numerical_stability/checks.py declares no API: class Api(StudentApi)"]
     assert declaration_problems(chapter, SimpleNamespace(Api=Misspelled), full) == [
         "Api.sofmax: the notebook has no answer cell 'sofmax' "
         "(its answers: softmax, softmax_cross_entropy, log_softmax)"]
