@@ -17,14 +17,35 @@ stay unannotated, so that a type checker leaves the student-like code in them al
 `# noqa: F821`), and tests/chapters/test_every_chapter.py checks that each name a case reads is one its notebook
 gives it.
 
+A case that is the reference with small changes says so with `edits=`, and its body holds only what differs:
+
+    @wrong("product rule without u w'", fails={"check_dual_polynomial": "(u w)' = u' w + u w'"}, edits="Dual")
+    def product_rule_without_u_w():
+        class Dual:
+            def __mul__(self, other):
+                o = Dual.lift(other)
+                if o is NotImplemented:
+                    return o
+                return Dual.make(self.value * o.value, self.tangent * o.value)
+
+`edits=` names the answer cell whose reference code is edited (autograder/course/reference.py), or another
+case or @cell declared above, whose (edited) code is edited in turn: several wrong forms of one compact
+variant edit it, not the reference. The edit is applied to the code's syntax tree (see `edit`): each top-level
+def or class of the body replaces the one of that name (a new one is appended); a class whose name the code
+already defines is merged member by member instead: each method or class-level assignment replaces the member
+of that name (a new one is appended), and `del name` in it removes that member (`del name` at the top level
+removes a top-level definition). The cell's code is then `ast.unparse` of the result: the base's docstrings
+stay, its comments go. A name that the body reads and the base defines, and each name a `del` removes, needs
+`# noqa: F821` as a name of another cell does.
+
 - @wrong: a named wrong implementation. Each check in `fails` must fail on it, its message containing the
   phrase given; `python -m autograder selftest` and tests/chapters/test_every_chapter.py grade it so.
 - @right: a correct form other than the reference. Graded by the checks `only` selects (pytest -k), it earns
   all of their `points` and their whole `bonus`, as tests/chapters/test_every_chapter.py asserts.
 
 Loading a chapter's cases checks them against the chapter before anything is graded: each cell is one of its
-answer cells, each check in `fails` one that its checks module declares, each cell's code compiles, and no
-two cases share a name. A CaseError says what is wrong and where.
+answer cells, each check in `fails` one that its checks module declares, each cell's code compiles, each edit
+removes only what its base has, and no two cases share a name. A CaseError says what is wrong and where.
 """
 
 from __future__ import annotations
@@ -38,12 +59,13 @@ import inspect
 import itertools
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar, Literal
 
+from autograder.course.reference import solution_cells
 from autograder.judging.chapter import Chapter
 from autograder.judging.plugin import declared_checks
 from autograder.judging.registry import CHAPTERS, CHAPTERS_DIR
@@ -65,6 +87,7 @@ class Declared:
     where: str  # file:line of its decorator, for error messages
     module: str  # the module that declares it
     cell: str | None = None  # the answer cell it replaces; None: the one whose name the code defines
+    edits: str | Declared | None = None  # its code is an edit of this cell's reference code, or of this case's
     also: tuple[Declared, ...] = ()  # other cells it replaces
     fails: dict[str, str] = field(default_factory=dict)  # wrong: check -> a phrase its message must contain
     only: str = ""  # right: the pytest -k selection that grades it
@@ -147,27 +170,117 @@ def _declare(kind: Literal["wrong", "right", "cell"], name: str | None, **fields
         code, where = _body(fn)
         if name is not None and not (isinstance(name, str) and name.strip()):
             raise CaseError(f"{where}: a case needs a name")
+        edits = fields.get("edits")
+        if edits is not None:
+            if not (isinstance(edits, Declared) or (isinstance(edits, str) and edits.strip())):
+                raise CaseError(f"{where}: edits= names an answer cell, or is a case or @cell declared above")
+            if fields.get("cell") is not None:
+                raise CaseError(f"{where}: edits= names the cell it replaces: leave out cell=")
         return Declared(kind, fn.__name__ if name is None else name, code, where, fn.__module__, **fields)
 
     return declare
 
 
-def wrong(name: str, *, fails: dict[str, str], cell: str | None = None, also: Sequence[Declared] = ()
-          ) -> Callable[[Callable[..., Any]], Declared]:
+def wrong(name: str, *, fails: dict[str, str], cell: str | None = None, edits: str | Declared | None = None,
+          also: Sequence[Declared] = ()) -> Callable[[Callable[..., Any]], Declared]:
     """A named wrong implementation: each check in `fails` must fail on it, its message containing the phrase."""
-    return _declare("wrong", name, fails=dict(fails), cell=cell, also=tuple(also))
+    return _declare("wrong", name, fails=dict(fails), cell=cell, edits=edits, also=tuple(also))
 
 
 def right(name: str, *, only: str, points: float = 0.0, bonus: float = 0.0, cell: str | None = None,
-          also: Sequence[Declared] = ()) -> Callable[[Callable[..., Any]], Declared]:
+          edits: str | Declared | None = None, also: Sequence[Declared] = ()
+          ) -> Callable[[Callable[..., Any]], Declared]:
     """A correct form: the checks `only` selects are worth `points` and `bonus`, and it earns them all."""
-    return _declare("right", name, only=only, points=float(points), bonus=float(bonus), cell=cell,
+    return _declare("right", name, only=only, points=float(points), bonus=float(bonus), cell=cell, edits=edits,
                     also=tuple(also))
 
 
-def cell(grade_id: str | None = None) -> Callable[[Callable[..., Any]], Declared]:
-    """An answer cell's code that is no case on its own, for a case that replaces several cells (`also=`)."""
-    return _declare("cell", None, cell=grade_id)
+def cell(grade_id: str | None = None, *, edits: str | Declared | None = None
+         ) -> Callable[[Callable[..., Any]], Declared]:
+    """An answer cell's code that is no case on its own: for a case that replaces several cells (`also=`), or the
+    code that several cases edit (`edits=`)."""
+    return _declare("cell", None, cell=grade_id, edits=edits)
+
+
+# -- editing ------------------------------------------------------------------------------------------------
+
+
+def _key(node: ast.stmt) -> str | None:
+    """The name a definition binds: a def's, a class's, or that of an assignment to one plain name."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    return None
+
+
+def _deleted(node: ast.Delete, where: str) -> list[str]:
+    if not all(isinstance(t, ast.Name) for t in node.targets):
+        raise CaseError(f"{ast.unparse(node)!r}: `del` in an edit removes definitions of {where} by name")
+    return [t.id for t in node.targets if isinstance(t, ast.Name)]
+
+
+def _index(body: list[ast.stmt], name: str, where: str) -> int | None:
+    """Where in `body` the definition of `name` stands; None if it has none, CaseError if several."""
+    found = [i for i, node in enumerate(body) if _key(node) == name]
+    if len(found) > 1:
+        raise CaseError(f"{where} defines {name} {len(found)} times: an edit cannot tell which it replaces")
+    return found[0] if found else None
+
+
+def _merge(body: list[ast.stmt], changes: list[ast.stmt], where: str, members: bool) -> None:
+    """Apply `changes` to `body` in place: each definition replaces the one of its name (or is appended), `del`
+    removes one; at the top level (members=False) a class whose name `body` defines as a class is merged."""
+    kinds = "methods, class-level assignments and `del`" if members else "defs, classes and `del`"
+    for node in changes:
+        if isinstance(node, ast.Delete):
+            for name in _deleted(node, where):
+                i = _index(body, name, where)
+                if i is None:
+                    raise CaseError(f"cannot delete {name}: {where} has no {name}")
+                del body[i]
+            continue
+        key = _key(node)
+        if key is None or not (members or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))):
+            raise CaseError(f"an edit of {where} holds only {kinds}, not {ast.unparse(node).splitlines()[0]!r}")
+        i = _index(body, key, where)
+        if isinstance(node, ast.ClassDef) and not members:
+            base = body[i] if i is not None else None
+            if isinstance(base, ast.ClassDef):
+                _merge_class(base, node)
+                continue
+            if any(isinstance(m, ast.Delete) for m in node.body):
+                raise CaseError(f"cannot delete from class {key}: {where} has no class {key}")
+        if i is None:
+            body.append(node)
+        else:
+            body[i] = node
+
+
+def _merge_class(base: ast.ClassDef, changes: ast.ClassDef) -> None:
+    """Merge the members of `changes` into `base`, the class of that name; their headers must be the same."""
+    if any([ast.dump(n) for n in getattr(base, part)] != [ast.dump(n) for n in getattr(changes, part)]
+           for part in ("bases", "keywords", "decorator_list")):
+        args = ", ".join(ast.unparse(n) for n in [*base.bases, *base.keywords])
+        header = "".join(f"@{ast.unparse(d)} " for d in base.decorator_list) + f"class {base.name}({args}):"
+        raise CaseError(f"class {base.name}: an edit changes its members, not its header: write it as "
+                        f"{header.replace('()', '')!r}, or delete the class and define it anew")
+    _merge(base.body, changes.body, f"class {base.name}", members=True)
+    if not base.body:
+        base.body.append(ast.Pass())
+
+
+def edit(base: str, changes: str) -> str:
+    """`base` (an answer cell's code) edited by `changes`, both code: each top-level def or class of `changes`
+    replaces the one of that name in `base` or is appended; a class that `base` defines is merged member by
+    member instead (each method or class-level assignment replaces the member of that name or is appended; `del
+    name` removes one); `del name` at the top level removes a definition. The result is `ast.unparse` of the
+    edited tree. CaseError if `changes` holds other statements, or deletes what `base` does not have."""
+    tree = ast.parse(base)
+    _merge(tree.body, ast.parse(changes).body, "the cell", members=False)
+    return ast.unparse(tree) + "\n"
 
 
 # -- loading ------------------------------------------------------------------------------------------------
@@ -187,27 +300,49 @@ def defined_names(code: str) -> set[str]:
     return names
 
 
-def _cells(chapter: Chapter, case: Declared) -> dict[str, str]:
-    """The cells a case replaces, each checked against the chapter."""
+def _cell(chapter: Chapter, case: Declared, reference: Callable[[], Mapping[str, str]]) -> tuple[str, str]:
+    """The answer cell a case's own code replaces, and the code replacing it: the case's, or its edit applied."""
     try:
         compile(case.code, case.where, "exec")
     except SyntaxError as e:
         raise CaseError(f"{case.where}: {case.name!r}: its code does not compile once dedented ({e.msg}, line "
                         f"{e.lineno} of the cell)") from None
-    grade_id = case.cell
-    if grade_id is None:
+    if isinstance(case.edits, Declared):
+        grade_id, base = _cell(chapter, case.edits, reference)
+        edited = f"{'@cell' if case.edits.kind == 'cell' else 'case'} {case.edits.name!r}"
+    elif case.edits is not None:
+        grade_id, edited = case.edits, f"the reference of cell {case.edits!r}"
+        if grade_id not in chapter.answers:
+            raise CaseError(f"{case.where}: {case.name!r} edits cell {grade_id!r}, which {chapter.id} does not "
+                            f"have (its answer cells: {', '.join(chapter.answers)})")
+        if grade_id not in reference():
+            raise CaseError(f"{case.where}: {case.name!r} edits cell {grade_id!r}, which the reference solution "
+                            f"of {chapter.id} does not have")
+        base = reference()[grade_id]
+    elif case.cell is None:
         found = sorted(defined_names(case.code) & set(chapter.answers))
         if len(found) != 1:
             defines = f"the answer cells {', '.join(found)}" if found else "no answer cell"
             raise CaseError(f"{case.where}: {case.name!r} defines {defines}: name the cell it replaces with "
                             f"cell= (one of: {', '.join(chapter.answers)})")
-        grade_id = found[0]
-    elif grade_id not in chapter.answers:
-        raise CaseError(f"{case.where}: {case.name!r} replaces cell {grade_id!r}, which {chapter.id} does not "
+        return found[0], case.code
+    elif case.cell not in chapter.answers:
+        raise CaseError(f"{case.where}: {case.name!r} replaces cell {case.cell!r}, which {chapter.id} does not "
                         f"have (its answer cells: {', '.join(chapter.answers)})")
-    cells = {grade_id: case.code}
+    else:
+        return case.cell, case.code
+    try:
+        return grade_id, edit(base, case.code)
+    except CaseError as e:
+        raise CaseError(f"{case.where}: {case.name!r} edits {edited}: {e}") from None
+
+
+def _cells(chapter: Chapter, case: Declared, reference: Callable[[], Mapping[str, str]]) -> dict[str, str]:
+    """The cells a case replaces, each checked against the chapter."""
+    grade_id, code = _cell(chapter, case, reference)
+    cells = {grade_id: code}
     for other in case.also:
-        for grade_id, code in _cells(chapter, other).items():
+        for grade_id, code in _cells(chapter, other, reference).items():
             if grade_id in cells:
                 raise CaseError(f"{case.where}: {case.name!r} replaces cell {grade_id!r} twice (also=)")
             cells[grade_id] = code
@@ -250,6 +385,15 @@ def load(chapter: Chapter, path: Path | None = None) -> Cases:
     declared = [v for v in vars(module).values()
                 if isinstance(v, Declared) and v.module == module.__name__ and v.kind != "cell"]
     checks = declared_checks(_checks_module(chapter))
+
+    @functools.cache
+    def reference() -> dict[str, str]:  # read once, and only for a case that edits it
+        try:
+            return solution_cells(chapter.id)
+        except OSError as e:
+            raise CaseError(f"{path}: its edits need {chapter.id}'s reference solution, which cannot be read "
+                            f"({e})") from None
+
     wrong: list[Mutant] = []
     right: list[CorrectForm] = []
     names: set[str] = set()
@@ -257,7 +401,7 @@ def load(chapter: Chapter, path: Path | None = None) -> Cases:
         if case.name in names:
             raise CaseError(f"{case.where}: another case of {chapter.id} is named {case.name!r}")
         names.add(case.name)
-        cells = _cells(chapter, case)
+        cells = _cells(chapter, case, reference)
         if case.kind == "wrong":
             if not case.fails:
                 raise CaseError(f"{case.where}: {case.name!r} names no check that must fail on it (fails=)")

@@ -1,7 +1,8 @@
 """Chapter 02_modules: named wrong implementations of its answer cells, and other correct forms.
 
-Each function's body is the code of an answer cell, as a student would write it (autograder/course/cases.py
-reads and checks it); the imports below are those of the notebook's imports cell that the code uses.
+Each function's body is the code of an answer cell, as a student would write it, or with edits= only what it
+changes in the code it edits (autograder/course/cases.py reads and checks it); the imports below are those of
+the notebook's imports cell that the code uses.
 `python -m autograder selftest` grades the wrong ones, tests/chapters/test_every_chapter.py all of them.
 Not shipped to Gradescope (autograder/course/bundle.py).
 """
@@ -165,14 +166,13 @@ def only_a_and_b_optimised():
 
 
 # -- RunningNorm ---------------------------------------------------------------------------------------------------
-# The stretch task (bonus). Each wrong form is the reference RunningNorm with one piece changed.
+# The stretch task (bonus). Each wrong form is the reference RunningNorm with one piece changed: an edit of it.
 
 
-@wrong("RunningNorm: plain tensor attributes", fails={"check_running_norm_buffers": "not a registered buffer"})
+@wrong("RunningNorm: plain tensor attributes", fails={"check_running_norm_buffers": "not a registered buffer"},
+       edits="RunningNorm")
 def running_norm_plain_tensor_attributes():
     class RunningNorm(nn.Module):
-        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
-
         def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
             super().__init__()
             self.momentum = momentum
@@ -180,24 +180,11 @@ def running_norm_plain_tensor_attributes():
             self.running_mean = torch.zeros(num_features)
             self.running_var = torch.ones(num_features)
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            if not self.training:
-                return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
-            samples = x.reshape(-1, x.shape[-1])
-            n = samples.shape[0]
-            mean = samples.mean(dim=0)
-            var = samples.var(dim=0, correction=0)
-            with torch.no_grad():
-                self.running_mean.lerp_(mean, self.momentum)
-                self.running_var.lerp_(var * n / (n - 1), self.momentum)
-            return (x - mean) / torch.sqrt(var + self.eps)
 
-
-@wrong("RunningNorm: frozen nn.Parameter statistics", fails={"check_running_norm_buffers": "must not be parameters"})
+@wrong("RunningNorm: frozen nn.Parameter statistics", fails={"check_running_norm_buffers": "must not be parameters"},
+       edits="RunningNorm")
 def running_norm_frozen_nn_parameter_statistics():
     class RunningNorm(nn.Module):
-        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
-
         def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
             super().__init__()
             self.momentum = momentum
@@ -205,31 +192,10 @@ def running_norm_frozen_nn_parameter_statistics():
             self.running_mean = nn.Parameter(torch.zeros(num_features), requires_grad=False)
             self.running_var = nn.Parameter(torch.ones(num_features), requires_grad=False)
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            if not self.training:
-                return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
-            samples = x.reshape(-1, x.shape[-1])
-            n = samples.shape[0]
-            mean = samples.mean(dim=0)
-            var = samples.var(dim=0, correction=0)
-            with torch.no_grad():
-                self.running_mean.lerp_(mean, self.momentum)
-                self.running_var.lerp_(var * n / (n - 1), self.momentum)
-            return (x - mean) / torch.sqrt(var + self.eps)
 
-
-@wrong("RunningNorm: biased running_var", fails={"check_running_norm_training": "m.running_var"})
+@wrong("RunningNorm: biased running_var", fails={"check_running_norm_training": "m.running_var"}, edits="RunningNorm")
 def running_norm_biased_running_var():
     class RunningNorm(nn.Module):
-        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
-
-        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
-            super().__init__()
-            self.momentum = momentum
-            self.eps = eps
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             if not self.training:
                 return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
@@ -243,18 +209,9 @@ def running_norm_biased_running_var():
             return (x - mean) / torch.sqrt(var + self.eps)
 
 
-@wrong("RunningNorm: momentum reversed", fails={"check_running_norm_training": "m.running_mean"})
+@wrong("RunningNorm: momentum reversed", fails={"check_running_norm_training": "m.running_mean"}, edits="RunningNorm")
 def running_norm_momentum_reversed():
     class RunningNorm(nn.Module):
-        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
-
-        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
-            super().__init__()
-            self.momentum = momentum
-            self.eps = eps
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             if not self.training:
                 return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
@@ -268,18 +225,10 @@ def running_norm_momentum_reversed():
             return (x - mean) / torch.sqrt(var + self.eps)
 
 
-@wrong("RunningNorm: statistics over dim 0 only", fails={"check_running_norm_training": "every dimension but the last"})
+@wrong("RunningNorm: statistics over dim 0 only", fails={"check_running_norm_training": "every dimension but the last"},
+       edits="RunningNorm")
 def running_norm_statistics_over_dim_0_only():
     class RunningNorm(nn.Module):
-        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
-
-        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
-            super().__init__()
-            self.momentum = momentum
-            self.eps = eps
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             if not self.training:
                 return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
@@ -293,18 +242,10 @@ def running_norm_statistics_over_dim_0_only():
             return (x - mean) / torch.sqrt(var + self.eps)
 
 
-@wrong("RunningNorm: unbiased variance to normalise", fails={"check_running_norm_training": "values differ"})
+@wrong("RunningNorm: unbiased variance to normalise", fails={"check_running_norm_training": "values differ"},
+       edits="RunningNorm")
 def running_norm_unbiased_variance_to_normalise():
     class RunningNorm(nn.Module):
-        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
-
-        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
-            super().__init__()
-            self.momentum = momentum
-            self.eps = eps
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             if not self.training:
                 return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
@@ -318,18 +259,10 @@ def running_norm_unbiased_variance_to_normalise():
             return (x - mean) / torch.sqrt(var + self.eps)
 
 
-@wrong("RunningNorm: eps outside the square root", fails={"check_running_norm_training": "values differ"})
+@wrong("RunningNorm: eps outside the square root", fails={"check_running_norm_training": "values differ"},
+       edits="RunningNorm")
 def running_norm_eps_outside_the_square_root():
     class RunningNorm(nn.Module):
-        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
-
-        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
-            super().__init__()
-            self.momentum = momentum
-            self.eps = eps
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             if not self.training:
                 return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
@@ -343,18 +276,9 @@ def running_norm_eps_outside_the_square_root():
             return (x - mean) / (torch.sqrt(var) + self.eps)
 
 
-@wrong("RunningNorm: eval mode ignored", fails={"check_running_norm_eval": "in eval mode"})
+@wrong("RunningNorm: eval mode ignored", fails={"check_running_norm_eval": "in eval mode"}, edits="RunningNorm")
 def running_norm_eval_mode_ignored():
     class RunningNorm(nn.Module):
-        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
-
-        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
-            super().__init__()
-            self.momentum = momentum
-            self.eps = eps
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             samples = x.reshape(-1, x.shape[-1])
             n = samples.shape[0]
@@ -366,18 +290,10 @@ def running_norm_eval_mode_ignored():
             return (x - mean) / torch.sqrt(var + self.eps)
 
 
-@wrong("RunningNorm: update records autograd history", fails={"check_running_norm_gradient": "buffers"})
+@wrong("RunningNorm: update records autograd history", fails={"check_running_norm_gradient": "buffers"},
+       edits="RunningNorm")
 def running_norm_update_records_autograd_history():
     class RunningNorm(nn.Module):
-        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
-
-        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
-            super().__init__()
-            self.momentum = momentum
-            self.eps = eps
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             if not self.training:
                 return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
@@ -390,18 +306,9 @@ def running_norm_update_records_autograd_history():
             return (x - mean) / torch.sqrt(var + self.eps)
 
 
-@wrong("RunningNorm: batch statistics detached", fails={"check_running_norm_gradient": "x.grad"})
+@wrong("RunningNorm: batch statistics detached", fails={"check_running_norm_gradient": "x.grad"}, edits="RunningNorm")
 def running_norm_batch_statistics_detached():
     class RunningNorm(nn.Module):
-        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
-
-        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
-            super().__init__()
-            self.momentum = momentum
-            self.eps = eps
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             if not self.training:
                 return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
@@ -415,18 +322,9 @@ def running_norm_batch_statistics_detached():
             return (x - mean.detach()) / torch.sqrt(var.detach() + self.eps)
 
 
-@wrong("RunningNorm: float32 hard-coded", fails={"check_running_norm_state": "double"})
+@wrong("RunningNorm: float32 hard-coded", fails={"check_running_norm_state": "double"}, edits="RunningNorm")
 def running_norm_float32_hard_coded():
     class RunningNorm(nn.Module):
-        """Normalises the last dimension with batch statistics in training and running statistics in eval."""
-
-        def __init__(self, num_features: int, momentum: float = 0.1, eps: float = 1e-5) -> None:
-            super().__init__()
-            self.momentum = momentum
-            self.eps = eps
-            self.register_buffer("running_mean", torch.zeros(num_features))
-            self.register_buffer("running_var", torch.ones(num_features))
-
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             if not self.training:
                 return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)

@@ -1,7 +1,8 @@
 """Chapter 06_data_loaders: named wrong implementations of its answer cells, and other correct forms.
 
-Each function's body is the code of an answer cell, as a student would write it (autograder/course/cases.py
-reads and checks it); the imports below are those of the notebook's imports cell that the code uses.
+Each function's body is the code of an answer cell, as a student would write it, or with edits= only what it
+changes in the code it edits (autograder/course/cases.py reads and checks it); the imports below are those of
+the notebook's imports cell that the code uses.
 `python -m autograder selftest` grades the wrong ones, tests/chapters/test_every_chapter.py all of them.
 Not shipped to Gradescope (autograder/course/bundle.py).
 """
@@ -10,14 +11,13 @@ import glob
 import os
 import tarfile
 import time
-from collections.abc import Iterator
 
 import cv2
 import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
-from autograder.course.cases import right, wrong
+from autograder.course.cases import cell, right, wrong
 
 # -- ImageDirectoryDataset -----------------------------------------------------------------------------------------
 
@@ -74,151 +74,55 @@ def shuffled_file_list():
 
 
 # -- TarImageDataset -----------------------------------------------------------------------------------------------
-# Each is the reference's helpers (decode_image, tar_image_iterator) with another TarImageDataset.__iter__.
+# Each is the reference's helpers (decode_image, tar_image_iterator) with another TarImageDataset.__iter__: an edit
+# of tar_cell.
 
 
-@wrong("no sharding", fails={"check_tar_one_file_per_worker": "more than once"})
-def no_sharding():
-    def decode_image(data: bytes, name: str) -> torch.Tensor:
-        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
-        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
-        if bgr is None:
-            raise ValueError(f"{name} is not an image OpenCV can decode")
-        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
-
-
-    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
-        """The images of the tar file `path`; with a stride, only the regular-file members offset,
-        offset + stride, ..."""
-        with tarfile.open(path, "r") as tar:
-            index = 0
-            for member in tar:
-                if member.isfile():
-                    if index % stride == offset:
-                        with tar.extractfile(member) as f:
-                            data = f.read()
-                        yield decode_image(data, f"member {member.name!r} of {path}")
-                    index += 1
-                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
-
-
+@cell(edits="TarImageDataset")
+def tar_cell():
+    """The reference's cell with TarImageDataset.__init__ unannotated, as the cases below write it: what they edit."""
     class TarImageDataset(IterableDataset):
         def __init__(self, paths):
             super().__init__()
             self.paths = list(paths)
 
+
+@wrong("no sharding", fails={"check_tar_one_file_per_worker": "more than once"}, edits=tar_cell)
+def no_sharding():
+    class TarImageDataset(IterableDataset):
         def __iter__(self):
             info = get_worker_info()  # noqa: F841 (it never shards)
             for path in self.paths:
-                yield from tar_image_iterator(path)
+                yield from tar_image_iterator(path)  # noqa: F821 (tar_cell's)
 
 
-@wrong("sharding only when workers equal files", fails={"check_tar_more_files_than_workers": "Number of workers"})
+@wrong("sharding only when workers equal files", fails={"check_tar_more_files_than_workers": "Number of workers"},
+       edits=tar_cell)
 def sharding_only_when_workers_equal_files():
-    def decode_image(data: bytes, name: str) -> torch.Tensor:
-        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
-        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
-        if bgr is None:
-            raise ValueError(f"{name} is not an image OpenCV can decode")
-        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
-
-
-    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
-        """The images of the tar file `path`; with a stride, only the regular-file members offset,
-        offset + stride, ..."""
-        with tarfile.open(path, "r") as tar:
-            index = 0
-            for member in tar:
-                if member.isfile():
-                    if index % stride == offset:
-                        with tar.extractfile(member) as f:
-                            data = f.read()
-                        yield decode_image(data, f"member {member.name!r} of {path}")
-                    index += 1
-                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
-
-
     class TarImageDataset(IterableDataset):
-        def __init__(self, paths):
-            super().__init__()
-            self.paths = list(paths)
-
         def __iter__(self):
             info = get_worker_info()
             if info is None or info.num_workers != len(self.paths):
                 raise ValueError("Number of workers doesn't match number of files.")
-            yield from tar_image_iterator(self.paths[info.id])
+            yield from tar_image_iterator(self.paths[info.id])  # noqa: F821 (tar_cell's)
 
 
-@wrong("one file per worker, extra files lost", fails={"check_tar_more_files_than_workers": "never came out"})
+@wrong("one file per worker, extra files lost", fails={"check_tar_more_files_than_workers": "never came out"},
+       edits=tar_cell)
 def one_file_per_worker_extra_files_lost():
-    def decode_image(data: bytes, name: str) -> torch.Tensor:
-        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
-        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
-        if bgr is None:
-            raise ValueError(f"{name} is not an image OpenCV can decode")
-        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
-
-
-    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
-        """The images of the tar file `path`; with a stride, only the regular-file members offset,
-        offset + stride, ..."""
-        with tarfile.open(path, "r") as tar:
-            index = 0
-            for member in tar:
-                if member.isfile():
-                    if index % stride == offset:
-                        with tar.extractfile(member) as f:
-                            data = f.read()
-                        yield decode_image(data, f"member {member.name!r} of {path}")
-                    index += 1
-                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
-
-
     class TarImageDataset(IterableDataset):
-        def __init__(self, paths):
-            super().__init__()
-            self.paths = list(paths)
-
         def __iter__(self):
             info = get_worker_info()
             if info is None:
                 for path in self.paths:
-                    yield from tar_image_iterator(path)
+                    yield from tar_image_iterator(path)  # noqa: F821 (tar_cell's)
             elif info.id < len(self.paths):
-                yield from tar_image_iterator(self.paths[info.id])
+                yield from tar_image_iterator(self.paths[info.id])  # noqa: F821 (tar_cell's)
 
 
-@wrong("tar BGR output", fails={"check_tar_main_process": "BGR order"})
+@wrong("tar BGR output", fails={"check_tar_main_process": "BGR order"}, edits=tar_cell)
 def tar_bgr_output():
-    def decode_image(data: bytes, name: str) -> torch.Tensor:
-        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
-        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
-        if bgr is None:
-            raise ValueError(f"{name} is not an image OpenCV can decode")
-        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
-
-
-    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
-        """The images of the tar file `path`; with a stride, only the regular-file members offset,
-        offset + stride, ..."""
-        with tarfile.open(path, "r") as tar:
-            index = 0
-            for member in tar:
-                if member.isfile():
-                    if index % stride == offset:
-                        with tar.extractfile(member) as f:
-                            data = f.read()
-                        yield decode_image(data, f"member {member.name!r} of {path}")
-                    index += 1
-                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
-
-
     class TarImageDataset(IterableDataset):
-        def __init__(self, paths):
-            super().__init__()
-            self.paths = list(paths)
-
         def __iter__(self):
             info = get_worker_info()  # noqa: F841 (it never shards)
             for path in self.paths:
@@ -228,36 +132,9 @@ def tar_bgr_output():
                         yield torch.from_numpy(cv2.imdecode(data, 1)).permute(2, 0, 1)
 
 
-@wrong("broken member skipped silently", fails={"check_tar_corrupt_member_named": "silently"})
+@wrong("broken member skipped silently", fails={"check_tar_corrupt_member_named": "silently"}, edits=tar_cell)
 def broken_member_skipped_silently():
-    def decode_image(data: bytes, name: str) -> torch.Tensor:
-        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
-        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
-        if bgr is None:
-            raise ValueError(f"{name} is not an image OpenCV can decode")
-        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
-
-
-    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
-        """The images of the tar file `path`; with a stride, only the regular-file members offset,
-        offset + stride, ..."""
-        with tarfile.open(path, "r") as tar:
-            index = 0
-            for member in tar:
-                if member.isfile():
-                    if index % stride == offset:
-                        with tar.extractfile(member) as f:
-                            data = f.read()
-                        yield decode_image(data, f"member {member.name!r} of {path}")
-                    index += 1
-                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
-
-
     class TarImageDataset(IterableDataset):
-        def __init__(self, paths):
-            super().__init__()
-            self.paths = list(paths)
-
         def __iter__(self):
             info = get_worker_info()  # noqa: F841 (it never shards)
             for path in self.paths:
@@ -269,51 +146,39 @@ def broken_member_skipped_silently():
                                 yield torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
 
 
-@wrong("worker hangs", fails={"check_tar_one_file_per_worker": "timed out"})
+@wrong("worker hangs", fails={"check_tar_one_file_per_worker": "timed out"}, edits=tar_cell)
 def worker_hangs():
-    def decode_image(data: bytes, name: str) -> torch.Tensor:
-        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
-        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
-        if bgr is None:
-            raise ValueError(f"{name} is not an image OpenCV can decode")
-        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
-
-
-    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
-        """The images of the tar file `path`; with a stride, only the regular-file members offset,
-        offset + stride, ..."""
-        with tarfile.open(path, "r") as tar:
-            index = 0
-            for member in tar:
-                if member.isfile():
-                    if index % stride == offset:
-                        with tar.extractfile(member) as f:
-                            data = f.read()
-                        yield decode_image(data, f"member {member.name!r} of {path}")
-                    index += 1
-                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
-
-
     class TarImageDataset(IterableDataset):
-        def __init__(self, paths):
-            super().__init__()
-            self.paths = list(paths)
-
         def __iter__(self):
             info = get_worker_info()
             while info is not None:
                 time.sleep(0.05)
             for path in self.paths:
-                yield from tar_image_iterator(path)
+                yield from tar_image_iterator(path)  # noqa: F821 (tar_cell's)
+
+
+# -- TarImageDataset: correct forms --------------------------------------------------------------------------------
+
+
+@right("whole files per worker", only="check_tar_fewer_files_than_workers", points=2, edits=tar_cell)
+def whole_files_per_worker():
+    """Policy: with fewer files than workers, whole-file sharding leaves workers idle but loses nothing."""
+    class TarImageDataset(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            workers, me = (1, 0) if info is None else (info.num_workers, info.id)
+            for path in self.paths[me::workers]:
+                yield from tar_image_iterator(path)  # noqa: F821 (tar_cell's)
 
 
 # -- ShuffleBuffer -------------------------------------------------------------------------------------------------
 # The stretch task (bonus). Each wrong form is the compact ShuffleBuffer on random.Random, the first correct
-# form below, with one part changed.
+# form, with one part changed: an edit of it.
 
 
-@wrong("whole stream in memory", fails={"check_shuffle_each_once_bounded": "memory grows"})
-def whole_stream_in_memory():
+@right("random.Random, append then pop", only="shuffle", bonus=5)
+def random_random_append_then_pop():
+    """The compact ShuffleBuffer that the wrong forms below change."""
     import random
 
     class ShuffleBuffer(IterableDataset):
@@ -327,6 +192,47 @@ def whole_stream_in_memory():
             epoch = self.epoch if state is None else state["epoch"]
             self.epoch = epoch + 1
             rng = random.Random(self.seed * 7919 + epoch)
+            if state is not None and state["rng"] is not None:
+                rng.setstate(state["rng"])
+            live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
+                                "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
+            buf, skip = live["buffer"], live["read"]
+            for i, item in enumerate(iter(self.source)):
+                if i < skip:
+                    continue
+                live["read"] += 1
+                buf.append(item)
+                if len(buf) > self.size:
+                    j = rng.randrange(len(buf))
+                    buf[j], buf[-1] = buf[-1], buf[j]
+                    yield buf.pop()
+            while buf:
+                j = rng.randrange(len(buf))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+
+        def state_dict(self):
+            if self.pending is not None:
+                return dict(self.pending)
+            if self.live is None:
+                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
+            live = self.live
+            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
+                    "rng": live["rng"].getstate()}
+
+        def load_state_dict(self, state):
+            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+
+
+@wrong("whole stream in memory", fails={"check_shuffle_each_once_bounded": "memory grows"},
+       edits=random_random_append_then_pop)
+def whole_stream_in_memory():
+    class ShuffleBuffer(IterableDataset):
+        def __iter__(self):
+            state, self.pending = self.pending, None
+            epoch = self.epoch if state is None else state["epoch"]
+            self.epoch = epoch + 1
+            rng = random.Random(self.seed * 7919 + epoch)  # noqa: F821 (the import of the code it edits)
             if state is not None and state["rng"] is not None:
                 rng.setstate(state["rng"])
             live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
@@ -348,34 +254,16 @@ def whole_stream_in_memory():
                 buf[j], buf[-1] = buf[-1], buf[j]
                 yield buf.pop()
 
-        def state_dict(self):
-            if self.pending is not None:
-                return dict(self.pending)
-            if self.live is None:
-                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
-            live = self.live
-            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
-                    "rng": live["rng"].getstate()}
 
-        def load_state_dict(self, state):
-            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
-
-
-@wrong("shuffled in blocks", fails={"check_shuffle_random_and_reproducible": "in blocks"})
+@wrong("shuffled in blocks", fails={"check_shuffle_random_and_reproducible": "in blocks"},
+       edits=random_random_append_then_pop)
 def shuffled_in_blocks():
-    import random
-
     class ShuffleBuffer(IterableDataset):
-        def __init__(self, source, buffer_size, seed=0):
-            super().__init__()
-            self.source, self.size, self.seed = source, buffer_size, seed
-            self.epoch, self.pending, self.live = 0, None, None
-
         def __iter__(self):
             state, self.pending = self.pending, None
             epoch = self.epoch if state is None else state["epoch"]
             self.epoch = epoch + 1
-            rng = random.Random(self.seed * 7919 + epoch)
+            rng = random.Random(self.seed * 7919 + epoch)  # noqa: F821 (the import of the code it edits)
             if state is not None and state["rng"] is not None:
                 rng.setstate(state["rng"])
             live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
@@ -395,35 +283,17 @@ def shuffled_in_blocks():
                 buf[j], buf[-1] = buf[-1], buf[j]
                 yield buf.pop()
 
-        def state_dict(self):
-            if self.pending is not None:
-                return dict(self.pending)
-            if self.live is None:
-                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
-            live = self.live
-            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
-                    "rng": live["rng"].getstate()}
-
-        def load_state_dict(self, state):
-            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
-
 
 @wrong("global random generator",
-       fails={"check_shuffle_notebook_example": "same seed", "check_shuffle_random_and_reproducible": "same seed"})
+       fails={"check_shuffle_notebook_example": "same seed", "check_shuffle_random_and_reproducible": "same seed"},
+       edits=random_random_append_then_pop)
 def global_random_generator():
-    import random
-
     class ShuffleBuffer(IterableDataset):
-        def __init__(self, source, buffer_size, seed=0):
-            super().__init__()
-            self.source, self.size, self.seed = source, buffer_size, seed
-            self.epoch, self.pending, self.live = 0, None, None
-
         def __iter__(self):
             state, self.pending = self.pending, None
             epoch = self.epoch if state is None else state["epoch"]
             self.epoch = epoch + 1
-            rng = random.Random(None)
+            rng = random.Random(None)  # noqa: F821 (the import of the code it edits)
             if state is not None and state["rng"] is not None:
                 rng.setstate(state["rng"])
             live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
@@ -443,34 +313,16 @@ def global_random_generator():
                 buf[j], buf[-1] = buf[-1], buf[j]
                 yield buf.pop()
 
-        def state_dict(self):
-            if self.pending is not None:
-                return dict(self.pending)
-            if self.live is None:
-                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
-            live = self.live
-            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
-                    "rng": live["rng"].getstate()}
 
-        def load_state_dict(self, state):
-            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
-
-
-@wrong("same order every epoch", fails={"check_shuffle_random_and_reproducible": "new order"})
+@wrong("same order every epoch", fails={"check_shuffle_random_and_reproducible": "new order"},
+       edits=random_random_append_then_pop)
 def same_order_every_epoch():
-    import random
-
     class ShuffleBuffer(IterableDataset):
-        def __init__(self, source, buffer_size, seed=0):
-            super().__init__()
-            self.source, self.size, self.seed = source, buffer_size, seed
-            self.epoch, self.pending, self.live = 0, None, None
-
         def __iter__(self):
             state, self.pending = self.pending, None
             epoch = self.epoch if state is None else state["epoch"]
             self.epoch = epoch + 1
-            rng = random.Random(self.seed)
+            rng = random.Random(self.seed)  # noqa: F821 (the import of the code it edits)
             if state is not None and state["rng"] is not None:
                 rng.setstate(state["rng"])
             live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
@@ -490,53 +342,11 @@ def same_order_every_epoch():
                 buf[j], buf[-1] = buf[-1], buf[j]
                 yield buf.pop()
 
-        def state_dict(self):
-            if self.pending is not None:
-                return dict(self.pending)
-            if self.live is None:
-                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
-            live = self.live
-            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
-                    "rng": live["rng"].getstate()}
 
-        def load_state_dict(self, state):
-            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
-
-
-@wrong("state without the buffer", fails={"check_shuffle_resume": "differs from the original's rest"})
+@wrong("state without the buffer", fails={"check_shuffle_resume": "differs from the original's rest"},
+       edits=random_random_append_then_pop)
 def state_without_the_buffer():
-    import random
-
     class ShuffleBuffer(IterableDataset):
-        def __init__(self, source, buffer_size, seed=0):
-            super().__init__()
-            self.source, self.size, self.seed = source, buffer_size, seed
-            self.epoch, self.pending, self.live = 0, None, None
-
-        def __iter__(self):
-            state, self.pending = self.pending, None
-            epoch = self.epoch if state is None else state["epoch"]
-            self.epoch = epoch + 1
-            rng = random.Random(self.seed * 7919 + epoch)
-            if state is not None and state["rng"] is not None:
-                rng.setstate(state["rng"])
-            live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
-                                "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
-            buf, skip = live["buffer"], live["read"]
-            for i, item in enumerate(iter(self.source)):
-                if i < skip:
-                    continue
-                live["read"] += 1
-                buf.append(item)
-                if len(buf) > self.size:
-                    j = rng.randrange(len(buf))
-                    buf[j], buf[-1] = buf[-1], buf[j]
-                    yield buf.pop()
-            while buf:
-                j = rng.randrange(len(buf))
-                buf[j], buf[-1] = buf[-1], buf[j]
-                yield buf.pop()
-
         def state_dict(self):
             if self.pending is not None:
                 return dict(self.pending)
@@ -545,25 +355,16 @@ def state_without_the_buffer():
             live = self.live
             return {"epoch": live["epoch"], "read": live["read"], "buffer": [], "rng": live["rng"].getstate()}
 
-        def load_state_dict(self, state):
-            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
 
-
-@wrong("state without the generator", fails={"check_shuffle_resume": "generator's state"})
+@wrong("state without the generator", fails={"check_shuffle_resume": "generator's state"},
+       edits=random_random_append_then_pop)
 def state_without_the_generator():
-    import random
-
     class ShuffleBuffer(IterableDataset):
-        def __init__(self, source, buffer_size, seed=0):
-            super().__init__()
-            self.source, self.size, self.seed = source, buffer_size, seed
-            self.epoch, self.pending, self.live = 0, None, None
-
         def __iter__(self):
             state, self.pending = self.pending, None
             epoch = self.epoch if state is None else state["epoch"]
             self.epoch = epoch + 1
-            rng = random.Random(self.seed * 7919 + epoch)
+            rng = random.Random(self.seed * 7919 + epoch)  # noqa: F821 (the import of the code it edits)
             if state is not None and state["rng"] is not None:
                 pass
             live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
@@ -583,34 +384,16 @@ def state_without_the_generator():
                 buf[j], buf[-1] = buf[-1], buf[j]
                 yield buf.pop()
 
-        def state_dict(self):
-            if self.pending is not None:
-                return dict(self.pending)
-            if self.live is None:
-                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
-            live = self.live
-            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
-                    "rng": live["rng"].getstate()}
 
-        def load_state_dict(self, state):
-            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
-
-
-@wrong("live generator in the state", fails={"check_shuffle_resume": "plain data"})
+@wrong("live generator in the state", fails={"check_shuffle_resume": "plain data"},
+       edits=random_random_append_then_pop)
 def live_generator_in_the_state():
-    import random
-
     class ShuffleBuffer(IterableDataset):
-        def __init__(self, source, buffer_size, seed=0):
-            super().__init__()
-            self.source, self.size, self.seed = source, buffer_size, seed
-            self.epoch, self.pending, self.live = 0, None, None
-
         def __iter__(self):
             state, self.pending = self.pending, None
             epoch = self.epoch if state is None else state["epoch"]
             self.epoch = epoch + 1
-            rng = random.Random(self.seed * 7919 + epoch)
+            rng = random.Random(self.seed * 7919 + epoch)  # noqa: F821 (the import of the code it edits)
             if state is not None and state["rng"] is not None:
                 rng = state["rng"]
             live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
@@ -638,100 +421,8 @@ def live_generator_in_the_state():
             live = self.live
             return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]), "rng": live["rng"]}
 
-        def load_state_dict(self, state):
-            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
 
-
-# -- TarImageDataset: correct forms --------------------------------------------------------------------------------
-
-
-@right("whole files per worker", only="check_tar_fewer_files_than_workers", points=2)
-def whole_files_per_worker():
-    """Policy: with fewer files than workers, whole-file sharding leaves workers idle but loses nothing."""
-    def decode_image(data: bytes, name: str) -> torch.Tensor:
-        """Encoded image bytes (PNG, JPEG, ...) as an RGB uint8 [3, H, W] tensor; ValueError naming `name` if not."""
-        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
-        if bgr is None:
-            raise ValueError(f"{name} is not an image OpenCV can decode")
-        return torch.from_numpy(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
-
-
-    def tar_image_iterator(path: str, stride: int = 1, offset: int = 0) -> Iterator[torch.Tensor]:
-        """The images of the tar file `path`; with a stride, only the regular-file members offset,
-        offset + stride, ..."""
-        with tarfile.open(path, "r") as tar:
-            index = 0
-            for member in tar:
-                if member.isfile():
-                    if index % stride == offset:
-                        with tar.extractfile(member) as f:
-                            data = f.read()
-                        yield decode_image(data, f"member {member.name!r} of {path}")
-                    index += 1
-                tar.members = []  # forget the headers read so far: memory stays flat on huge archives
-
-
-    class TarImageDataset(IterableDataset):
-        def __init__(self, paths):
-            super().__init__()
-            self.paths = list(paths)
-
-        def __iter__(self):
-            info = get_worker_info()
-            workers, me = (1, 0) if info is None else (info.num_workers, info.id)
-            for path in self.paths[me::workers]:
-                yield from tar_image_iterator(path)
-
-
-# -- ShuffleBuffer: correct forms ----------------------------------------------------------------------------------
-
-
-@right("random.Random, append then pop", only="shuffle", bonus=5)
-def random_random_append_then_pop():
-    """The compact ShuffleBuffer that the wrong forms above change."""
-    import random
-
-    class ShuffleBuffer(IterableDataset):
-        def __init__(self, source, buffer_size, seed=0):
-            super().__init__()
-            self.source, self.size, self.seed = source, buffer_size, seed
-            self.epoch, self.pending, self.live = 0, None, None
-
-        def __iter__(self):
-            state, self.pending = self.pending, None
-            epoch = self.epoch if state is None else state["epoch"]
-            self.epoch = epoch + 1
-            rng = random.Random(self.seed * 7919 + epoch)
-            if state is not None and state["rng"] is not None:
-                rng.setstate(state["rng"])
-            live = self.live = {"epoch": epoch, "read": 0 if state is None else state["read"],
-                                "buffer": [] if state is None else list(state["buffer"]), "rng": rng}
-            buf, skip = live["buffer"], live["read"]
-            for i, item in enumerate(iter(self.source)):
-                if i < skip:
-                    continue
-                live["read"] += 1
-                buf.append(item)
-                if len(buf) > self.size:
-                    j = rng.randrange(len(buf))
-                    buf[j], buf[-1] = buf[-1], buf[j]
-                    yield buf.pop()
-            while buf:
-                j = rng.randrange(len(buf))
-                buf[j], buf[-1] = buf[-1], buf[j]
-                yield buf.pop()
-
-        def state_dict(self):
-            if self.pending is not None:
-                return dict(self.pending)
-            if self.live is None:
-                return {"epoch": self.epoch, "read": 0, "buffer": [], "rng": None}
-            live = self.live
-            return {"epoch": live["epoch"], "read": live["read"], "buffer": list(live["buffer"]),
-                    "rng": live["rng"].getstate()}
-
-        def load_state_dict(self, state):
-            self.pending, self.epoch, self.live = dict(state), state["epoch"], None
+# -- ShuffleBuffer: other correct forms ----------------------------------------------------------------------------
 
 
 @right("numpy Generator", only="shuffle", bonus=5)

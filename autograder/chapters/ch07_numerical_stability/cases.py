@@ -1,14 +1,15 @@
 """Chapter 07_numerical_stability: named wrong implementations of its answer cells, and other correct forms.
 
-Each function's body is the code of an answer cell, as a student would write it (autograder/course/cases.py
-reads and checks it); the imports below are those of the notebook's imports cell that the code uses.
+Each function's body is the code of an answer cell, as a student would write it, or with edits= only what it
+changes in the code it edits (autograder/course/cases.py reads and checks it); the imports below are those of
+the notebook's imports cell that the code uses.
 `python -m autograder selftest` grades the wrong ones, tests/chapters/test_every_chapter.py all of them.
 Not shipped to Gradescope (autograder/course/bundle.py).
 """
 
 import torch
 
-from autograder.course.cases import right, wrong
+from autograder.course.cases import cell, right, wrong
 
 # -- softmax and softmax_cross_entropy -----------------------------------------------------------------------------
 
@@ -55,10 +56,18 @@ def hard_coded_xent():
 
 
 # -- log_softmax ---------------------------------------------------------------------------------------------------
-# The stretch task (bonus).
+# The stretch task (bonus). Most wrong forms are the reference LogSoftmax with one method changed: an edit of
+# log_softmax_cell, the reference as they write it.
 
 
-@wrong("log_softmax: no shift", fails={"check_log_softmax_values": "overflows"})
+@cell(edits="log_softmax")
+def log_softmax_cell():
+    """The reference's cell with log_softmax unannotated, as the wrong forms below write it: what they edit."""
+    def log_softmax(logits, dim=-1):
+        return LogSoftmax.apply(logits, dim)  # noqa: F821 (the reference cell's)
+
+
+@wrong("log_softmax: no shift", fails={"check_log_softmax_values": "overflows"}, edits=log_softmax_cell)
 def log_softmax_no_shift():
     class LogSoftmax(torch.autograd.Function):
         @staticmethod
@@ -68,17 +77,8 @@ def log_softmax_no_shift():
             ctx.dim = dim
             return out
 
-        @staticmethod
-        def backward(ctx, grad_out):
-            (out,) = ctx.saved_tensors
-            return grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True), None
 
-
-    def log_softmax(logits, dim=-1):
-        return LogSoftmax.apply(logits, dim)
-
-
-@wrong("log_softmax: the max added back", fails={"check_log_softmax_values": "1e30 + log 2"})
+@wrong("log_softmax: the max added back", fails={"check_log_softmax_values": "1e30 + log 2"}, edits=log_softmax_cell)
 def log_softmax_the_max_added_back():
     class LogSoftmax(torch.autograd.Function):
         @staticmethod
@@ -89,17 +89,9 @@ def log_softmax_the_max_added_back():
             ctx.dim = dim
             return out
 
-        @staticmethod
-        def backward(ctx, grad_out):
-            (out,) = ctx.saved_tensors
-            return grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True), None
 
-
-    def log_softmax(logits, dim=-1):
-        return LogSoftmax.apply(logits, dim)
-
-
-@wrong("log_softmax: float32 inside", fails={"check_log_softmax_values": "dtype torch.float32"})
+@wrong("log_softmax: float32 inside", fails={"check_log_softmax_values": "dtype torch.float32"},
+       edits=log_softmax_cell)
 def log_softmax_float32_inside():
     class LogSoftmax(torch.autograd.Function):
         @staticmethod
@@ -111,98 +103,44 @@ def log_softmax_float32_inside():
             ctx.dim = dim
             return out
 
-        @staticmethod
-        def backward(ctx, grad_out):
-            (out,) = ctx.saved_tensors
-            return grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True), None
 
-
-    def log_softmax(logits, dim=-1):
-        return LogSoftmax.apply(logits, dim)
-
-
-@wrong("log_softmax: backward without the sum", fails={"check_log_softmax_gradient": "sums to 1"})
+@wrong("log_softmax: backward without the sum", fails={"check_log_softmax_gradient": "sums to 1"},
+       edits=log_softmax_cell)
 def log_softmax_backward_without_the_sum():
     class LogSoftmax(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, logits, dim):
-            shifted = logits - logits.amax(dim=dim, keepdim=True)
-            out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
-            ctx.save_for_backward(out)
-            ctx.dim = dim
-            return out
-
         @staticmethod
         def backward(ctx, grad_out):
             (out,) = ctx.saved_tensors
             return grad_out - out.exp(), None
 
 
-    def log_softmax(logits, dim=-1):
-        return LogSoftmax.apply(logits, dim)
-
-
-@wrong("log_softmax: diagonal of the Jacobian", fails={"check_log_softmax_gradient": "diagonal"})
+@wrong("log_softmax: diagonal of the Jacobian", fails={"check_log_softmax_gradient": "diagonal"},
+       edits=log_softmax_cell)
 def log_softmax_diagonal_of_the_jacobian():
     class LogSoftmax(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, logits, dim):
-            shifted = logits - logits.amax(dim=dim, keepdim=True)
-            out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
-            ctx.save_for_backward(out)
-            ctx.dim = dim
-            return out
-
         @staticmethod
         def backward(ctx, grad_out):
             (out,) = ctx.saved_tensors
             return grad_out * (1 - out.exp()), None
 
 
-    def log_softmax(logits, dim=-1):
-        return LogSoftmax.apply(logits, dim)
-
-
-@wrong("log_softmax: backward sums along the last axis", fails={"check_log_softmax_gradient": "not along dim=0"})
+@wrong("log_softmax: backward sums along the last axis", fails={"check_log_softmax_gradient": "not along dim=0"},
+       edits=log_softmax_cell)
 def log_softmax_backward_sums_along_the_last_axis():
     class LogSoftmax(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, logits, dim):
-            shifted = logits - logits.amax(dim=dim, keepdim=True)
-            out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
-            ctx.save_for_backward(out)
-            ctx.dim = dim
-            return out
-
         @staticmethod
         def backward(ctx, grad_out):
             (out,) = ctx.saved_tensors
             return grad_out - out.exp() * grad_out.sum(dim=-1, keepdim=True), None
 
 
-    def log_softmax(logits, dim=-1):
-        return LogSoftmax.apply(logits, dim)
-
-
-@wrong("log_softmax: no gradient for dim", fails={"check_log_softmax_gradient": "gradients"})
+@wrong("log_softmax: no gradient for dim", fails={"check_log_softmax_gradient": "gradients"}, edits=log_softmax_cell)
 def log_softmax_no_gradient_for_dim():
     class LogSoftmax(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, logits, dim):
-            shifted = logits - logits.amax(dim=dim, keepdim=True)
-            out = shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
-            ctx.save_for_backward(out)
-            ctx.dim = dim
-            return out
-
         @staticmethod
         def backward(ctx, grad_out):
             (out,) = ctx.saved_tensors
             return grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True)
-
-
-    def log_softmax(logits, dim=-1):
-        return LogSoftmax.apply(logits, dim)
 
 
 @wrong("log_softmax: autograd through the forward", fails={"check_log_softmax_own_backward": "not your own"})
@@ -212,7 +150,8 @@ def log_softmax_autograd_through_the_forward():
         return shifted - torch.logsumexp(shifted, dim=dim, keepdim=True)
 
 
-@wrong("log_softmax: the library's forward", fails={"check_log_softmax_own_backward": "torch's own"})
+@wrong("log_softmax: the library's forward", fails={"check_log_softmax_own_backward": "torch's own"},
+       edits=log_softmax_cell)
 def log_softmax_the_librarys_forward():
     class LogSoftmax(torch.autograd.Function):
         @staticmethod
@@ -222,20 +161,11 @@ def log_softmax_the_librarys_forward():
             ctx.dim = dim
             return out
 
-        @staticmethod
-        def backward(ctx, grad_out):
-            (out,) = ctx.saved_tensors
-            return grad_out - out.exp() * grad_out.sum(dim=ctx.dim, keepdim=True), None
-
-
-    def log_softmax(logits, dim=-1):
-        return LogSoftmax.apply(logits, dim)
-
 
 @wrong("log_softmax: naive softmax recomputed from the saved input", fails={
     "check_log_softmax_gradient_extremes": "saved output",
     "check_log_softmax_own_backward": "the logits saved",
-})
+}, edits=log_softmax_cell)
 def log_softmax_naive_softmax_recomputed_from_the_saved_input():
     class LogSoftmax(torch.autograd.Function):
         @staticmethod
@@ -251,10 +181,6 @@ def log_softmax_naive_softmax_recomputed_from_the_saved_input():
             (logits,) = ctx.saved_tensors
             return (grad_out - logits.exp() / logits.exp().sum(dim=ctx.dim, keepdim=True)
                     * grad_out.sum(dim=ctx.dim, keepdim=True)), None
-
-
-    def log_softmax(logits, dim=-1):
-        return LogSoftmax.apply(logits, dim)
 
 
 # -- log_softmax: correct forms ------------------------------------------------------------------------------------

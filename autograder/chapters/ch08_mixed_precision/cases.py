@@ -1,7 +1,8 @@
 """Chapter 08_mixed_precision: named wrong implementations of its answer cells, and other correct forms.
 
-Each function's body is the code of an answer cell, as a student would write it (autograder/course/cases.py
-reads and checks it); the imports below are those of the notebook's imports cell that the code uses.
+Each function's body is the code of an answer cell, as a student would write it, or with edits= only what it
+changes in the code it edits (autograder/course/cases.py reads and checks it); the imports below are those of
+the notebook's imports cell that the code uses.
 `python -m autograder selftest` grades the wrong ones, tests/chapters/test_every_chapter.py all of them.
 Not shipped to Gradescope (autograder/course/bundle.py).
 """
@@ -10,7 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.course.cases import right, wrong
+from autograder.course.cases import cell, right, wrong
 
 # -- amp_train_step ------------------------------------------------------------------------------------------------
 
@@ -154,26 +155,14 @@ def optimizer_step_instead_of_scaler_step():
 # -- train_checkerboard --------------------------------------------------------------------------------------------
 
 
-@wrong("checkerboard without amp_train_step", fails={"check_checkerboard_trains_with_amp_train_step": "amp_train_step"})
+@wrong("checkerboard without amp_train_step", fails={"check_checkerboard_trains_with_amp_train_step": "amp_train_step"},
+       edits="train_checkerboard")
 def checkerboard_without_amp_train_step():
     """The reference train_checkerboard with its amp_train_step call written out inline."""
-    def grid(width, height):
-        """[2, height, width]: channel 0 holds each pixel's x coordinate, channel 1 its y, both in [0, 1)."""
-        ys, xs = torch.meshgrid(torch.arange(height) / height, torch.arange(width) / width, indexing="ij")
-        return torch.stack([xs, ys])
-
-
-    def checker(width, height, freq):
-        """[height, width]: a board of 0/1 squares, `freq` squares across and down."""
-        def dark(n):  # position i lies strictly past the middle of its period of 2 * n / freq pixels
-            return (torch.arange(n) * freq) % (2 * n) > n
-        return (dark(width)[None, :] ^ dark(height)[:, None]).float()
-
-
     def train_checkerboard(steps, size, device, use_amp):
         """Train the 1x1-convolution network to draw a 4x4 checkerboard; returns (model, final_loss)."""
-        inputs = grid(size, size).unsqueeze(0).to(device)
-        targets = checker(size, size, 4).unsqueeze(0).unsqueeze(1).to(device)
+        inputs = grid(size, size).unsqueeze(0).to(device)  # noqa: F821 (the reference cell's)
+        targets = checker(size, size, 4).unsqueeze(0).unsqueeze(1).to(device)  # noqa: F821 (the reference cell's)
         width = 64
         model = nn.Sequential(
             nn.Conv2d(2, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
@@ -205,11 +194,15 @@ def checkerboard_without_amp_train_step():
 
 
 # -- LossScaler ----------------------------------------------------------------------------------------------------
-# The stretch task (bonus). Each wrong form is the reference LossScaler with one method changed.
+# The stretch task (bonus). Each wrong form is the reference LossScaler with one method changed: an edit of
+# loss_scaler_cell, the reference as they were written from.
 
 
-@wrong("LossScaler: steps on scaled gradients", fails={"check_loss_scaler_clean_steps": "still scaled"})
-def loss_scaler_steps_on_scaled_gradients():
+@cell(edits="LossScaler")
+def loss_scaler_cell():
+    """The reference LossScaler as the wrong forms below were written from: __init__ sets the three factors in
+    one assignment, and unscale_ divides each gradient by the scale where the reference multiplies it by the
+    inverse."""
     class LossScaler:
         def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
             self._scale = float(init_scale)
@@ -218,12 +211,6 @@ def loss_scaler_steps_on_scaled_gradients():
             self._clean_steps = 0
             self._unscaled = set()
             self._found_inf = False
-
-        def get_scale(self):
-            return self._scale
-
-        def scale(self, loss):
-            return loss * self._scale
 
         def unscale_(self, optimizer):
             if id(optimizer) in self._unscaled:
@@ -236,88 +223,30 @@ def loss_scaler_steps_on_scaled_gradients():
                             p.grad.div_(self._scale)
                             self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
 
+
+@wrong("LossScaler: steps on scaled gradients", fails={"check_loss_scaler_clean_steps": "still scaled"},
+       edits=loss_scaler_cell)
+def loss_scaler_steps_on_scaled_gradients():
+    class LossScaler:
         def step(self, optimizer):
             self._found_inf = any(not bool(torch.isfinite(p.grad).all()) for g in optimizer.param_groups
                                   for p in g['params'] if p.grad is not None)
             if not self._found_inf:
                 optimizer.step()
 
-        def update(self):
-            if self._found_inf:
-                self._scale *= self.backoff_factor
-                self._clean_steps = 0
-            else:
-                self._clean_steps += 1
-                if self._clean_steps == self.growth_interval:
-                    self._scale *= self.growth_factor
-                    self._clean_steps = 0
-            self._found_inf = False
-            self._unscaled.clear()
 
-
-@wrong("LossScaler: detached scaled loss", fails={"check_loss_scaler_clean_steps": "parameters differ"})
+@wrong("LossScaler: detached scaled loss", fails={"check_loss_scaler_clean_steps": "parameters differ"},
+       edits=loss_scaler_cell)
 def loss_scaler_detached_scaled_loss():
     class LossScaler:
-        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
-            self._scale = float(init_scale)
-            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
-                                                                             growth_interval)
-            self._clean_steps = 0
-            self._unscaled = set()
-            self._found_inf = False
-
-        def get_scale(self):
-            return self._scale
-
         def scale(self, loss):
             return torch.tensor(loss.item() * self._scale, requires_grad=True)
 
-        def unscale_(self, optimizer):
-            if id(optimizer) in self._unscaled:
-                return
-            self._unscaled.add(id(optimizer))
-            with torch.no_grad():
-                for group in optimizer.param_groups:
-                    for p in group["params"]:
-                        if p.grad is not None:
-                            p.grad.div_(self._scale)
-                            self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
 
-        def step(self, optimizer):
-            self.unscale_(optimizer)
-            if not self._found_inf:
-                optimizer.step()
-
-        def update(self):
-            if self._found_inf:
-                self._scale *= self.backoff_factor
-                self._clean_steps = 0
-            else:
-                self._clean_steps += 1
-                if self._clean_steps == self.growth_interval:
-                    self._scale *= self.growth_factor
-                    self._clean_steps = 0
-            self._found_inf = False
-            self._unscaled.clear()
-
-
-@wrong("LossScaler: divides twice after unscale_", fails={"check_loss_scaler_unscale_then_clip": "divided twice"})
+@wrong("LossScaler: divides twice after unscale_", fails={"check_loss_scaler_unscale_then_clip": "divided twice"},
+       edits=loss_scaler_cell)
 def loss_scaler_divides_twice_after_unscale():
     class LossScaler:
-        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
-            self._scale = float(init_scale)
-            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
-                                                                             growth_interval)
-            self._clean_steps = 0
-            self._unscaled = set()
-            self._found_inf = False
-
-        def get_scale(self):
-            return self._scale
-
-        def scale(self, loss):
-            return loss * self._scale
-
         def unscale_(self, optimizer):
             self._unscaled.add(id(optimizer))
             with torch.no_grad():
@@ -327,41 +256,11 @@ def loss_scaler_divides_twice_after_unscale():
                             p.grad.div_(self._scale)
                             self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
 
-        def step(self, optimizer):
-            self.unscale_(optimizer)
-            if not self._found_inf:
-                optimizer.step()
 
-        def update(self):
-            if self._found_inf:
-                self._scale *= self.backoff_factor
-                self._clean_steps = 0
-            else:
-                self._clean_steps += 1
-                if self._clean_steps == self.growth_interval:
-                    self._scale *= self.growth_factor
-                    self._clean_steps = 0
-            self._found_inf = False
-            self._unscaled.clear()
-
-
-@wrong("LossScaler: isinf misses nan", fails={"check_loss_scaler_skips_bad_steps": "nan written"})
+@wrong("LossScaler: isinf misses nan", fails={"check_loss_scaler_skips_bad_steps": "nan written"},
+       edits=loss_scaler_cell)
 def loss_scaler_isinf_misses_nan():
     class LossScaler:
-        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
-            self._scale = float(init_scale)
-            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
-                                                                             growth_interval)
-            self._clean_steps = 0
-            self._unscaled = set()
-            self._found_inf = False
-
-        def get_scale(self):
-            return self._scale
-
-        def scale(self, loss):
-            return loss * self._scale
-
         def unscale_(self, optimizer):
             if id(optimizer) in self._unscaled:
                 return
@@ -373,41 +272,11 @@ def loss_scaler_isinf_misses_nan():
                             p.grad.div_(self._scale)
                             self._found_inf = self._found_inf or bool(torch.isinf(p.grad).any())
 
-        def step(self, optimizer):
-            self.unscale_(optimizer)
-            if not self._found_inf:
-                optimizer.step()
 
-        def update(self):
-            if self._found_inf:
-                self._scale *= self.backoff_factor
-                self._clean_steps = 0
-            else:
-                self._clean_steps += 1
-                if self._clean_steps == self.growth_interval:
-                    self._scale *= self.growth_factor
-                    self._clean_steps = 0
-            self._found_inf = False
-            self._unscaled.clear()
-
-
-@wrong("LossScaler: first gradient only", fails={"check_loss_scaler_skips_bad_steps": "parameter 5"})
+@wrong("LossScaler: first gradient only", fails={"check_loss_scaler_skips_bad_steps": "parameter 5"},
+       edits=loss_scaler_cell)
 def loss_scaler_first_gradient_only():
     class LossScaler:
-        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
-            self._scale = float(init_scale)
-            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
-                                                                             growth_interval)
-            self._clean_steps = 0
-            self._unscaled = set()
-            self._found_inf = False
-
-        def get_scale(self):
-            return self._scale
-
-        def scale(self, loss):
-            return loss * self._scale
-
         def unscale_(self, optimizer):
             if id(optimizer) in self._unscaled:
                 return
@@ -420,57 +289,11 @@ def loss_scaler_first_gradient_only():
                             self._found_inf = self._found_inf or (p is group['params'][0]
                                                                   and not bool(torch.isfinite(p.grad).all()))
 
-        def step(self, optimizer):
-            self.unscale_(optimizer)
-            if not self._found_inf:
-                optimizer.step()
 
-        def update(self):
-            if self._found_inf:
-                self._scale *= self.backoff_factor
-                self._clean_steps = 0
-            else:
-                self._clean_steps += 1
-                if self._clean_steps == self.growth_interval:
-                    self._scale *= self.growth_factor
-                    self._clean_steps = 0
-            self._found_inf = False
-            self._unscaled.clear()
-
-
-@wrong("LossScaler: clean count kept after a skip", fails={"check_loss_scaler_skips_bad_steps": "then departs"})
+@wrong("LossScaler: clean count kept after a skip", fails={"check_loss_scaler_skips_bad_steps": "then departs"},
+       edits=loss_scaler_cell)
 def loss_scaler_clean_count_kept_after_a_skip():
     class LossScaler:
-        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
-            self._scale = float(init_scale)
-            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
-                                                                             growth_interval)
-            self._clean_steps = 0
-            self._unscaled = set()
-            self._found_inf = False
-
-        def get_scale(self):
-            return self._scale
-
-        def scale(self, loss):
-            return loss * self._scale
-
-        def unscale_(self, optimizer):
-            if id(optimizer) in self._unscaled:
-                return
-            self._unscaled.add(id(optimizer))
-            with torch.no_grad():
-                for group in optimizer.param_groups:
-                    for p in group["params"]:
-                        if p.grad is not None:
-                            p.grad.div_(self._scale)
-                            self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
-
-        def step(self, optimizer):
-            self.unscale_(optimizer)
-            if not self._found_inf:
-                optimizer.step()
-
         def update(self):
             if self._found_inf:
                 self._scale *= self.backoff_factor
@@ -483,39 +306,9 @@ def loss_scaler_clean_count_kept_after_a_skip():
             self._unscaled.clear()
 
 
-@wrong("LossScaler: grows a step late", fails={"check_loss_scaler_grows": "then departs"})
+@wrong("LossScaler: grows a step late", fails={"check_loss_scaler_grows": "then departs"}, edits=loss_scaler_cell)
 def loss_scaler_grows_a_step_late():
     class LossScaler:
-        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
-            self._scale = float(init_scale)
-            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
-                                                                             growth_interval)
-            self._clean_steps = 0
-            self._unscaled = set()
-            self._found_inf = False
-
-        def get_scale(self):
-            return self._scale
-
-        def scale(self, loss):
-            return loss * self._scale
-
-        def unscale_(self, optimizer):
-            if id(optimizer) in self._unscaled:
-                return
-            self._unscaled.add(id(optimizer))
-            with torch.no_grad():
-                for group in optimizer.param_groups:
-                    for p in group["params"]:
-                        if p.grad is not None:
-                            p.grad.div_(self._scale)
-                            self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
-
-        def step(self, optimizer):
-            self.unscale_(optimizer)
-            if not self._found_inf:
-                optimizer.step()
-
         def update(self):
             if self._found_inf:
                 self._scale *= self.backoff_factor
@@ -529,39 +322,10 @@ def loss_scaler_grows_a_step_late():
             self._unscaled.clear()
 
 
-@wrong("LossScaler: inf record never cleared", fails={"check_loss_scaler_skips_bad_steps": "then departs"})
+@wrong("LossScaler: inf record never cleared", fails={"check_loss_scaler_skips_bad_steps": "then departs"},
+       edits=loss_scaler_cell)
 def loss_scaler_inf_record_never_cleared():
     class LossScaler:
-        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
-            self._scale = float(init_scale)
-            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
-                                                                             growth_interval)
-            self._clean_steps = 0
-            self._unscaled = set()
-            self._found_inf = False
-
-        def get_scale(self):
-            return self._scale
-
-        def scale(self, loss):
-            return loss * self._scale
-
-        def unscale_(self, optimizer):
-            if id(optimizer) in self._unscaled:
-                return
-            self._unscaled.add(id(optimizer))
-            with torch.no_grad():
-                for group in optimizer.param_groups:
-                    for p in group["params"]:
-                        if p.grad is not None:
-                            p.grad.div_(self._scale)
-                            self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
-
-        def step(self, optimizer):
-            self.unscale_(optimizer)
-            if not self._found_inf:
-                optimizer.step()
-
         def update(self):
             if self._found_inf:
                 self._scale *= self.backoff_factor
@@ -574,39 +338,9 @@ def loss_scaler_inf_record_never_cleared():
             self._unscaled.clear()
 
 
-@wrong("LossScaler: fixed scale", fails={"check_loss_scaler_float16_dynamics": "float16"})
+@wrong("LossScaler: fixed scale", fails={"check_loss_scaler_float16_dynamics": "float16"}, edits=loss_scaler_cell)
 def loss_scaler_fixed_scale():
     class LossScaler:
-        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
-            self._scale = float(init_scale)
-            self.growth_factor, self.backoff_factor, self.growth_interval = (growth_factor, backoff_factor,
-                                                                             growth_interval)
-            self._clean_steps = 0
-            self._unscaled = set()
-            self._found_inf = False
-
-        def get_scale(self):
-            return self._scale
-
-        def scale(self, loss):
-            return loss * self._scale
-
-        def unscale_(self, optimizer):
-            if id(optimizer) in self._unscaled:
-                return
-            self._unscaled.add(id(optimizer))
-            with torch.no_grad():
-                for group in optimizer.param_groups:
-                    for p in group["params"]:
-                        if p.grad is not None:
-                            p.grad.div_(self._scale)
-                            self._found_inf = self._found_inf or not bool(torch.isfinite(p.grad).all())
-
-        def step(self, optimizer):
-            self.unscale_(optimizer)
-            if not self._found_inf:
-                optimizer.step()
-
         def update(self):
             if False:
                 self._scale *= self.backoff_factor
