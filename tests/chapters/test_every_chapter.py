@@ -22,6 +22,8 @@ from autograder.judging.registry import CHAPTERS
 from tests.chapters.test_chapters import grader
 from tests.kit import solution_cells
 
+pytestmark = pytest.mark.slow  # minutes in all: tests/conftest.py starts it first
+
 CASES = [case for chapter in CHAPTERS for case in (*cases(chapter).wrong, *cases(chapter).right)]
 
 

@@ -20,8 +20,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from autograder.course.cases import mutant
 from tests.kit import ROOT, solution_cells
+
+pytestmark = pytest.mark.slow  # minutes in all: tests/conftest.py starts it first
 
 CH = "07_numerical_stability"
 NO_MAX = mutant(CH, "no max subtraction").cells["softmax"]

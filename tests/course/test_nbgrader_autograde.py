@@ -18,7 +18,8 @@ from nbgrader import utils
 
 from autograder.course.gradebook import interpreter_bin_first
 from autograder.course.nbgrader_autograde import KitGradingError, record_extra_credit, write_verdicts
-from autograder.judging.results import Results, TestResult
+from autograder.judging.results import Results
+from autograder.judging.results import TestResult as Check  # not "Test*": pytest would try to collect it
 from tests.kit import ROOT, release_path
 
 CH = "07_numerical_stability"
@@ -26,17 +27,17 @@ NAN_MESSAGE = "Call: softmax(logits)\nGot:      [nan, 0.]\nHint:     Subtract th
 
 
 def _test(task: str, name: str, score: float, points: float, status: str = "passed", output: str = "",
-          visible: bool = False) -> TestResult:
+          visible: bool = False) -> Check:
     return {"name": f"[{task}] {name}", "score": score, "max_score": points, "output": output, "tags": [task],
             "visibility": "visible" if visible else "after_published", "status": cast(Any, status)}
 
 
-def _result(tests: list[TestResult], notes: str = "", device: str = "cpu") -> Results:
+def _result(tests: list[Check], notes: str = "", device: str = "cpu") -> Results:
     return {"score": sum(t["score"] for t in tests), "max_score": sum(t["max_score"] for t in tests),
             "output": notes, "tests": tests, "extra_data": {"device": device, "assignment": CH}}
 
 
-def _bonus(name: str, score: float, points: float, status: str = "passed", output: str = "") -> TestResult:
+def _bonus(name: str, score: float, points: float, status: str = "passed", output: str = "") -> Check:
     """A check of 07's stretch task log_softmax: its points are extra credit."""
     return {**_test("log_softmax", name, score, points, status, output), "tags": ["log_softmax", "bonus"],
             "name": f"[bonus: log_softmax] {name}"}
@@ -118,7 +119,7 @@ def test_points_are_scaled_when_the_checks_that_ran_are_worth_more_than_the_cell
 
 def test_a_task_whose_checks_all_skipped_fails_the_autograde() -> None:
     result = _result([
-        cast(TestResult, {**_test("softmax", "on CUDA", 0, 0, output="skipped: no CUDA GPU"), "status": "skipped"}),
+        cast(Check, {**_test("softmax", "on CUDA", 0, 0, output="skipped: no CUDA GPU"), "status": "skipped"}),
         _test("softmax_cross_entropy", "xent", 10, 10), _bonus("bonus", 0, 4)], device="cuda")
     with pytest.raises(KitGradingError, match="no check of task 'softmax' ran on this machine"):
         write_verdicts(_notebook(), result)

@@ -31,6 +31,8 @@ from autograder.course.gradebook import interpreter_bin_first, nbgrader_api, rec
 from autograder.judging.results import Results
 from tests.kit import ROOT, solution_cells, write_submission
 
+pytestmark = pytest.mark.slow  # minutes in all: tests/conftest.py starts it first
+
 CH = "07_numerical_stability"
 NO_MAX = mutant(CH, "no max subtraction").cells["softmax"]
 SUBMITTED = datetime(2026, 11, 20, 10, 0)

@@ -12,6 +12,8 @@ from autograder.course.build import answer_key, generate_release
 from autograder.judging.registry import CHAPTERS
 from tests.kit import ROOT
 
+pytestmark = pytest.mark.slow  # minutes in all: tests/conftest.py starts it first
+
 BUILT = [c for c in CHAPTERS if (ROOT / "source" / c / f"{c}.ipynb").exists()]
 REBUILD = "Run `.venv/bin/python -m autograder build {c}` and commit release/ and solutions/."
 

@@ -21,6 +21,8 @@ from autograder.judging.judge import Grade
 from tests.chapters.test_chapters import grader
 from tests.kit import ROOT
 
+pytestmark = pytest.mark.slow  # minutes in all: tests/conftest.py starts it first
+
 SPEED_CHECKS = ["check_row_sum_speed", "check_batch_gather_speed", "check_amp_speedup_on_cuda"]
 
 

@@ -20,6 +20,8 @@ from autograder.judging.plugin import _message
 from autograder.judging.remote import StudentError
 from tests.kit import FAST, TRAINING, by_name, grade_fast, solution_cells, solved, task_scores
 
+pytestmark = pytest.mark.slow  # minutes in all: tests/conftest.py starts it first
+
 
 class Wrong(NamedTuple):
     chapter: str
