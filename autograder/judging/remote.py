@@ -10,6 +10,7 @@ message tells the student what happened and what to fix.
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import signal
 import tempfile
@@ -41,15 +42,17 @@ class StudentError(Exception):
     `outcome` is the kind of failure, decided where the error is raised: student_error (the code raised,
     crashed or answered with something unusable), not_implemented (a stub), timeout (out of time, or the
     process died of a limit), not_run (the notebook's code could not run at all), grader_error (the grading
-    machine failed)."""
+    machine failed). `raised` is the name of the exception type the student's code raised, when it raised one.
+    Checks read these fields, never the message: a student's own error text cannot pose as either."""
 
-    def __init__(self, message: str, outcome: Outcome = Outcome.STUDENT_ERROR) -> None:
+    def __init__(self, message: str, outcome: Outcome = Outcome.STUDENT_ERROR, raised: str | None = None) -> None:
         super().__init__(message)
         self.outcome = outcome
+        self.raised = raised
 
     def restated(self, message: str) -> StudentError:
         """The same failure told with another message (a check adding what it was doing, or a hint)."""
-        return StudentError(message, self.outcome)
+        return StudentError(message, self.outcome, self.raised)
 
 
 def summarize(value: Any) -> str:
@@ -199,7 +202,9 @@ class Student:
             if err.get("type") == "NotImplementedError":
                 raise StudentError(f"not implemented: `{shown}` still raises NotImplementedError. "
                                    "Replace the stub in its answer cell with your code.", Outcome.NOT_IMPLEMENTED)
-            raise StudentError(f"`{during}` raised an error:\n{_format_error(err)}")
+            kind = err.get("type", "")
+            raise StudentError(f"`{during}` raised an error:\n{_format_error(err)}",
+                               raised=kind if re.fullmatch(r"\w+", kind) else None)
         try:
             result = wire.decode(reply, out)
         except wire.WireError as e:

@@ -14,7 +14,7 @@ from typing import NoReturn
 import pytest
 
 from autograder.judging import results as fmt
-from autograder.judging.expect import CheckFailure, JudgeError
+from autograder.judging.expect import CheckFailure, JudgeError, error_type
 from autograder.judging.judge import Grade
 from autograder.judging.notebook import load_submission
 from autograder.judging.plugin import _measured, _outcome
@@ -169,3 +169,13 @@ def test_a_process_that_dies_of_a_limit_is_a_timeout_other_crashes_the_students(
     g = grade_fast(solved(tmp_path, CH), only="check_softmax_guide_example")
     (result,) = g.results
     assert result.outcome is outcome and signal.Signals(signal_number).name in result.output
+
+
+def test_the_type_a_student_raised_is_a_field_their_own_text_cannot_pose_as() -> None:
+    """Which exception the code raised shapes the message ("raised X on every call"): it is the field remote.py
+    sets from the child's report, kept when a check restates the error, never read back from the text."""
+    posing = StudentError("The answer cell 'softmax' failed when run:\nRuntimeError: `f(x)` raised an error:\n"
+                          "ValueError: looks like a call's error")
+    assert error_type(posing) is None and error_type(posing.restated(f"{posing}\nHint: x")) is None
+    raised = StudentError("`f(x)` raised an error:\nIndexError: 5", raised="IndexError")
+    assert error_type(raised.restated("Reading it:\n" + str(raised))) == "IndexError"
