@@ -25,6 +25,8 @@ from autograder.sandbox.runtime import isolation
 
 # All the child process gets of the kit: this folder, whole (its modules import nothing else of the kit).
 RUNTIME = Path(__file__).resolve().parent / "runtime"
+# The most a spawn may take: importing torch._dynamo first (up to 3.5 s) and the child's report (30 s at most).
+SPAWN_SECONDS = 60.0
 
 
 class Zygote:
@@ -54,13 +56,23 @@ class Zygote:
         theirs.close()
         self.sock = ours
 
-    def _ask(self, req: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
+    def _ask(self, req: dict[str, Any], seconds: float, fds: list[int] | None = None) -> dict[str, Any]:
+        """The zygote's answer within `seconds`; past it (or if it died) the zygote is killed, to be started
+        again by the next spawn, and SandboxUnavailable is raised."""
         data = json.dumps(req).encode()
-        if fds:
-            socket.send_fds(self.sock, [data], fds)
-        else:
-            self.sock.send(data)
-        return json.loads(self.sock.recv(1 << 16))
+        self.sock.settimeout(seconds)
+        try:
+            if fds:
+                socket.send_fds(self.sock, [data], fds)
+            else:
+                self.sock.send(data)
+            reply = self.sock.recv(1 << 16)
+            if not reply:
+                raise OSError("the zygote closed its channel")
+            return json.loads(reply)
+        except (OSError, ValueError) as e:  # socket.timeout is an OSError
+            self.proc.kill()
+            raise isolation.SandboxUnavailable(f"the zygote did not answer ({e})") from None
 
     def spawn(self, plan: isolation.Plan, cwd: Path, env: dict[str, str], stdin: int, stdout: int, warm: bool
               ) -> tuple[int, int | None]:
@@ -73,19 +85,29 @@ class Zygote:
             self.proc.wait()
             self._start()
         reply = self._ask({"op": "spawn", "plan": plan.to_dict(), "cwd": str(cwd), "env": env, "warm": warm},
-                          [stdin, stdout])
+                          SPAWN_SECONDS, [stdin, stdout])
         return int(reply["pid"]), reply["box"]
 
     def wait(self, pid: int, timeout: float) -> int | None:
-        return self._ask({"op": "wait", "pid": pid, "timeout": timeout})["code"]
+        """The exit code of child `pid` once it ends, None if it runs past `timeout` or the zygote is gone."""
+        if not self.alive():
+            return None
+        try:
+            return self._ask({"op": "wait", "pid": pid, "timeout": timeout}, timeout + 10.0)["code"]
+        except isolation.SandboxUnavailable:
+            return None
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def close(self) -> None:
+        """Close the channel: the zygote kills the boxes it still has and exits (see runtime/zygote.py)."""
         self.sock.close()
-        self.proc.kill()
-        self.proc.wait()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         shutil.rmtree(self.runtime, ignore_errors=True)
 
     def __enter__(self) -> Zygote:

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
+
+
+def _scratch_bytes() -> int:
+    text = os.environ.get("AUTOGRADER_SCRATCH_MB", "256")
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"AUTOGRADER_SCRATCH_MB must be a whole number of MiB (at least 1), not {text!r}")
+    return int(text) << 20
 
 
 @dataclass(frozen=True)
@@ -12,3 +20,5 @@ class Limits:
     cpu_seconds: int = 900  # RLIMIT_CPU for the whole child
     memory_bytes: int = 8 << 30  # RLIMIT_AS (CPU only: CUDA maps far more address space)
     file_bytes: int = 64 << 20  # RLIMIT_FSIZE
+    # Each writable tmpfs of the box (its scratch folder, /tmp, /var/tmp, /dev/shm); AUTOGRADER_SCRATCH_MB sets it.
+    scratch_bytes: int = field(default_factory=_scratch_bytes)

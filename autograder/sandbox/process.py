@@ -11,12 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import shutil
 import signal
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
@@ -75,7 +74,7 @@ class Sandbox:
         self.pid: int | None = None
         self.box_pid: int | None = None  # the process running student code
         self.alive = False
-        self._to_child: BinaryIO | None = None
+        self._to_child: int | None = None
         self._from_child: int | None = None
         self.scratch = Path(tempfile.mkdtemp(prefix="grade-"))
         self._buffer = b""
@@ -102,13 +101,13 @@ class Sandbox:
             memory = self.limits.memory_bytes if self.device == "cpu" else None
             data = [self.data_dir] if self.data_dir else []
             self.plan = isolation.make_plan(self.limits.cpu_seconds, self.limits.file_bytes, memory, self.scratch,
-                                            data, [self.zygote.runtime], self.lease)
-            isolation.give_to(self.scratch, self.plan)
+                                            self.limits.scratch_bytes, data, [self.zygote.runtime], self.lease)
+            isolation.prepare_scratch(self.plan)
         except OSError as e:
             raise SandboxUnavailable(f"preparing the sandbox failed: {e}") from None
-        child_in, to_child = os.pipe()
+        child_in, self._to_child = os.pipe()
         self._from_child, child_out = os.pipe()
-        self._to_child = os.fdopen(to_child, "wb")
+        os.set_blocking(self._to_child, False)  # every write has a deadline (_write)
         try:
             self.pid, self.box_pid = self.zygote.spawn(self.plan, self.scratch, self._env(), child_in, child_out,
                                                        self.loads_dynamo)
@@ -143,17 +142,33 @@ class Sandbox:
 
     def _exchange(self, header: dict[str, Any], buffers: list[bytes], timeout: float, during: str
                   ) -> tuple[dict[str, Any], list[bytes]]:
-        try:
-            assert self._to_child is not None
-            wire.write_frame(self._to_child, header, buffers)
-        except OSError:  # a broken pipe: the child is gone
-            raise ChildDied(self._reap(), during) from None
+        """Send one frame and read the answer, both within `timeout`; past it the box is killed."""
         deadline = time.monotonic() + timeout
         try:
+            self._write(wire.frame(header, buffers), deadline, timeout, during)
             return wire.read_frame(lambda n: self._read(n, deadline, timeout, during))
         except ChildTimeout:
             self.kill()
             raise
+
+    def _write(self, pieces: list[bytes], deadline: float, timeout: float, during: str) -> None:
+        """Write to a child that may have stopped reading: never blocks past `deadline`."""
+        assert self._to_child is not None
+        for piece in pieces:
+            view = memoryview(piece)
+            while view:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ChildTimeout(timeout, during)
+                _, ready, _ = select.select([], [self._to_child], [], left)
+                if not ready:
+                    continue
+                try:
+                    view = view[os.write(self._to_child, view[:1 << 20]):]
+                except BlockingIOError:
+                    continue
+                except OSError:  # a broken pipe: the child is gone
+                    raise ChildDied(self._reap(), during) from None
 
     def _read(self, n: int, deadline: float, timeout: float, during: str) -> bytes:
         assert self._from_child is not None
@@ -195,18 +210,21 @@ class Sandbox:
             self.zygote.wait(self.pid, 5.0)
         self.alive = False
         self._buffer = b""
-        if self._to_child is not None:
-            with contextlib.suppress(OSError):
-                self._to_child.close()
-        if self._from_child is not None:
-            os.close(self._from_child)
+        for fd in (self._to_child, self._from_child):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         self._to_child, self._from_child = None, None
 
     def close(self) -> None:
+        """Kill the box and remove what it had; never raises, recurses or blocks for long."""
         self.kill()
         if self.plan is not None and self.plan.box:
             with contextlib.suppress(OSError):
                 os.rmdir(self.plan.box)
         if self.lease is not None:
             self.lease.release()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.plan is not None:
+            isolation.release_scratch(self.plan)
+        else:
+            isolation.remove_tree(str(self.scratch))

@@ -10,13 +10,18 @@ process, before it reads any student code:
   inside an unprivileged user namespace where the kernel allows one);
 - a new root filesystem built as an allow-list on an empty tmpfs: the Python
   runtime and its packages read-only (the kit's own installed copy covered),
-  the scratch folder writable, the check's data folder read-only, private
-  /tmp, /var/tmp and /dev/shm, a few device nodes, its own /proc;
+  the check's data folder read-only, a few device nodes, its own /proc, and
+  the only writable places, each a tmpfs of `scratch_bytes` that dies with the
+  namespace: the scratch working directory, /tmp, /var/tmp and /dev/shm
+  (nothing the submission writes reaches the host's disk, and there is
+  nothing to clean up after it);
 - Landlock (kernel 5.13+, unprivileged): the same allow-list again, no TCP,
   and (ABI 6+) no signals or abstract sockets to processes outside;
 - rlimits on CPU time, address space, file size, core dumps and processes;
 - no_new_privs, and with root a dedicated unprivileged uid per sandbox,
-  leased with lock files that only root can reach.
+  leased with lock files that only root can reach;
+- a parent-death signal on every process between the zygote and the
+  submission: when the judge's zygote dies, its boxes die with it.
 
 The student's process is PID 1 of its namespace: when it is killed, the
 kernel kills every process it started, stopped, setsid'd or double-forked,
@@ -27,6 +32,7 @@ exits with SETUP_FAILED before any student code runs (fail closed).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import fcntl
@@ -38,6 +44,7 @@ import resource
 import signal
 import site
 import struct
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -51,7 +58,7 @@ CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 MNT_DETACH = 2
-PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine(), -1)
 UID_RANGE = range(61000, 61256)
 NPROC = 512  # processes and threads of the sandbox uid (DataLoader workers need some)
@@ -76,11 +83,12 @@ class Plan:
     cpu_seconds: int
     file_bytes: int
     memory_bytes: int | None  # None: no address-space limit (CUDA)
+    scratch: str = ""  # the working directory, writable
+    scratch_bytes: int = 256 << 20  # size of each writable tmpfs (scratch, /tmp, /var/tmp, /dev/shm)
     mode: str = "plain"  # "root": namespaces + own uid; "userns": namespaces unprivileged; "uid"; "plain"
     uid: int | None = None
     box: str | None = None  # the new root's mount point (namespaces only)
     read_only: list[str] = field(default_factory=list)
-    writable: list[str] = field(default_factory=list)
     data: list[str] = field(default_factory=list)  # read-only, for the checks' input files
     covered: list[str] = field(default_factory=list)  # inside read_only, but hidden (the kit's own files)
     devices: list[str] = field(default_factory=list)
@@ -200,9 +208,10 @@ def new_box() -> str:
 def _probe(plan: Plan) -> bool:
     """Apply `plan` in a throwaway forked process: does this machine allow all of it?"""
     scratch = tempfile.mkdtemp(prefix="kit-probe-")
-    plan.writable = [scratch]
+    plan.scratch = scratch
     plan.box = new_box() if plan.box is not None else None
     try:
+        prepare_scratch(plan)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the forked probe
             code = SETUP_FAILED
@@ -214,8 +223,10 @@ def _probe(plan: Plan) -> bool:
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
         return os.waitstatus_to_exitcode(status) == 0
+    except OSError:
+        return False
     finally:
-        os.rmdir(scratch)
+        release_scratch(plan)
         if plan.box:
             os.rmdir(plan.box)
 
@@ -240,18 +251,26 @@ def machine() -> tuple[str, bool]:
     return modes[-1], False
 
 
-def make_plan(cpu_seconds: int, file_bytes: int, memory_bytes: int | None, scratch: Path, data: list[Path],
-              runtime: list[Path], lease: UidLease | None) -> Plan:
+def make_plan(cpu_seconds: int, file_bytes: int, memory_bytes: int | None, scratch: Path, scratch_bytes: int,
+              data: list[Path], runtime: list[Path], lease: UidLease | None) -> Plan:
     """The plan for one child. With root, no free uid means no plan (SandboxUnavailable)."""
     mode, use_landlock = machine()
     if mode in ("root", "uid") and (lease is None or lease.uid is None):
         raise SandboxUnavailable("no sandbox uid was leased")
     read_only = _runtime_paths(runtime)
-    plan = Plan(cpu_seconds, file_bytes, memory_bytes, mode=mode, read_only=read_only,
-                writable=[str(scratch.resolve())], data=[str(p.resolve()) for p in data],
-                covered=_kit_files(read_only), devices=_devices(), landlock=use_landlock)
+    plan = Plan(cpu_seconds, file_bytes, memory_bytes, scratch=str(scratch.resolve()), scratch_bytes=scratch_bytes,
+                mode=mode, read_only=read_only,
+                data=[str(p.resolve()) for p in data], covered=_kit_files(read_only), devices=_devices(),
+                landlock=use_landlock)
     plan.active += ["own process session", "scrubbed environment", "scratch working directory",
-                    "rlimits: cpu time, file size, core dumps", "wall-clock deadline per call"]
+                    "rlimits: cpu time, file size, core dumps", "wall-clock deadline on every read and write",
+                    "parent-death signal: the box dies with the judge's zygote"]
+    size = f"{scratch_bytes >> 20} MiB"
+    if mode == "plain":
+        plan.off.append("size-bounded scratch (needs root or user namespaces): the scratch folder is on the "
+                        "host's disk, each file bounded by the file-size rlimit only")
+    else:
+        plan.active.append(f"scratch on a tmpfs of {size}, never the host's disk")
     (plan.active if sys.platform == "linux" else plan.off).append("no_new_privs")
     (plan.active if memory_bytes else plan.off).append("rlimit: address space (memory)")
     if mode in ("root", "userns"):
@@ -259,7 +278,7 @@ def make_plan(cpu_seconds: int, file_bytes: int, memory_bytes: int | None, scrat
         plan.active += ["PID namespace (own /proc; every process dies with the grading)",
                         "network namespace (no network)", "IPC namespace",
                         "mount namespace: a new root with only the runtime, scratch and data folders",
-                        "private /tmp, /var/tmp and /dev/shm"]
+                        f"private /tmp, /var/tmp and /dev/shm (tmpfs of {size} each)"]
     else:
         plan.off += ["PID, network, IPC and mount namespaces (" +
                      ("the kernel refused them" if mode == "uid" else "no root and no user namespaces") + ")",
@@ -281,11 +300,42 @@ def make_plan(cpu_seconds: int, file_bytes: int, memory_bytes: int | None, scrat
     return plan
 
 
-def give_to(path: Path, plan: Plan) -> None:
-    """Hand the scratch directory to the sandbox uid (only it and root can read it)."""
-    if plan.uid is not None:
-        for p in [path, *path.rglob("*")]:
-            os.chown(p, plan.uid, plan.uid)
+def _scratch_options(plan: Plan) -> str:
+    owner = plan.uid if plan.uid is not None else os.getuid()
+    group = plan.uid if plan.uid is not None else os.getgid()
+    return f"mode=0700,size={plan.scratch_bytes},uid={owner},gid={group}"
+
+
+def prepare_scratch(plan: Plan) -> None:
+    """The judge's side of the scratch folder (an empty directory): with namespaces the child mounts its tmpfs
+    there, inside its own mount namespace; a dedicated uid without namespaces gets one mounted here by the
+    judge (root); plain mode leaves it a folder of the host's disk. Raises OSError."""
+    if plan.mode == "uid":
+        _mount(_libc(), "tmpfs", plan.scratch, "tmpfs", MS_NOSUID | MS_NODEV, _scratch_options(plan))
+
+
+def release_scratch(plan: Plan) -> None:
+    """Remove the scratch folder; never raises, recurses or waits long (see remove_tree)."""
+    if plan.mode == "uid":
+        _libc().umount2(plan.scratch.encode(), MNT_DETACH)
+    remove_tree(plan.scratch)
+
+
+def remove_tree(path: str, timeout: float = 60.0) -> None:
+    """Delete `path` and what is in it, whatever the submission made there, without raising.
+
+    Why coreutils' rm and not shutil.rmtree: rmtree recurses in Python (a tree 1,000 folders deep raises
+    RecursionError, which ignore_errors does not catch) and works on paths (a deeper tree passes PATH_MAX);
+    rm walks any depth with fts, never follows links, and runs under a deadline here."""
+    with contextlib.suppress(OSError):
+        os.rmdir(path)  # the usual case: an empty folder, the submission's files having lived on a tmpfs
+        return
+    if not os.path.lexists(path):
+        return
+    one_fs = ["--one-file-system"] if sys.platform == "linux" else ["-x"]
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(["rm", "-rf", *one_fs, "--", path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=timeout, check=False)
 
 
 # -- the child's side: applied in the forked process, before any student code ---------------------
@@ -342,7 +392,7 @@ def _build_root(libc: ctypes.CDLL, plan: Plan) -> None:
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE, None)
     _tmpfs(libc, box, "mode=0755,size=16m")
     for private in ("/tmp", "/var/tmp", "/dev/shm"):
-        _tmpfs(libc, box + private, "mode=1777,size=512m")
+        _tmpfs(libc, box + private, f"mode=1777,size={plan.scratch_bytes}")
     for path in plan.read_only:
         _bind(libc, path, box, read_only=True)
     for path in plan.covered:
@@ -352,8 +402,7 @@ def _build_root(libc: ctypes.CDLL, plan: Plan) -> None:
             _mount(libc, "/dev/null", box + path, None, MS_BIND, None)
     for path in plan.data:
         _bind(libc, path, box, read_only=True)
-    for path in plan.writable:
-        _bind(libc, path, box, read_only=False)
+    _tmpfs(libc, box + plan.scratch, _scratch_options(plan))
     for dev in plan.devices:
         _bind(libc, dev, box, read_only=False)
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
@@ -387,7 +436,8 @@ def _monitor(box_pid: int) -> None:
     _, status = os.waitpid(box_pid, 0)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP have no handler to reset
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)
     os._exit(os.waitstatus_to_exitcode(status))
@@ -401,6 +451,7 @@ def enter(plan: Plan, cwd: str, report_fd: int | None) -> None:
     Raises OSError if anything fails.
     """
     libc = _libc()
+    parent = os.getppid()
     if plan.namespaces:
         flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
         _check(libc.unshare(flags | (CLONE_NEWUSER if plan.mode == "userns" else 0)), "unshare")
@@ -428,7 +479,7 @@ def enter(plan: Plan, cwd: str, report_fd: int | None) -> None:
         _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if plan.landlock:
         private = ["/tmp", "/var/tmp", "/dev/shm"] if plan.namespaces else ["/dev/shm"]  # DataLoader workers
-        landlock.restrict(plan.read_only + plan.data + ["/proc"], plan.writable + plan.devices + private)
+        landlock.restrict(plan.read_only + plan.data + ["/proc"], [plan.scratch, *plan.devices, *private])
     if plan.uid is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (NPROC, NPROC))
         os.setgroups([])
@@ -436,3 +487,7 @@ def enter(plan: Plan, cwd: str, report_fd: int | None) -> None:
         os.setuid(plan.uid)
     elif plan.mode == "userns":
         _drop_capabilities(libc)
+    if sys.platform == "linux":  # set last: a change of uid clears it
+        _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
+        if not plan.namespaces and os.getppid() != parent:  # the parent died before: no signal will come
+            raise OSError("the sandbox's parent process ended while it was set up")

@@ -209,12 +209,15 @@ class RemoteObject:
         return f"<{self.type_name} object in the student's process>"
 
 
-def write_frame(stream: BinaryIO, header: dict[str, Any], buffers: list[bytes]) -> None:
+def frame(header: dict[str, Any], buffers: list[bytes]) -> list[bytes]:
+    """The pieces of one frame, in order: its header's size, the header, the buffers."""
     head = json.dumps({**header, "buffers": [len(b) for b in buffers]}).encode()
-    stream.write(struct.pack("<Q", len(head)))
-    stream.write(head)
-    for b in buffers:
-        stream.write(b)
+    return [struct.pack("<Q", len(head)), head, *buffers]
+
+
+def write_frame(stream: BinaryIO, header: dict[str, Any], buffers: list[bytes]) -> None:
+    for piece in frame(header, buffers):
+        stream.write(piece)
     stream.flush()
 
 

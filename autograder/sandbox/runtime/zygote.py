@@ -8,17 +8,28 @@ process isolates itself (autograder.sandbox.runtime.isolation) before it reads
 any student code. It runs from the judge's copy of autograder/sandbox/runtime/
 (the children get the same copy and nothing else of the kit), and it is the
 only way a child starts.
+
+It is also the keeper of last resort: when the judge is gone (its channel
+closes, or the zygote is handed to another parent), it kills every box it
+forked before it exits; and each child gets a parent-death signal, so boxes
+die with a zygote that is killed outright.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import select
+import signal
 import socket
 import sys
 import time
 from typing import Any
+
+PR_SET_PDEATHSIG = 1
+POLL_SECONDS = 1.0  # how often an idle zygote checks that its judge still lives
 
 
 def _spawn(req: dict, fds: list[int], sock: socket.socket) -> tuple[int, int | None]:
@@ -31,6 +42,7 @@ def _spawn(req: dict, fds: list[int], sock: socket.socket) -> tuple[int, int | N
     from autograder.sandbox.runtime import child, isolation, wire
 
     report_r, report_w = os.pipe()
+    zygote = os.getpid()
     pid = os.fork()
     if pid:
         os.close(report_w)
@@ -40,6 +52,8 @@ def _spawn(req: dict, fds: list[int], sock: socket.socket) -> tuple[int, int | N
         return pid, int(text) if text.isdigit() else None
     status = isolation.SETUP_FAILED
     try:  # pragma: no cover - runs in the forked child
+        if ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != zygote:
+            os._exit(status)  # no signal would reach it, or the zygote is already gone
         sock.close()
         os.close(report_r)
         os.setsid()
@@ -84,16 +98,30 @@ def _import_dynamo(torch: Any, child: Any) -> None:
         torch.zeros(1).add_(1)
 
 
-def main() -> None:
-    sock = socket.socket(fileno=int(sys.argv[1]))
-    import torch  # the point of the zygote: imported once
+def _kill_boxes(boxes: dict[int, tuple[int | None, int | None, bool]]) -> None:
+    """Kill every child still listed, its box and, without a PID namespace, every process of its uid."""
+    from autograder.sandbox.runtime import isolation
 
-    from autograder.sandbox.runtime import child, isolation, landlock, wire  # noqa: F401  (loaded before any fork)
+    for pid, (box, uid, namespaces) in boxes.items():
+        for target in {pid, box} - {None}:
+            with contextlib.suppress(OSError):
+                os.kill(target, signal.SIGKILL)  # type: ignore[arg-type]
+        if uid is not None and not namespaces:
+            isolation.kill_uid(uid)
+        with contextlib.suppress(OSError):
+            os.waitpid(pid, 0)
 
-    warmed = sys.argv[2:] == ["warm"]
-    if warmed:  # asked for at start: the judge imports its own torch meanwhile
-        _import_dynamo(torch, child)
+
+def _serve(sock: socket.socket, torch: Any, child: Any, warmed: bool,
+           boxes: dict[int, tuple[int | None, int | None, bool]]) -> None:
+    """Answer the judge's requests until its channel closes or it dies."""
+    judge = os.getppid()
     while True:
+        ready, _, _ = select.select([sock], [], [], POLL_SECONDS)
+        if not ready:
+            if os.getppid() != judge:  # the judge died (its channel may live on in a process it forked)
+                return
+            continue
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
         except OSError:
@@ -108,9 +136,31 @@ def main() -> None:
             pid, box = _spawn(req, fds, sock)
             for fd in fds:
                 os.close(fd)
+            plan = req["plan"]
+            boxes[pid] = (box, plan.get("uid"), plan.get("box") is not None)
             sock.send(json.dumps({"pid": pid, "box": box}).encode())
         elif req["op"] == "wait":
-            sock.send(json.dumps({"code": _wait(int(req["pid"]), float(req["timeout"]))}).encode())
+            pid = int(req["pid"])
+            code = _wait(pid, float(req["timeout"]))
+            if code is not None:
+                boxes.pop(pid, None)
+            sock.send(json.dumps({"code": code}).encode())
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    import torch  # the point of the zygote: imported once
+
+    from autograder.sandbox.runtime import child, isolation, landlock, wire  # noqa: F401  (loaded before any fork)
+
+    warmed = sys.argv[2:] == ["warm"]
+    if warmed:  # asked for at start: the judge imports its own torch meanwhile
+        _import_dynamo(torch, child)
+    boxes: dict[int, tuple[int | None, int | None, bool]] = {}  # child pid -> (box pid, uid, PID namespace)
+    try:
+        _serve(sock, torch, child, warmed, boxes)
+    finally:
+        _kill_boxes(boxes)
 
 
 if __name__ == "__main__":
