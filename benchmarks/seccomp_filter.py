@@ -26,6 +26,7 @@ from autograder.sandbox.runtime import syscalls
 
 PR_SET_NO_NEW_PRIVS = 38
 CALLS = 100_000
+LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def in_child(step: Callable[[], object], setup: Callable[[], object] = lambda: None) -> float:
@@ -35,7 +36,7 @@ def in_child(step: Callable[[], object], setup: Callable[[], object] = lambda: N
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the forked child
         try:
-            ctypes.CDLL(None).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
             setup()
             started = time.perf_counter()
             step()
@@ -46,6 +47,10 @@ def in_child(step: Callable[[], object], setup: Callable[[], object] = lambda: N
     os.waitpid(pid, 0)
     with os.fdopen(read) as f:
         return float(f.read())
+
+
+def load() -> None:
+    syscalls.load(LIBC)
 
 
 def calls() -> None:
@@ -67,18 +72,18 @@ def main() -> None:
     if sc is None:
         sys.exit("libseccomp's Python binding is not installed")
     built = syscalls.build(sc)
-    code = syscalls.program()
-    assert code is not None
+    compiled = syscalls.program()
+    assert compiled is not None
     rows = {
         "build (add the rules)": [timed(lambda: syscalls.build(sc)) for _ in range(rounds)],
         "build and compile to BPF: program(), once in the zygote": [timed(syscalls.program.__wrapped__)
                                                                     for _ in range(rounds)],
         "per child, libseccomp's load() of the built filter": [in_child(built.load) for _ in range(rounds)],
-        "per child, syscalls.load() of the compiled program": [in_child(syscalls.load) for _ in range(rounds)],
+        "per child, syscalls.load() of the compiled program": [in_child(load) for _ in range(rounds)],
         f"{CALLS} getppid() calls, without the filter": [in_child(calls) for _ in range(rounds)],
-        f"{CALLS} getppid() calls, with the filter": [in_child(calls, syscalls.load) for _ in range(rounds)],
+        f"{CALLS} getppid() calls, with the filter": [in_child(calls, load) for _ in range(rounds)],
     }
-    print(f"{len(code) // syscalls.BPF_INSTRUCTION} BPF instructions; medians of {rounds} rounds")
+    print(f"{len(compiled.code) // syscalls.BPF_INSTRUCTION} BPF instructions; medians of {rounds} rounds")
     for name, seconds in rows.items():
         print(f"  {name:56s} {statistics.median(seconds) * 1e3:8.3f} ms")
 

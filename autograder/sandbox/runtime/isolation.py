@@ -472,4 +472,4 @@ def enter(plan: Plan, cwd: str, report_fd: int | None) -> None:
     elif plan.mode == "userns":
         _drop_capabilities(libc)
     if plan.seccomp:
-        syscalls.load()
+        syscalls.load(libc)

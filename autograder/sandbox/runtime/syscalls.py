@@ -7,13 +7,15 @@ personality only with the values Docker allows, and clone3 answers ENOSYS so tha
 whose flags a filter can read (clone3's sit behind a pointer). Anything else answers EPERM (fail closed): a
 syscall newer than libseccomp's table, and another ABI's numbers (x32, i386's int 0x80).
 
-What the chapters need stays allowed: DataLoader workers fork (plain clone) and pass batches through pipes,
-socketpairs and /dev/shm (mmap, ftruncate); CUDA opens /dev/nvidia* and drives it with ioctl and mmap;
-threads are clone with CLONE_THREAD; a subprocess is clone or vfork and execve, and keeps the filter.
+What the chapters need stays allowed: torch on the CPU (every chapter) needs mmap, futex and threads (clone
+with CLONE_THREAD); chapter 06's DataLoader workers fork (plain clone) and pass batches through pipes,
+socketpairs and /dev/shm (mmap, ftruncate); CUDA (any chapter graded on a GPU) opens /dev/nvidia* and drives it
+with ioctl and mmap. A subprocess (clone or vfork, then execve) is allowed too, and keeps the filter.
 
-Its cost (benchmarks/seccomp_filter.py): the zygote builds the filter once, before any fork (libseccomp adds
-about 310 rules and compiles them to BPF: about 10 ms); each child only hands the BPF instructions to the
-kernel (prctl: under 1 ms, against about 5 ms for libseccomp's own load(), which compiles them again).
+Its cost (benchmarks/seccomp_filter.py, a quiet machine): the zygote builds the filter once, before any fork
+(libseccomp adds about 310 rules and compiles them to BPF: about 6 ms); each child only hands the compiled
+program to the kernel (prctl: about 0.3 ms, the kernel's own checking; libseccomp's load() would compile it
+again, about 2 ms a child).
 
 The binding: libseccomp's Python binding, as `pyseccomp` (PyPI, ctypes) or Debian's python3-seccomp
 (`seccomp`). Where neither imports (GPU runners with only torch, numpy and pytest), program() is None and
@@ -88,32 +90,37 @@ def build(sc: Any) -> Any:
     return f
 
 
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class Program:
+    """The filter compiled to BPF: its instructions and the struct sock_fprog the kernel reads."""
+
+    def __init__(self, code: bytes) -> None:
+        self.code = ctypes.create_string_buffer(code, len(code))
+        self.fprog = _SockFprog(len(code) // BPF_INSTRUCTION, ctypes.addressof(self.code))
+
+
 @functools.cache
-def program() -> bytes | None:
-    """The filter compiled to BPF instructions, once per process; None where libseccomp's binding is missing."""
+def program() -> Program | None:
+    """The filter, compiled once per process; None where libseccomp's binding is missing."""
     sc = binding()
     if sc is None:
         return None
     with os.fdopen(os.memfd_create("seccomp-bpf"), "w+b") as out:
         build(sc).export_bpf(out)
         out.seek(0)
-        return out.read()
+        return Program(out.read())
 
 
-class _Program(ctypes.Structure):  # struct sock_fprog
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-def load() -> None:
+def load(libc: ctypes.CDLL) -> None:
     """Filter this process and everything it starts, for good. Needs no_new_privs; raises OSError on failure.
 
-    Only the kernel's work is left here: program() was built before the zygote forked this process.
+    Only the kernel's work is left here (`libc` made with use_errno): program() ran before the zygote forked.
     """
-    code = program()
-    if code is None:
+    compiled = program()
+    if compiled is None:
         raise OSError(errno.ENOSYS, "libseccomp's Python binding is not installed")
-    instructions = ctypes.create_string_buffer(code, len(code))
-    fprog = _Program(len(code) // BPF_INSTRUCTION, ctypes.addressof(instructions))
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(compiled.fprog), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "loading the seccomp filter failed")
