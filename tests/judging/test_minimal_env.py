@@ -10,7 +10,7 @@ from tests.kit import ROOT, solved
 
 # Importing any of these fails in the subprocess, as on a runner without the notebook stack.
 ABSENT = ["nbformat", "nbclient", "nbgrader", "jupyter_client", "jupyter_core", "IPython", "ipykernel",
-          "traitlets", "hypothesis", "matplotlib", "rich", "tqdm", "sqlalchemy", "alembic"]
+          "traitlets", "hypothesis", "matplotlib", "rich", "tqdm", "sqlalchemy", "alembic", "pyseccomp", "seccomp"]
 BLOCKER = f"""
 import importlib.abc, runpy, sys
 class Absent(importlib.abc.MetaPathFinder):
@@ -31,6 +31,7 @@ def test_grading_needs_only_torch_numpy_and_pytest(tmp_path: Path) -> None:
     done = _run(CLI, "grade", str(solved(tmp_path, "07_numerical_stability")), "--seed", "1")
     assert done.returncode == 0, done.stderr
     assert "20 / 20" in done.stdout, done.stdout
+    assert "seccomp filter (libseccomp's Python binding is not installed)" in done.stdout, done.stdout
 
 
 def test_the_selftest_needs_only_torch_numpy_and_pytest() -> None:

@@ -250,7 +250,8 @@ def test_the_weaker_modes_grade_and_say_what_is_off(tmp_path: Path, monkeypatch:
                                                     mode: str) -> None:
     """Where the kernel refuses namespaces: a uid of its own still gets a bounded tmpfs scratch, mounted by the
     judge; plain mode says its scratch is the host's disk."""
-    monkeypatch.setattr(isolation, "machine", lambda: (mode, False))
+    real = isolation.machine()
+    monkeypatch.setattr(isolation, "machine", lambda: isolation.Machine(mode, False, real.seccomp))
     box = _sandbox(FILL, Limits(call_seconds=30, load_seconds=20, scratch_bytes=16 << 20))
     try:
         box.start()

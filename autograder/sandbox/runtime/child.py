@@ -1,8 +1,8 @@
 """The child: runs a student's answer cells and serves calls from the judge.
 
 It starts in a sandbox made by autograder.sandbox.process, with a copy of
-autograder/sandbox/runtime/ only (this module, wire, isolation, landlock and the
-zygote that forked it). It never sees the checks, the solutions or the seed, and
+autograder/sandbox/runtime/ only (this module, wire, isolation, landlock, syscalls
+and the zygote that forked it). It never sees the checks, the solutions or the seed, and
 it decides nothing: it returns plain data that the judge then scores.
 """
 

@@ -19,9 +19,12 @@ process, before it reads any student code:
   and (ABI 6+) no signals or abstract sockets to processes outside;
 - rlimits on CPU time, address space, file size, core dumps and processes;
 - no_new_privs, and with root a dedicated unprivileged uid per sandbox,
-  leased with lock files that only root can reach;
+  leased with lock files that only root can reach, never while a process
+  of that uid lives;
 - a parent-death signal on every process between the zygote and the
-  submission: when the judge's zygote dies, its boxes die with it.
+  submission: when the judge's zygote dies, its boxes die with it;
+- last, a seccomp filter (autograder.sandbox.runtime.syscalls): no key rings,
+  ptrace, bpf, io_uring, mounts or new namespaces.
 
 The student's process is PID 1 of its namespace: when it is killed, the
 kernel kills every process it started, stopped, setsid'd or double-forked,
@@ -38,6 +41,7 @@ import dataclasses
 import fcntl
 import functools
 import glob
+import itertools
 import os
 import platform
 import resource
@@ -47,11 +51,12 @@ import struct
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
-from autograder.sandbox.runtime import landlock
+from autograder.sandbox.runtime import landlock, syscalls
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -93,6 +98,7 @@ class Plan:
     covered: list[str] = field(default_factory=list)  # inside read_only, but hidden (the kit's own files)
     devices: list[str] = field(default_factory=list)
     landlock: bool = False
+    seccomp: bool = False
     active: list[str] = field(default_factory=list)
     off: list[str] = field(default_factory=list)
 
@@ -157,7 +163,11 @@ def _state_dir() -> Path:
 
 
 class UidLease:
-    """An unprivileged uid held for one child's lifetime, via a lock file only root can reach."""
+    """An unprivileged uid held for one child's lifetime, via a lock file only root can reach.
+
+    A uid whose lock is free but that still has a process (its last box's, which its cleanup missed) is killed
+    first, and skipped if anything of it survives: a new box never shares a uid with an old one.
+    """
 
     def __init__(self) -> None:
         self.uid: int | None = None
@@ -170,6 +180,10 @@ class UidLease:
             except BlockingIOError:
                 lock.close()
                 continue
+            kill_uid(uid)
+            if any(_processes_of(uid)):
+                lock.close()
+                continue
             self.uid, self._lock = uid, lock
             return
         raise SandboxUnavailable(f"every sandbox uid ({UID_RANGE.start}-{UID_RANGE.stop - 1}) is in use")
@@ -180,22 +194,31 @@ class UidLease:
             self._lock = None
 
 
+def _processes_of(uid: int) -> Iterator[int]:
+    """The pids of `uid`'s processes, zombies left out: they run nothing, and wait only for init to reap them."""
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    with open(f"{entry.path}/stat", "rb") as f:
+                        stat = f.read()
+                    if stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X"):
+                        yield int(entry.name)
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+
+
 def kill_uid(uid: int, rounds: int = 50) -> None:
-    """Without a PID namespace: SIGKILL every process of `uid`, from the judge (root), until none is left.
+    """SIGKILL every process of `uid`, from the judge (root), until none is left (or `rounds` scans later).
 
     No helper runs as that uid, so nothing of the submission can stop or signal the cleaner.
     """
     for _ in range(rounds):
         found = False
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                if entry.stat().st_uid == uid:
-                    os.kill(int(entry.name), signal.SIGKILL)
-                    found = True
-            except (FileNotFoundError, ProcessLookupError):
-                continue
+        for pid in _processes_of(uid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            found = True
         if not found:
             return
 
@@ -231,37 +254,42 @@ def _probe(plan: Plan) -> bool:
             os.rmdir(plan.box)
 
 
+class Machine(NamedTuple):
+    mode: str  # the strongest this machine allows (see Plan.mode)
+    landlock: bool  # whether Landlock works
+    seccomp: bool  # whether the seccomp filter loads
+
+
 @functools.cache
-def machine() -> tuple[str, bool]:
-    """(the strongest mode this machine allows, whether Landlock works), probed once per process."""
-    if sys.platform != "linux":  # namespaces, Landlock and no_new_privs are Linux's
-        return "plain", False
+def machine() -> Machine:
+    """What this machine allows, probed once per process."""
+    if sys.platform != "linux":  # namespaces, Landlock, no_new_privs and seccomp are Linux's
+        return Machine("plain", False, False)
     base = Plan(60, 1 << 20, None, read_only=_runtime_paths([]), devices=_devices())
     root = os.geteuid() == 0
     modes = ["root", "uid"] if root else ["userns", "plain"]
     for mode in modes:
-        for with_landlock in (True, False):
-            if with_landlock and landlock.abi() < 1:
+        for with_landlock, with_seccomp in itertools.product((True, False), repeat=2):
+            if (with_landlock and landlock.abi() < 1) or (with_seccomp and syscalls.program() is None):
                 continue
-            trial = dataclasses.replace(base, mode=mode, landlock=with_landlock,
+            trial = dataclasses.replace(base, mode=mode, landlock=with_landlock, seccomp=with_seccomp,
                                         uid=UID_RANGE.stop - 1 if root else None,
                                         box="" if mode in ("root", "userns") else None)
             if _probe(trial):
-                return mode, with_landlock
-    return modes[-1], False
+                return Machine(mode, with_landlock, with_seccomp)
+    return Machine(modes[-1], False, False)
 
 
 def make_plan(cpu_seconds: int, file_bytes: int, memory_bytes: int | None, scratch: Path, scratch_bytes: int,
               data: list[Path], runtime: list[Path], lease: UidLease | None) -> Plan:
     """The plan for one child. With root, no free uid means no plan (SandboxUnavailable)."""
-    mode, use_landlock = machine()
+    mode, use_landlock, use_seccomp = machine()
     if mode in ("root", "uid") and (lease is None or lease.uid is None):
         raise SandboxUnavailable("no sandbox uid was leased")
     read_only = _runtime_paths(runtime)
     plan = Plan(cpu_seconds, file_bytes, memory_bytes, scratch=str(scratch.resolve()), scratch_bytes=scratch_bytes,
-                mode=mode, read_only=read_only,
-                data=[str(p.resolve()) for p in data], covered=_kit_files(read_only), devices=_devices(),
-                landlock=use_landlock)
+                mode=mode, read_only=read_only, data=[str(p.resolve()) for p in data],
+                covered=_kit_files(read_only), devices=_devices(), landlock=use_landlock, seccomp=use_seccomp)
     plan.active += ["own process session", "scrubbed environment", "scratch working directory",
                     "rlimits: cpu time, file size, core dumps", "wall-clock deadline on every read and write",
                     "parent-death signal: the box dies with the judge's zygote"]
@@ -292,6 +320,11 @@ def make_plan(cpu_seconds: int, file_bytes: int, memory_bytes: int | None, scrat
         plan.active.append(f"Landlock filesystem allow-list (ABI {landlock.abi()}), no TCP")
     else:
         plan.off.append("Landlock (not available in this kernel)")
+    if use_seccomp:
+        plan.active.append("seccomp filter: no key rings, ptrace, bpf, io_uring, mounts or new namespaces")
+    else:
+        plan.off.append("seccomp filter (" + ("libseccomp's Python binding is not installed"
+                                             if syscalls.program() is None else "the kernel refused it") + ")")
     if not plan.namespaces:
         # Landlock cannot hide a path inside an allowed folder: only file permissions keep the kit's copy unread.
         readable = [p for p in plan.covered if os.stat(p).st_mode & 0o004]
@@ -487,7 +520,9 @@ def enter(plan: Plan, cwd: str, report_fd: int | None) -> None:
         os.setuid(plan.uid)
     elif plan.mode == "userns":
         _drop_capabilities(libc)
-    if sys.platform == "linux":  # set last: a change of uid clears it
+    if sys.platform == "linux":  # after setuid, which clears it
         _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
         if not plan.namespaces and os.getppid() != parent:  # the parent died before: no signal will come
             raise OSError("the sandbox's parent process ended while it was set up")
+    if plan.seccomp:
+        syscalls.load(libc)

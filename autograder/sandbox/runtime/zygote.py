@@ -151,8 +151,15 @@ def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     import torch  # the point of the zygote: imported once
 
-    from autograder.sandbox.runtime import child, isolation, landlock, wire  # noqa: F401  (loaded before any fork)
+    from autograder.sandbox.runtime import (  # noqa: F401  (loaded before any fork)
+        child,
+        isolation,
+        landlock,
+        syscalls,
+        wire,
+    )
 
+    syscalls.program()  # the seccomp filter, built once for every child
     warmed = sys.argv[2:] == ["warm"]
     if warmed:  # asked for at start: the judge imports its own torch meanwhile
         _import_dynamo(torch, child)
