@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from autograder.judging.judge import Grade, grade
 from autograder.judging.registry import CHAPTERS
 from autograder.sandbox import launcher
 from autograder.sandbox.limits import Limits
+from autograder.sandbox.runtime.wire import RemoteObject
 
 ROOT = CHECKOUT
 
@@ -85,3 +88,28 @@ def check_count(chapter: str) -> int:
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return len(declared_checks(module))
+
+
+# What no report may carry from student code: characters a terminal acts on (C0 controls but tab and newline,
+# DEL, C1 controls, bidirectional overrides) and lone surrogates, which no UTF-8 file can hold.
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string in a decoded value, dict keys and a remote object's type name included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, RemoteObject):
+        yield value.type_name
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from strings(k)
+            yield from strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from strings(v)
+
+
+def unsafe(value: Any) -> list[str]:
+    """The strings in `value` that hold an unsafe character (see UNSAFE)."""
+    return [s for s in strings(value) if UNSAFE.search(s)]

@@ -33,8 +33,9 @@ from typing import Any, Final, Literal, TypedDict
 
 from autograder.judging import results as fmt
 from autograder.judging.registry import CHAPTERS
-from autograder.judging.report import clean
+from autograder.judging.report import clean, csv_cell
 from autograder.judging.results import Results
+from autograder.judging.untrusted import safe_text
 from autograder.sandbox import launcher
 
 GRADER_ERROR: Final = "grader-error"  # the row status of a submission the grader failed on
@@ -50,6 +51,15 @@ class Job:
     @property
     def key(self) -> str:
         return f"{self.student}/{self.assignment}"
+
+    # The folders' names, as the files name them, are students' text: results hold them made safe.
+    @property
+    def student_text(self) -> str:
+        return safe_text(self.student)
+
+    @property
+    def assignment_text(self) -> str:
+        return safe_text(self.assignment)
 
 
 def submitted_dir(path: Path) -> Path:
@@ -111,12 +121,15 @@ def _done(out: Path, job: Job) -> bool:
 
 
 def error_result(job: Job, device: str, message: str) -> Results:
-    """The result of a submission the grader failed on: no score, and retried on the next run."""
+    """The result of a submission the grader failed on: no score, and retried on the next run. The message may
+    name the student's files, so it is made safe (whole: it is the instructor's account of the failure)."""
+    message = safe_text(message, limit=None)
     return {
         "score": 0.0, "max_score": 0.0, "execution_time": 0.0,
         "output": f"grader error: {message}", "visibility": "visible", "tests": [],
-        "extra_data": {"assignment": job.assignment, "notebook": Path(job.notebook).name, "device": device,
-                       "sandbox": {}, "student": job.student, "sha256": job.sha256, "grader_error": message},
+        "extra_data": {"assignment": job.assignment_text, "notebook": safe_text(Path(job.notebook).name),
+                       "device": device, "sandbox": {}, "student": job.student_text, "sha256": job.sha256,
+                       "grader_error": message},
     }
 
 
@@ -160,7 +173,7 @@ def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launc
     from autograder.judging.report import gradescope
 
     if not job.notebook:
-        g = Grade(Path(f"{job.assignment}.ipynb"), job.assignment, device,
+        g = Grade(Path(f"{job.assignment}.ipynb"), job.assignment_text, device,
                   notes=["No .ipynb file was found in this submission folder."])
         result = gradescope(g)
     else:
@@ -173,7 +186,7 @@ def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launc
                                       zygote=zygote))
         except GraderError as e:
             result = error_result(job, device, str(e))
-    result["extra_data"]["student"], result["extra_data"]["sha256"] = job.student, job.sha256
+    result["extra_data"]["student"], result["extra_data"]["sha256"] = job.student_text, job.sha256
     return result
 
 
@@ -338,10 +351,10 @@ def write_summaries(out: Path, results: list[Results]) -> list[Row]:
     rows = sorted((row(r) for r in results), key=lambda r: (r["student"], r["assignment"]))
     out.mkdir(parents=True, exist_ok=True)
     _write_atomic(out / "summary.json", json.dumps(rows, indent=2))
-    with open(out / "summary.csv.tmp", "w", newline="") as f:
+    with open(out / "summary.csv.tmp", "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=ROW_FIELDS)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: csv_cell(v) for k, v in r.items()} for r in rows)
     os.replace(out / "summary.csv.tmp", out / "summary.csv")
     return rows
 

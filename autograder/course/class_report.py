@@ -35,7 +35,7 @@ from typing import Any
 
 from autograder.course.batch import GRADER_ERROR, row
 from autograder.judging import results as fmt
-from autograder.judging.report import clean
+from autograder.judging.report import clean, csv_cell
 from autograder.judging.results import Outcome, TestResult
 
 PASSED, WRONG, NOT_RUN = "passed", "wrong", "not run"
@@ -58,7 +58,8 @@ class Submission:
     status: str  # graded | error | grader-error | unreadable
     notes: str
     tests: list[TestResult] = field(default_factory=list)
-    integrity: list[str] = field(default_factory=list)
+    integrity: list[str] = field(default_factory=list)  # the first 20
+    integrity_count: int = 0  # in all
     sandbox_off: list[str] = field(default_factory=list)
     out_of_time: bool | None = None  # the grading's time ran out; None: a file of an older version, which does not say
 
@@ -183,8 +184,9 @@ def read_submission(path: Path) -> Submission:
         return Submission(
             summary["student"], summary["assignment"], float(summary["score"]), float(summary["max_score"]),
             summary["status"], _text(result["output"]) or _text(fmt.grader_error(result)), result["tests"],
-            [_text(f) for f in extra.get("integrity", [])], [_text(p) for p in fmt.sandbox_off(result)],
-            extra.get("out_of_time"))
+            [_text(f) for f in extra.get("integrity", [])],
+            extra.get("integrity_count", len(extra.get("integrity", []))),
+            [_text(p) for p in fmt.sandbox_off(result)], extra.get("out_of_time"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         return Submission(student, assignment, 0.0, 0.0, "unreadable",
                           f"the result file {path.name} cannot be read ({type(e).__name__}: {_text(str(e))[:200]}); "
@@ -303,8 +305,8 @@ def _reasons(sub: Submission) -> tuple[int, list[str]]:
         reasons.append((0, "grader error: no score; run grade-all again"))
     if sub.status == "unreadable":
         reasons.append((1, "result file unreadable"))
-    if sub.integrity:
-        reasons.append((2, f"integrity: {len(sub.integrity)} construct(s) reaching into the grader"))
+    if sub.integrity_count:
+        reasons.append((2, f"integrity: {sub.integrity_count} construct(s) reaching into the grader"))
     if any(_kit_failed(t) for t in sub.tests):
         reasons.append((3, "the grader failed inside a check"))
     if sub.status == "error":
@@ -400,17 +402,12 @@ def _cell(value: Any) -> Any:
     """A CSV cell: text without control characters that no spreadsheet reads as a formula."""
     if value is None:
         return ""
-    if isinstance(value, float):
-        return round(value, 4)
-    if not isinstance(value, str):
-        return value
-    text = clean(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    return round(value, 4) if isinstance(value, float) else csv_cell(value)
 
 
 def _write_csv(path: Path, header: list[str], rows: Iterable[list[Any]]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", newline="") as f:
+    with tmp.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(header)
         writer.writerows([_cell(v) for v in r] for r in rows)

@@ -8,7 +8,7 @@ grade-all made of the same notebook instead of grading it again. So the gradeboo
 penalties, and an autograded notebook under autograded/<student>/<assignment>/ that Formgrader
 shows. Grader errors are not recorded (graded again on the next run).
 Needs the dev extras (nbgrader); grading does not.
-All text from a result is HTML-escaped in the feedback pages.
+All text from a result is cleaned of control characters and HTML-escaped in the feedback pages.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judging import results as fmt
+from autograder.judging.report import clean
 from autograder.judging.results import Results
 
 REGISTER = ".venv/bin/nbgrader generate_assignment {assignment} --force"
@@ -157,24 +158,28 @@ def record(course: Path, out: Path) -> Recorded:
     return done
 
 
+def _esc(text: str) -> str:
+    return html.escape(clean(text))
+
+
 def feedback_html(result: Results) -> str:
     """One page per submission: each check's name, points and message; no check code."""
     extra = result["extra_data"]
     rows = []
     for test in result["tests"]:
-        status = html.escape(test.get("status", "skipped"))
+        status = _esc(test.get("status", "skipped"))
         rows.append(
-            f'<tr class="{status}"><td>{html.escape(test["name"])}</td>'
+            f'<tr class="{status}"><td>{_esc(test["name"])}</td>'
             f'<td>{test["score"]:g} / {test["max_score"]:g}</td><td>{status}</td>'
-            f'<td><pre>{html.escape(test["output"])}</pre></td></tr>')
-    notes = f'<p class="notes">{html.escape(result["output"])}</p>' if result["output"] else ""
+            f'<td><pre>{_esc(test["output"])}</pre></td></tr>')
+    notes = f'<p class="notes">{_esc(result["output"])}</p>' if result["output"] else ""
     return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>Feedback: {html.escape(extra["assignment"] or "")}</title>
+<html><head><meta charset="utf-8"><title>Feedback: {_esc(extra["assignment"] or "")}</title>
 <style>body{{font-family:sans-serif;margin:2em}}td{{vertical-align:top;padding:4px 8px}}
 tr.failed td:first-child{{color:#b00}}tr.passed td:first-child{{color:#070}}pre{{white-space:pre-wrap;margin:0}}</style>
 </head><body>
-<h1>{html.escape(extra["assignment"] or "")}: {result["score"]:g} / {result["max_score"]:g}</h1>
-<p>Student: {html.escape(extra.get("student", ""))}. Hidden checks ran on fresh random inputs;
+<h1>{_esc(extra["assignment"] or "")}: {result["score"]:g} / {result["max_score"]:g}</h1>
+<p>Student: {_esc(extra.get("student", ""))}. Hidden checks ran on fresh random inputs;
 a failing check shows the input it failed on.</p>{notes}
 <table><tr><th>check</th><th>points</th><th>status</th><th>message</th></tr>
 {chr(10).join(rows)}
@@ -192,6 +197,6 @@ def write_feedback(course: Path, results: list[Results]) -> int:
             continue
         folder = course / "feedback" / extra["student"] / (extra["assignment"] or "unknown")
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{extra['assignment'] or 'unknown'}.html").write_text(feedback_html(result))
+        (folder / f"{extra['assignment'] or 'unknown'}.html").write_text(feedback_html(result), encoding="utf-8")
         written += 1
     return written

@@ -15,6 +15,8 @@ import torch
 from autograder.judging.remote import StudentError
 from autograder.judging.results import Outcome
 
+MAX_SHOWN = 1000  # characters of a value that is not a tensor, as a message shows it
+
 # The judge's own comparison functions. Student code never runs in this
 # process, but binding them once keeps every check on the same definitions.
 _isclose = torch.isclose
@@ -80,7 +82,8 @@ def show(t: Any, limit: int = 6, precise: bool = False) -> str:
     `precise` prints every value with all its digits (Python's repr of each float).
     """
     if not isinstance(t, torch.Tensor):
-        return repr(t)
+        text = repr(t)  # a value the student's code returned may be huge
+        return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN - 3] + "..."
     dtype = str(t.dtype).removeprefix("torch.")
     if precise:
         small = t.numel() <= limit * limit and t.dim() <= 2

@@ -22,9 +22,10 @@ from autograder.judging.notebook import NotebookError, Submission, load_submissi
 from autograder.judging.plugin import CheckResult, KitPlugin
 from autograder.judging.registry import CHAPTERS_DIR, Chapter
 from autograder.judging.remote import Student
+from autograder.judging.scan import MAX_FLAGS, scan_submission
 from autograder.judging.scan import note as integrity_note
-from autograder.judging.scan import scan_submission
 from autograder.judging.seeds import secret_seed
+from autograder.judging.untrusted import safe_text
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 
@@ -38,8 +39,14 @@ class Grade:
     notes: list[str] = field(default_factory=list)  # shown above the checks
     protections: dict[str, list[str]] = field(default_factory=dict)
     execution_time: float = 0.0
-    integrity: list[str] = field(default_factory=list)  # constructs that reach into grader internals
+    integrity: list[str] = field(default_factory=list)  # constructs that reach into grader internals (the first 20)
+    integrity_count: int = 0  # and how many there are in all
     out_of_time: bool = False  # the grading's time ran out before some check called the code
+
+    @property
+    def name(self) -> str:
+        """The notebook's file name as text: a student's, so made safe (untrusted.safe_text)."""
+        return safe_text(self.notebook.name)
 
     @property
     def score(self) -> float:
@@ -181,7 +188,7 @@ def grade_loaded(
                   runner.protections)
     grade.out_of_time = runner.out_of_time
     if flags:  # forgeable checks were not scored (plugin); the instructor reviews
-        grade.integrity = [str(f) for f in flags]
+        grade.integrity, grade.integrity_count = [str(f) for f in flags[:MAX_FLAGS]], len(flags)
         grade.notes.append(integrity_note(flags))
     if device == "cuda" and not runner.cuda and not runner.fatal:
         grade.notes.append("CUDA was asked for but no CUDA GPU is available: the checks were skipped.")

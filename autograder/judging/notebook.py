@@ -4,6 +4,9 @@ A notebook is JSON. We read it with `json` rather than nbformat on purpose:
 the grading path must import with torch, numpy and pytest alone (GPU runners
 have no Jupyter packages), and we only need a few well-known fields, each of
 which is checked here with a clear message.
+
+The file is student text: its answer cells and every message about it (which names the file) are made safe
+text here, where they enter the judge (autograder/judging/untrusted.py).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judging.registry import CHAPTERS, Chapter
+from autograder.judging.untrusted import safe_text
 
 
 class NotebookError(Exception):
@@ -100,8 +104,12 @@ def _nbgrader(cell: dict[str, Any]) -> dict[str, Any]:
 
 
 def _source(cell: dict[str, Any]) -> str:
+    """The cell's code as safe text. Python reads \\r\\n and \\r as line ends: they become \\n. Other control
+    characters and lone surrogates belong in strings and comments, where their escapes mean the same (raw
+    strings and form feeds aside)."""
     src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
+    code = "".join(src) if isinstance(src, list) else src
+    return safe_text(code.replace("\r\n", "\n").replace("\r", "\n"), limit=None)
 
 
 def detect_assignment(nb: dict[str, Any] | None, path: Path, registry: Mapping[str, Chapter] | None = None
@@ -135,13 +143,13 @@ def load_submission(path: Path, assignment: str | None = None, registry: Mapping
     try:
         nb = read_notebook(path)
     except NotebookError as e:
-        error = str(e)
+        error = safe_text(str(e))
     assignment = assignment or detect_assignment(nb, path, chapters)
     if assignment is None or assignment not in chapters:
         known = ", ".join(chapters)
         raise NotebookError(
             (error + " " if error else "")
-            + f"Cannot tell which assignment {path.name} is for; pass --assignment (one of: {known})."
+            + f"Cannot tell which assignment {safe_text(path.name)} is for; pass --assignment (one of: {known})."
         )
     sub = Submission(path=path, chapter=chapters[assignment], error=error)
     if nb is None:

@@ -26,9 +26,12 @@ from autograder.judging.registry import Chapter
 from autograder.judging.remote import Student, StudentError
 from autograder.judging.results import MEASURED, Outcome, figures
 from autograder.judging.scan import Flag, check_message
+from autograder.judging.untrusted import safe_text
 
 F = TypeVar("F", bound=Callable[..., None])
 SPEC = "__check__"  # the attribute @check sets on a check function
+# Characters kept of one check's message: it may list what the child sent (operators, names), each safe already.
+MAX_OUTPUT = 20_000
 
 
 @dataclass(frozen=True)
@@ -249,5 +252,5 @@ class KitPlugin:
         spec = _spec(item)
         doc = (item.function.__doc__ or item.name).strip().splitlines()[0]  # type: ignore[attr-defined]
         return CheckResult(nodeid=item.nodeid, name=doc, task=spec.task, points=spec.points, visible=spec.visible,
-                           outcome=outcome, output=output, cuda_only=spec.cuda_only,
+                           outcome=outcome, output=safe_text(output, MAX_OUTPUT), cuda_only=spec.cuda_only,
                            bonus=spec.task in self._student.submission.chapter.bonus, measured=measured)

@@ -4,7 +4,8 @@ Checks reach it through their chapter's typed API (autograder/judging/api.py: `a
 calls `Student.vjp`, `traced` and `timed_run` here and gets plain tensors back, decoded by the judge.
 The same seam serves the reference solution, so the kit's tests and real submissions go through
 exactly one path. Anything that goes wrong in the student's process becomes a `StudentError` whose
-message tells the student what happened and what to fix.
+message tells the student what happened and what to fix. Everything the child sends (its load report,
+every reply) is made safe text here, where it enters the judge (autograder/judging/untrusted.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 
 from autograder.judging.notebook import Submission
 from autograder.judging.results import Outcome
+from autograder.judging.untrusted import safe_json
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import ChildDied, ChildTimeout, Sandbox, SandboxUnavailable
@@ -30,6 +32,7 @@ from autograder.sandbox.runtime import wire
 
 MAX_RESTARTS = 8  # child restarts per grading, each ~2 s (import torch)
 MAX_CRASHES = 2  # crashes of one function before its later checks fail fast
+MAX_NAMES_SHOWN = 10  # names a message lists of those the answer cells define
 
 
 # Signals a child dies of when it reaches one of the sandbox's limits (autograder/sandbox/process.py describe_exit).
@@ -112,7 +115,7 @@ class Student:
         try:
             started = self.sandbox.start()
             self.cuda = started["cuda"]
-            self.load_report = _checked_load_report(started["load"])
+            self.load_report = _checked_load_report(safe_json(started["load"]), {c["id"] for c in sub.cells})
         except ChildTimeout as e:
             self.fatal = (f"Running your answer cells took longer than {e.seconds:g} s, so nothing could "
                           "be graded. Look for an infinite loop or heavy work at the top level of a cell.")
@@ -154,8 +157,10 @@ class Student:
             return StudentError(f"The answer cell '{cell}' failed when run:\n{_format_error(err)}",
                                 Outcome.NOT_IMPLEMENTED if stub else Outcome.STUDENT_ERROR)
         defined = sorted(n for n, kind in self.load_report.get("names", {}).items() if kind == "function")
+        more = len(defined) - MAX_NAMES_SHOWN
+        shown = ", ".join(n[:60] for n in defined[:MAX_NAMES_SHOWN]) + (f" and {more} more" if more > 0 else "")
         return StudentError(f"`{name}` is not defined by your answer cell '{cell}'"
-                            + (f" (it defines: {', '.join(defined)})" if defined else "")
+                            + (f" (it defines: {shown})" if defined else "")
                             + ". Keep the name and the signature of the stub exactly as given.")
 
     # -- calls ---------------------------------------------------------------
@@ -195,6 +200,7 @@ class Student:
         except wire.WireError as e:
             sandbox.kill()
             raise StudentError(f"`{during}` corrupted the grader's channel ({e}).") from None
+        reply = safe_json(reply)
         if reply.get("ok") is not True:
             err = reply.get("error")
             if not isinstance(err, dict) or not all(isinstance(err.get(k, ""), str) for k in ERROR_FIELDS):
@@ -282,8 +288,9 @@ class Student:
         return self._request(name or "kit.make_inputs", header, buffers, during, timeout, RUN_REPLY)
 
 
-def _checked_load_report(report: Any) -> dict[str, Any]:
-    """The child's account of running the cells, sent after student code ran: shape-checked."""
+def _checked_load_report(report: Any, cells: set[str]) -> dict[str, Any]:
+    """The child's account of running the cells, sent after student code ran: shape-checked, with the errors
+    of the answer `cells` only."""
     def strings(d: Any) -> bool:
         return isinstance(d, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in d.items())
 
@@ -292,7 +299,7 @@ def _checked_load_report(report: Any) -> dict[str, Any]:
     if not (isinstance(errors, dict) and all(isinstance(k, str) and strings(v) for k, v in errors.items())
             and strings(names)):
         raise wire.WireError("the report on running the answer cells is malformed")
-    return {"errors": errors, "names": names}
+    return {"errors": {k: v for k, v in errors.items() if k in cells}, "names": names}
 
 
 def _format_error(err: dict[str, Any]) -> str:

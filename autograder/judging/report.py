@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, cast
 
 from autograder.judging.results import Results, Sandbox, TestResult
+from autograder.judging.untrusted import safe_text
 
 if TYPE_CHECKING:  # the batch coordinator uses `clean` without importing torch
     from autograder.judging.judge import Grade
 
-# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Cells a spreadsheet would read as a formula (OWASP's list for CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def clean(text: str) -> str:
-    """Text from student code made safe for a terminal, a CSV or a log: terminal control
-    characters (escape sequences, carriage returns...) become visible escapes such as \\x1b."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    """Text made safe for a terminal, a CSV or a log, whatever file it was read from: terminal control
+    characters (escape sequences, carriage returns...) and lone surrogates become visible escapes such as
+    \\x1b (untrusted.safe_text, without a limit). Text from student code is made so where it enters the
+    judge; writers clean again what they read from older files."""
+    return safe_text(text, limit=None)
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell no spreadsheet runs: text is cleaned, and given a leading apostrophe where it would start a
+    formula; numbers stay numbers."""
+    if not isinstance(value, str):
+        return value
+    text = clean(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def gradescope(grade: Grade) -> Results:
@@ -48,10 +59,11 @@ def gradescope(grade: Grade) -> Results:
         "tests": tests,
         "extra_data": {
             "assignment": grade.assignment,
-            "notebook": grade.notebook.name,
+            "notebook": grade.name,
             "device": grade.device,
             "sandbox": cast(Sandbox, grade.protections),  # {"active": [...], "off": [...]}, or {}
             "integrity": grade.integrity,  # constructs reaching into grader internals (autograder/judging/scan.py)
+            "integrity_count": grade.integrity_count,
             "bonus": {"score": grade.bonus, "max_score": grade.bonus_max},
             "out_of_time": grade.out_of_time,
         },
@@ -67,7 +79,7 @@ def _bonus(grade: Grade) -> str:
 
 
 def text(grade: Grade) -> str:
-    lines = [f"{grade.notebook.name} ({grade.assignment or 'unknown assignment'}, {grade.device}): "
+    lines = [f"{grade.name} ({grade.assignment or 'unknown assignment'}, {grade.device}): "
              f"{grade.score:g} / {grade.max_score:g}{_bonus(grade)} in {grade.execution_time:.1f} s"]
     lines += [f"  ! {note}" for note in grade.notes]
     for r in grade.results:

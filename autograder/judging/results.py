@@ -117,7 +117,8 @@ class ExtraData(_Extra, total=False):
     notebook: str
     device: str
     sandbox: Sandbox
-    integrity: list[str]  # constructs reaching into grader internals (autograder/judging/scan.py)
+    integrity: list[str]  # constructs reaching into grader internals (autograder/judging/scan.py), the first 20
+    integrity_count: int  # how many there are in all; absent in older files, which list them all
     bonus: Bonus  # stretch tasks' points, included in the score
     out_of_time: bool  # the notebook's grading time ran out before some check; absent in older files
     student: str  # grade-all: the submission folder's name
@@ -188,7 +189,8 @@ _TEST_OPTIONAL = {"status": lambda v: v in ("passed", "failed"),
 _EXTRA_OPTIONAL = {
     "assignment": lambda v: v is None or isinstance(v, str), "notebook": _is_str, "device": _is_str,
     "sandbox": lambda v: isinstance(v, dict) and all(_strings(v.get(k, [])) for k in ("active", "off")),
-    "integrity": _strings, "out_of_time": lambda v: isinstance(v, bool), "student": _is_str, "sha256": _is_str,
+    "integrity": _strings, "integrity_count": lambda v: type(v) is int and v >= 0,
+    "out_of_time": lambda v: isinstance(v, bool), "student": _is_str, "sha256": _is_str,
     "grader_error": _is_str,
     "bonus": lambda v: isinstance(v, dict) and _number(v.get("score")) and _number(v.get("max_score"))}
 _RESULTS = {"score": _number, "max_score": _number, "output": _is_str, "tests": lambda v: isinstance(v, list),

@@ -74,6 +74,7 @@ CALLS = {
 }
 DYNAMIC = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 LIBRARY_SETTINGS = ("torch.backends.",)  # library attributes that ordinary code sets (cudnn.benchmark, tf32)
+MAX_FLAGS = 20  # flags a report lists; it counts them all
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _GRADER_NAME = re.compile(r"\b(autograder|__harness__|kit)\.[A-Za-z_]|^\s*(autograder|__harness__)\s*$")
 
@@ -472,17 +473,21 @@ def references(submission: Any, dotted: str, cell: str | None = None) -> list[tu
     return sorted(set(found))
 
 
+def _listed(flags: list[Flag], most: int) -> str:
+    more = len(flags) - most
+    return "\n".join(f"  {f}" for f in flags[:most]) + (f"\n  ... and {more} more" if more > 0 else "")
+
+
 def note(flags: list[Flag]) -> str:
-    """The plain statement for the student and the instructor, above the checks."""
+    """The plain statement for the student and the instructor, above the checks (the first MAX_FLAGS flags)."""
     return ("Integrity: your answer cells reach into the grader's internals, so the checks that observe your "
             "code from inside its own process (operation counts, hooks, autocast and harness records) were not "
-            "scored. Your instructor will review the submission. Flagged:\n"
-            + "\n".join(f"  {f}" for f in flags))
+            "scored. Your instructor will review the submission. Flagged:\n" + _listed(flags, MAX_FLAGS))
 
 
 def check_message(flags: list[Flag]) -> str:
     """The output of a forgeable check in a flagged submission."""
-    shown = "\n".join(f"  {f}" for f in flags[:6]) + (f"\n  ... and {len(flags) - 6} more" if len(flags) > 6 else "")
+    shown = _listed(flags, 6)
     return ("Not scored: your code reaches into the grader's internals, so what this check observed inside "
             f"your process cannot be trusted:\n{shown}\nProblem:  ordinary code for this exercise never needs "
             "these constructs; your instructor will review the submission.\nHint:     Remove them (and any "

@@ -54,7 +54,8 @@ def secret_seed(sub: Submission, student: str | None = None) -> int:
     the notebook's bytes when its cells cannot be read (`sub.error`).
     """
     if student:
-        material = f"student\0{sub.chapter.id}\0{student}".encode()
+        # surrogateescape: a folder name that is not UTF-8 counts as the bytes the file system holds
+        material = f"student\0{sub.chapter.id}\0{student}".encode("utf-8", "surrogateescape")
     elif sub.error is None:
         cells = sorted((c["id"], normalized_code(c["source"])) for c in sub.cells)
         material = "\0".join(["code", sub.chapter.id, *(f"{cid}\0{code}" for cid, code in cells)]).encode()

@@ -1,5 +1,6 @@
 """A bounded judge: hostile frames and forged replies from the child only ever become
-wire.WireError (in the wire) or a StudentError with a clear message (in remote)."""
+wire.WireError (in the wire) or a StudentError with a clear message (in remote), and every string the
+judge keeps from them is safe (valid UTF-8, no terminal control characters) and bounded."""
 
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
+from autograder.judging import judge as judge_module
+from autograder.judging import remote
 from autograder.judging.notebook import load_submission
 from autograder.judging.remote import RUN_REPLY, Student, StudentError
+from autograder.judging.untrusted import MAX_TEXT
 from autograder.sandbox.runtime import wire
-from tests.kit import FAST, by_name, grade_fast, solved, zygote
+from tests.kit import FAST, by_name, grade_fast, solved, strings, unsafe, zygote
 
 CH = "07_numerical_stability"
 
@@ -299,3 +303,115 @@ def test_student_code_forging_replies_in_the_child_fails_clearly(tmp_path: Path)
     g = grade_fast(solved(tmp_path, CH, softmax=FORGES_REPLIES), only="check_softmax_guide_example")
     out = by_name(g)["check_softmax_guide_example"].output
     assert g.score == 0 and "malformed" in out and "grader itself failed" not in out, out
+
+
+# -- fuzzing what reaches the judge: strings safe and bounded ------------------------------------
+
+# Lone surrogates (JSON's "\ud800" escapes), terminal escapes, NUL, bidi overrides; and huge strings.
+BAD = ["\ud800", "\udfff", "\x1b[2J", "\x00", "\x9b", "\u202e", "\r", "<script>"]
+HUGE = ["x" * 100_000, "\x00" * 30_000, "\ud800" * 20_000]
+hostile_text = (st.lists(st.characters(codec=None, exclude_categories=()) | st.sampled_from(BAD), max_size=12)
+                .map("".join) | st.sampled_from(HUGE))
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "\x1b[31m\ud800"
+    for _ in range(depth):
+        value = {"$list": [value]}
+    return value
+
+
+reply_values = st.recursive(
+    st.none() | st.integers() | hostile_text,
+    lambda inner: (st.lists(inner, max_size=3).map(lambda v: {"$list": v})
+                   | st.dictionaries(hostile_text, inner, max_size=3).map(lambda d: {"$dict": d})
+                   | hostile_text.map(lambda t: {"$dtype": t})
+                   | hostile_text.map(lambda t: {"$object": t, "handle": 0})),
+    max_leaves=12) | st.integers(1, 70).map(_nested)
+errors = st.fixed_dictionaries({}, optional={"type": hostile_text, "message": hostile_text, "where": hostile_text})
+replies = (reply_values.map(lambda v: {"ok": True, "value": v})
+           | errors.map(lambda e: {"ok": False, "error": e}))
+# One string at most this long as the judge keeps it (MAX_TEXT and the note of what was cut).
+LONGEST = MAX_TEXT + 100
+
+
+@pytest.fixture(scope="module")
+def judge(notebook: Path) -> Any:
+    """The judge's handling of raw bytes as the child's reply: the value, or the StudentError's message;
+    None when the frame is a WireError."""
+    student = Student(load_submission(notebook), "cpu", FAST, time.monotonic() + 3600, zygote())
+    student.load_report = {"names": {"softmax": "function"}, "errors": {}}
+
+    def judged(data: bytes) -> Any:
+        try:
+            header, buffers = wire.read_frame(reader(data))
+        except (wire.WireError, Ended):
+            return None
+        student.sandbox = ForgedChild(header, buffers)  # type: ignore[assignment]
+        try:
+            return student._request("softmax", {"op": "call", "name": "softmax"}, [], "softmax(x)", None)
+        except StudentError as e:
+            return str(e)
+
+    yield judged
+    student.close()
+
+
+def _assert_safe(got: Any) -> None:
+    assert not unsafe(got), unsafe(got)[:3]
+    longest = max(map(len, strings(got)), default=0)
+    assert longest <= (4 * LONGEST if isinstance(got, str) else LONGEST), longest  # a message holds 3 fields
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(replies)
+def test_any_json_reply_reaches_the_judge_as_safe_bounded_strings(judge: Any, reply: dict[str, Any]) -> None:
+    _assert_safe(judge(frame(reply)))  # json.dumps writes lone surrogates as \ud800 escapes
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64).map(lambda b: struct.pack("<Q", len(b)) + b) | st.binary(max_size=80))
+def test_any_bytes_reach_the_judge_as_safe_strings_or_a_wire_error(judge: Any, data: bytes) -> None:
+    _assert_safe(judge(data))
+
+
+class ForgedStart(ForgedChild):
+    """Stands in for a sandbox whose child ran the cells and sent back `report` as its load report."""
+
+    report: Any = None
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__({}, [])
+
+    def start(self) -> dict[str, Any]:
+        return {"load": self.report, "cuda": False}
+
+
+def _many_names(count: int) -> dict[str, str]:
+    return {f"f{i}\x1b[2J" + "\ud800" * 50: "function" for i in range(count)}
+
+
+load_reports = st.fixed_dictionaries({
+    "errors": st.dictionaries(st.sampled_from(["softmax", "log_softmax"]) | hostile_text,
+                              st.fixed_dictionaries({"type": hostile_text, "message": hostile_text,
+                                                     "where": hostile_text}), max_size=4),
+    "names": st.dictionaries(hostile_text, hostile_text | st.just("function"), max_size=4)
+    | st.sampled_from([10, 3000]).map(_many_names)})
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(load_reports)
+def test_any_load_report_reaches_the_judge_as_safe_bounded_notes(notebook: Path, report: dict[str, Any]) -> None:
+    ForgedStart.report = report
+    student = Student(load_submission(notebook), "cpu", FAST, time.monotonic() + 60, zygote())
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(remote, "Sandbox", ForgedStart)
+            student.start()
+        assert not unsafe(student.load_report)
+        notes = judge_module._load_notes(student)
+        missing = str(student._why_missing("softmax_cross_entropy"))
+    finally:
+        student.close()
+    assert not unsafe([*notes, missing])
+    assert len(notes) <= 3 and max(map(len, notes), default=0) <= 4 * LONGEST and len(missing) <= 4 * LONGEST
