@@ -113,3 +113,12 @@ def strings(value: Any) -> Iterator[str]:
 def unsafe(value: Any) -> list[str]:
     """The strings in `value` that hold an unsafe character (see UNSAFE)."""
     return [s for s in strings(value) if UNSAFE.search(s)]
+
+
+# What code may not hold once loaded (untrusted.safe_code): what no UTF-8 file can hold, and terminal escapes.
+UNSAFE_IN_CODE = re.compile("[\x1b\x9b\ud800-\udfff]")
+
+
+def unsafe_code(value: Any) -> list[str]:
+    """The strings in `value` that hold a character code may not (see UNSAFE_IN_CODE)."""
+    return [s for s in strings(value) if UNSAFE_IN_CODE.search(s)]

@@ -188,7 +188,7 @@ def grade_loaded(
                   runner.protections)
     grade.out_of_time = runner.out_of_time
     if flags:  # forgeable checks were not scored (plugin); the instructor reviews
-        grade.integrity, grade.integrity_count = [str(f) for f in flags[:MAX_FLAGS]], len(flags)
+        grade.integrity, grade.integrity_count = [safe_text(str(f)) for f in flags[:MAX_FLAGS]], len(flags)
         grade.notes.append(integrity_note(flags))
     if device == "cuda" and not runner.cuda and not runner.fatal:
         grade.notes.append("CUDA was asked for but no CUDA GPU is available: the checks were skipped.")

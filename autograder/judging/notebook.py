@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judging.registry import CHAPTERS, Chapter
-from autograder.judging.untrusted import safe_text
+from autograder.judging.untrusted import safe_code, safe_text
 
 
 class NotebookError(Exception):
@@ -104,12 +104,11 @@ def _nbgrader(cell: dict[str, Any]) -> dict[str, Any]:
 
 
 def _source(cell: dict[str, Any]) -> str:
-    """The cell's code as safe text. Python reads \\r\\n and \\r as line ends: they become \\n. Other control
-    characters and lone surrogates belong in strings and comments, where their escapes mean the same (raw
-    strings and form feeds aside)."""
+    """The cell's code as safe text (untrusted.safe_code). Python reads \\r\\n and \\r as line ends: they become
+    \\n, which no terminal acts on."""
     src = cell.get("source", "")
     code = "".join(src) if isinstance(src, list) else src
-    return safe_text(code.replace("\r\n", "\n").replace("\r", "\n"), limit=None)
+    return safe_code(code.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def detect_assignment(nb: dict[str, Any] | None, path: Path, registry: Mapping[str, Chapter] | None = None

@@ -19,6 +19,9 @@ MAX_TEXT = 2000  # characters kept of one string from the child (its messages ar
 # C0 controls but tab and newline, DEL, C1 controls, the bidirectional overrides, and lone surrogates
 # (JSON's "\ud800" escapes decode to them; no UTF-8 file can hold one).
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# In code, only what no UTF-8 file can hold and what drives a terminal (ESC, CSI); every other control character
+# is left as the student wrote it, since an escape would change a raw string or a form feed's indentation.
+_UNSAFE_IN_CODE = re.compile("[\x1b\x9b\ud800-\udfff]")
 
 
 def _escape(char: str) -> str:
@@ -40,6 +43,11 @@ def safe_text(text: str, limit: int | None = MAX_TEXT) -> str:
             break
         kept += 1
     return _UNSAFE.sub(lambda m: _escape(m.group()), text[:kept]) + f" [... {len(text) - kept} more characters cut]"
+
+
+def safe_code(code: str) -> str:
+    """A cell's source with lone surrogates and terminal escapes shown as escapes; any other character, kept."""
+    return _UNSAFE_IN_CODE.sub(lambda m: _escape(m.group()), code)
 
 
 def safe_json(value: Any) -> Any:

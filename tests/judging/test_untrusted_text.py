@@ -19,7 +19,7 @@ from autograder.judging.notebook import MAX_ANSWER_BYTES, Submission, load_submi
 from autograder.judging.plugin import MAX_OUTPUT
 from autograder.judging.report import gradescope, text
 from autograder.judging.untrusted import MAX_TEXT, safe_json, safe_text
-from tests.kit import UNSAFE, by_name, grade_fast, solution_cells, solved, strings, unsafe
+from tests.kit import UNSAFE, by_name, grade_fast, solution_cells, solved, strings, unsafe, unsafe_code
 
 CH = "07_numerical_stability"
 HOSTILE = chr(0xD800) + chr(0) + "\x1b[2J" + chr(0x202E) + "<script>alert(1)</script>"
@@ -85,10 +85,22 @@ RAW_IN_CODE = ('def softmax(logits, dim=-1):\r\n    note = "\x1b[2J' + chr(0xD80
                "    assert len(note) == 5\r\n" + solution_cells(CH)["softmax"].split("\n", 1)[1].replace("\n", "\r\n"))
 
 
+# Control characters that are code: a form feed in the indentation, a bell inside a raw string.
+KEPT_IN_CODE = ('def softmax(logits, dim=-1):\n\x0c    bell = r"\x07"\n    assert bell == chr(7)\n'
+                + solution_cells(CH)["softmax"].split("\n", 1)[1])
+
+
+def test_control_characters_that_are_code_are_kept(tmp_path: Path) -> None:
+    path = solved(tmp_path, CH, softmax=KEPT_IN_CODE)
+    assert load_submission(path).cells[0]["source"].startswith(KEPT_IN_CODE[:40])
+    g = grade_fast(path, only="check_softmax_guide_example")
+    assert g.score == 1, by_name(g)["check_softmax_guide_example"].output
+
+
 def test_control_characters_in_a_cell_are_escaped_and_the_code_still_runs(tmp_path: Path) -> None:
     path = solved(tmp_path, CH, softmax=RAW_IN_CODE)
     sub = load_submission(path)
-    assert not unsafe([c["source"] for c in sub.cells]) and "\r" not in sub.cells[0]["source"]
+    assert not unsafe_code([c["source"] for c in sub.cells]) and "\r" not in sub.cells[0]["source"]
     g = grade_fast(path, only="check_softmax_guide_example")
     assert g.score == 1, by_name(g)["check_softmax_guide_example"].output
 
@@ -171,8 +183,9 @@ def test_the_loader_returns_a_safe_submission_for_any_file(tmp_path: Path, data:
     path.write_bytes(data)
     sub = load_submission(path, CH)
     assert isinstance(sub, Submission)
-    shown = [sub.error or "", sub.missing, sub.cells]
+    shown = [sub.error or "", sub.missing]
     assert not unsafe(shown), unsafe(shown)
+    assert not unsafe_code(sub.cells), unsafe_code(sub.cells)
     assert len(sub.error or "") <= 5000
     assert len(json.dumps([c["source"] for c in sub.cells])) <= MAX_ANSWER_BYTES
 
