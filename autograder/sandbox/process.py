@@ -3,7 +3,8 @@
 The judge never imports or executes student code. A child is forked by the
 zygote (autograder.sandbox.runtime.zygote), isolates itself (autograder.sandbox.runtime.isolation), and
 serves frames on a pair of pipes; this module sends requests and waits for
-answers with a deadline.
+answers with a deadline. The judge holds the box from outside (autograder.sandbox.control): it can freeze,
+confine and kill it whole.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from autograder.sandbox.control import BoxControl
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.runtime import isolation, wire
@@ -74,6 +77,7 @@ class Sandbox:
         self.lease: isolation.UidLease | None = None
         self.pid: int | None = None
         self.box_pid: int | None = None  # the process running student code
+        self.control: BoxControl | None = None  # the judge's hold on it and every process it starts
         self.alive = False
         self._to_child: BinaryIO | None = None
         self._from_child: int | None = None
@@ -104,6 +108,7 @@ class Sandbox:
             self.plan = isolation.make_plan(self.limits.cpu_seconds, self.limits.file_bytes, memory, self.scratch,
                                             data, [self.zygote.runtime], self.lease)
             isolation.give_to(self.scratch, self.plan)
+            self.control = BoxControl(self.plan.uid, self.plan.namespaces)
         except OSError as e:
             raise SandboxUnavailable(f"preparing the sandbox failed: {e}") from None
         child_in, to_child = os.pipe()
@@ -125,13 +130,21 @@ class Sandbox:
         except (ChildDied, ChildTimeout, wire.WireError) as e:
             self.kill()
             raise SandboxUnavailable(f"setting up the sandbox failed ({e})") from None
-        hello = {"preamble": self.preamble, "harness": self.harness, "cells": self.cells, "device": self.device}
-        setup, _ = self._exchange(hello, [], self.limits.load_seconds, "importing the chapter's modules")
+        during = "importing the chapter's modules"
+        self._send({"preamble": self.preamble, "harness": self.harness, "device": self.device}, [], during)
+        # Moving a process into a group waits for an RCU grace period (about 10 ms): the child runs the chapter's
+        # code meanwhile. The cells come after, so every process that student code starts joins the box's groups.
+        self.control.attach(self.box_pid)
+        active, off = self.control.describe()
+        self.plan.active += active
+        self.plan.off += off
+        setup, _ = self._receive(self.limits.load_seconds, during)
         # Sent before any student code ran, so it is the one part of the start that the submission cannot forge.
         facts = setup.get("setup")
         if not isinstance(facts, dict) or facts.get("setup_error") is not None:
             self.kill()
             raise SandboxUnavailable(f"the chapter's imports failed: {facts.get('setup_error') if facts else facts}")
+        self._send({"cells": self.cells}, [], "loading your notebook")
         deadline = time.monotonic() + self.limits.load_seconds
         header, _ = wire.read_frame(lambda n: self._read(n, deadline, self.limits.load_seconds,
                                                          "loading your notebook"))
@@ -143,11 +156,17 @@ class Sandbox:
 
     def _exchange(self, header: dict[str, Any], buffers: list[bytes], timeout: float, during: str
                   ) -> tuple[dict[str, Any], list[bytes]]:
+        self._send(header, buffers, during)
+        return self._receive(timeout, during)
+
+    def _send(self, header: dict[str, Any], buffers: list[bytes], during: str) -> None:
         try:
             assert self._to_child is not None
             wire.write_frame(self._to_child, header, buffers)
         except OSError:  # a broken pipe: the child is gone
             raise ChildDied(self._reap(), during) from None
+
+    def _receive(self, timeout: float, during: str) -> tuple[dict[str, Any], list[bytes]]:
         deadline = time.monotonic() + timeout
         try:
             return wire.read_frame(lambda n: self._read(n, deadline, timeout, during))
@@ -180,9 +199,24 @@ class Sandbox:
         self.alive = False
         return code
 
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Every process of this submission stopped for the block, and resumed after it (while the judge times
+        another process). A box that cannot be frozen is killed instead: the next request starts it again."""
+        if not self.alive or self.control is None:
+            yield
+            return
+        with self.control.frozen() as done:
+            if not done:
+                self.kill()
+            yield
+
     def kill(self) -> None:
-        """End every process of this submission. With a PID namespace, killing its first process
-        makes the kernel kill the rest; without, the uid's processes are hunted down by the judge."""
+        """End every process of this submission. Its groups' kill where it has them; with a PID namespace,
+        killing its first process makes the kernel kill the rest; without, the uid's processes are hunted
+        down by the judge."""
+        if self.control is not None:
+            self.control.kill()
         if self.pid is not None and self.alive:
             for pid in {self.box_pid, self.pid} - {None}:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -204,6 +238,8 @@ class Sandbox:
 
     def close(self) -> None:
         self.kill()
+        if self.control is not None:
+            self.control.close()
         if self.plan is not None and self.plan.box:
             with contextlib.suppress(OSError):
                 os.rmdir(self.plan.box)
