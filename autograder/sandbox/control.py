@@ -17,7 +17,6 @@ No judge fails just because cgroups are missing: what is in force goes in the sa
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import itertools
 import os
@@ -161,6 +160,22 @@ def machine() -> dict[str, Hierarchy | None]:
     return {role: found[0] if found else None for role, found in candidates().items()}
 
 
+_leftovers: list[Path] = []  # groups closed while their processes were still exiting
+
+
+def remove_leftovers() -> None:
+    """Remove the groups closed earlier that are empty by now: each close tries, and a judge's first probe removes
+    those of judges that have exited (_clear_stale)."""
+    for path in list(_leftovers):
+        try:
+            os.rmdir(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue  # still populated
+        _leftovers.remove(path)
+
+
 @dataclass
 class Group:
     path: Path
@@ -247,14 +262,13 @@ class BoxControl:
             except OSError:
                 continue
         for group in made.values():
-            try:
-                if not group.roles:
-                    raise OSError(errno.EINVAL, "no role")
-                _write(group.path / "cgroup.procs", str(box))
-                self.groups.append(group)
-            except OSError:
-                with contextlib.suppress(OSError):
-                    os.rmdir(group.path)
+            with contextlib.suppress(OSError):
+                if group.roles:
+                    _write(group.path / "cgroup.procs", str(box))
+                    self.groups.append(group)
+                    continue
+            with contextlib.suppress(OSError):
+                os.rmdir(group.path)
         if self._role("cpuset") is None:
             self._confine()
 
@@ -406,43 +420,35 @@ class BoxControl:
         finally:
             self.thaw()
 
-    def kill(self, seconds: float = 1.0) -> None:
-        """SIGKILL every process in the box's groups: v2's cgroup.kill, else freeze, kill and thaw until none is
-        left. Without a group, nothing (the sandbox's own kill does what it can). Never raises."""
+    def kill(self) -> None:
+        """SIGKILL every process in the box's groups: v2's cgroup.kill, else freeze, kill and thaw until a sweep finds
+        none not killed yet (once frozen, the list is complete, and a killed process forks no more). Without a
+        group, nothing (the sandbox's own kill does what it can). Never raises; never waits for them to exit."""
         if not self.groups:
             return
         group = self._role("freezer") or self.groups[0]
-        deadline = time.monotonic() + seconds
+        deadline = time.monotonic() + FREEZE_SECONDS
         with contextlib.suppress(OSError):
             if group.version == 2 and (group.path / "cgroup.kill").exists():
                 _write(group.path / "cgroup.kill", "1")
                 return
-            while (pids := group.pids()) and time.monotonic() < deadline:
-                if "freezer" in group.roles:  # nothing forks while the sweep runs; no wait for it to settle
+            killed: set[int] = set()
+            while set(group.pids()) - killed and time.monotonic() < deadline:
+                if "freezer" in group.roles:
                     group.set_frozen(True)
+                    self._wait(group)
+                pids = set(group.pids()) - killed
                 for pid in pids:
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL)
                 if "freezer" in group.roles:
                     group.set_frozen(False)
-                time.sleep(0.001)
+                killed |= pids
 
-    def close(self, seconds: float = 1.0) -> None:
-        """Remove the box's groups, killing what is left in them; gives up after about `seconds`. Never raises."""
-        deadline = time.monotonic() + seconds
-        killed = False
-        for group in self.groups:
-            while True:
-                try:
-                    os.rmdir(group.path)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError as e:
-                    if e.errno != errno.EBUSY or time.monotonic() > deadline:
-                        break
-                if not killed:
-                    self.kill(max(deadline - time.monotonic(), 0.0))
-                    killed = True
-                time.sleep(0.002)
+    def close(self) -> None:
+        """Kill what is left in the box's groups and remove them; a group whose last processes are still exiting
+        is removed later (remove_leftovers). Never raises, never waits."""
+        self.kill()
+        _leftovers.extend(g.path for g in self.groups)
         self.groups = []
+        remove_leftovers()

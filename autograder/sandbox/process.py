@@ -121,20 +121,21 @@ class Sandbox:
             os.close(child_in)
             os.close(child_out)
         self.alive = True
+        during = "importing the chapter's modules"
         try:
             if self.box_pid is None:
                 raise SandboxUnavailable("the sandboxed process could not be started")
+            # Moving a process into a group waits for an RCU grace period (about 10 ms): the child finishes isolating
+            # itself and runs the chapter's code meanwhile. The cells come after, so every process that student
+            # code starts joins the box's groups.
+            self._send({"preamble": self.preamble, "harness": self.harness, "device": self.device}, [], during)
+            self.control.attach(self.box_pid)
             ready, _ = wire.read_frame(lambda n: self._read(n, time.monotonic() + 30, 30, "setting up the sandbox"))
             if ready != {"ready": True}:
                 raise SandboxUnavailable("the sandboxed process did not report ready")
         except (ChildDied, ChildTimeout, wire.WireError) as e:
             self.kill()
             raise SandboxUnavailable(f"setting up the sandbox failed ({e})") from None
-        during = "importing the chapter's modules"
-        self._send({"preamble": self.preamble, "harness": self.harness, "device": self.device}, [], during)
-        # Moving a process into a group waits for an RCU grace period (about 10 ms): the child runs the chapter's
-        # code meanwhile. The cells come after, so every process that student code starts joins the box's groups.
-        self.control.attach(self.box_pid)
         active, off = self.control.describe()
         self.plan.active += active
         self.plan.off += off
