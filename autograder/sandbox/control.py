@@ -386,7 +386,7 @@ class BoxControl:
             if time.monotonic() > deadline:
                 return False
             time.sleep(pause)
-            pause = min(pause * 2, 0.005)
+            pause = min(pause * 2, 0.001)
 
     def _stop_all(self) -> bool:
         """SIGSTOP every process of the box, sweep after sweep, until a sweep finds none that runs."""
