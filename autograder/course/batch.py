@@ -137,9 +137,10 @@ def error_result(job: Job, device: str, message: str) -> Results:
 
 
 def _init_worker(counter: Any, warm: bool) -> None:
-    """Set up this worker process, which only judges: pin it (and the sandboxes it starts) to one core of its
-    own, start its zygote, and give torch one thread. `warm`: some assignment's grading imports torch._dynamo
-    (Chapter.loads_dynamo), so the zygote imports it at once."""
+    """Set up this worker process, which only judges: pin it (and the sandboxes it starts, held there by a cpuset
+    where one can be made: sandbox/control.py) to one core of its own, start its zygote, and give torch one thread.
+    `warm`: some assignment's grading imports torch._dynamo (Chapter.loads_dynamo), so the zygote imports it at
+    once."""
     with counter.get_lock():
         slot = counter.value
         counter.value += 1

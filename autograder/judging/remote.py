@@ -16,7 +16,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,16 @@ class Student:
     def start(self) -> None:
         with contextlib.suppress(StudentError):
             self._ensure()
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Every process of this submission stopped for the block (Sandbox.frozen): nothing to stop while none
+        is alive."""
+        if self.sandbox is None:
+            yield
+        else:
+            with self.sandbox.frozen():
+                yield
 
     def close(self) -> None:
         if self.sandbox is not None:

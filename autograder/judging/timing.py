@@ -8,6 +8,9 @@ chapter 08's training steps). The method follows the same care as
 torch.utils.benchmark:
 
 - the reference runs in its own clean child, so student code cannot slow it;
+- while one process is timed, every other process of the comparison is frozen whole, the student's
+  box with every process it started (autograder/sandbox/control.py): nothing of the student's runs
+  while the reference is timed;
 - warm-up rounds are discarded;
 - student and reference alternate within each round, in an order that rotates every round;
 - every round uses fresh inputs (a new seed) that the child makes inside the
@@ -28,7 +31,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import torch
 
@@ -109,19 +112,32 @@ def _close(got: dict[str, Any], want: dict[str, Any], rtol: float) -> bool:
             and bool(torch.allclose(got["sample"], want["sample"], rtol=rtol, atol=rtol * scale / 16)))
 
 
-def interleave(runs: Sequence[Callable[[int], T]], rng: torch.Generator, rounds: int, warmup: int,
+@dataclass(frozen=True)
+class Run(Generic[T]):
+    """One timed unit of a comparison: `call(seed)` makes one request to `process`."""
+
+    process: Student
+    call: Callable[[int], T]
+
+
+def interleave(runs: Sequence[Run[T]], rng: torch.Generator, rounds: int, warmup: int,
                verify: Callable[[int, list[T]], None]) -> list[list[tuple[float, T]]]:
     """The timing engine: each round draws a fresh seed from `rng` and times every run once on it, on the
     judge's clock, in an order that rotates every round; then `verify(seed, replies in the runs' order)`.
+    Every other run's process is frozen from before a run's timer starts until after it stops.
     For each run, (seconds, reply) of every round after the `warmup` rounds."""
     timed: list[list[tuple[float, T]]] = [[] for _ in runs]
     for r in range(warmup + rounds):
         seed = int(torch.randint(0, 2**62, (), generator=rng))
         replies: dict[int, tuple[float, T]] = {}
         for i in [*range(r % len(runs), len(runs)), *range(r % len(runs))]:
-            started = time.perf_counter()
-            reply = runs[i](seed)
-            replies[i] = (time.perf_counter() - started, reply)
+            others = {id(run.process): run.process for run in runs if run.process is not runs[i].process}
+            with contextlib.ExitStack() as stack:
+                for process in others.values():
+                    stack.enter_context(process.frozen())
+                started = time.perf_counter()
+                reply = runs[i].call(seed)
+                replies[i] = (time.perf_counter() - started, reply)
         verify(seed, [replies[i][1] for i in range(len(runs))])
         if r >= warmup:
             for i, t in replies.items():
@@ -163,10 +179,10 @@ def compare_speed(
                               hint="Compute every result from its inputs; caching or reusing earlier outputs does "
                                    "not work here.")
 
-    timed = interleave([lambda seed: student.timed(specs, seed, count),
-                        lambda seed: reference.timed(specs, seed, count),
-                        lambda seed: reference.student.timed_run(None, specs, seed, count)], rng, rounds, warmup,
-                       verify)
+    timed = interleave([Run(student.student, lambda seed: student.timed(specs, seed, count)),
+                        Run(reference.student, lambda seed: reference.timed(specs, seed, count)),
+                        Run(reference.student, lambda seed: reference.student.timed_run(None, specs, seed, count))],
+                       rng, rounds, warmup, verify)
     making = [t / count for t, _ in timed[2]]
 
     def net(runs: list[tuple[float, dict[str, Any]]]) -> float:

@@ -3,7 +3,8 @@
 The judge never imports or executes student code. A child is forked by the
 zygote (autograder.sandbox.runtime.zygote), isolates itself (autograder.sandbox.runtime.isolation), and
 serves frames on a pair of pipes; this module sends requests and waits for
-answers with a deadline.
+answers with a deadline. The judge holds the box from outside (autograder.sandbox.control): it can freeze,
+confine and kill it whole.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import select
 import signal
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from autograder.sandbox.control import BoxControl
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.runtime import isolation, wire
@@ -73,6 +76,7 @@ class Sandbox:
         self.lease: isolation.UidLease | None = None
         self.pid: int | None = None
         self.box_pid: int | None = None  # the process running student code
+        self.control: BoxControl | None = None  # the judge's hold on it and every process it starts
         self.alive = False
         self._to_child: int | None = None
         self._from_child: int | None = None
@@ -103,6 +107,7 @@ class Sandbox:
             self.plan = isolation.make_plan(self.limits.cpu_seconds, self.limits.file_bytes, memory, self.scratch,
                                             self.limits.scratch_bytes, data, [self.zygote.runtime], self.lease)
             isolation.prepare_scratch(self.plan)
+            self.control = BoxControl(self.plan.uid, self.plan.namespaces)
         except OSError as e:
             raise SandboxUnavailable(f"preparing the sandbox failed: {e}") from None
         child_in, self._to_child = os.pipe()
@@ -115,25 +120,33 @@ class Sandbox:
             os.close(child_in)
             os.close(child_out)
         self.alive = True
+        during = "importing the chapter's modules"
         try:
             if self.box_pid is None:
                 raise SandboxUnavailable("the sandboxed process could not be started")
+            # Moving a process into a group waits for an RCU grace period (about 10 ms): the child finishes isolating
+            # itself and runs the chapter's code meanwhile. The cells come after, so every process that student
+            # code starts joins the box's groups.
+            setup_deadline = time.monotonic() + self.limits.load_seconds
+            self._send({"preamble": self.preamble, "harness": self.harness, "device": self.device}, [],
+                       setup_deadline, self.limits.load_seconds, during)
+            self.control.attach(self.box_pid)
             ready, _ = wire.read_frame(lambda n: self._read(n, time.monotonic() + 30, 30, "setting up the sandbox"))
             if ready != {"ready": True}:
                 raise SandboxUnavailable("the sandboxed process did not report ready")
         except (ChildDied, ChildTimeout, wire.WireError) as e:
             self.kill()
             raise SandboxUnavailable(f"setting up the sandbox failed ({e})") from None
-        hello = {"preamble": self.preamble, "harness": self.harness, "cells": self.cells, "device": self.device}
-        setup, _ = self._exchange(hello, [], self.limits.load_seconds, "importing the chapter's modules")
+        active, off = self.control.describe()
+        self.plan.active += active
+        self.plan.off += off
+        setup, _ = self._receive(setup_deadline, self.limits.load_seconds, during)
         # Sent before any student code ran, so it is the one part of the start that the submission cannot forge.
         facts = setup.get("setup")
         if not isinstance(facts, dict) or facts.get("setup_error") is not None:
             self.kill()
             raise SandboxUnavailable(f"the chapter's imports failed: {facts.get('setup_error') if facts else facts}")
-        deadline = time.monotonic() + self.limits.load_seconds
-        header, _ = wire.read_frame(lambda n: self._read(n, deadline, self.limits.load_seconds,
-                                                         "loading your notebook"))
+        header, _ = self._exchange({"cells": self.cells}, [], self.limits.load_seconds, "loading your notebook")
         return {"load": header.get("load"), "cuda": facts.get("cuda") is True}
 
     def request(self, header: dict[str, Any], buffers: list[bytes], timeout: float | None, during: str
@@ -144,8 +157,19 @@ class Sandbox:
                   ) -> tuple[dict[str, Any], list[bytes]]:
         """Send one frame and read the answer, both within `timeout`; past it the box is killed."""
         deadline = time.monotonic() + timeout
+        self._send(header, buffers, deadline, timeout, during)
+        return self._receive(deadline, timeout, during)
+
+    def _send(self, header: dict[str, Any], buffers: list[bytes], deadline: float, timeout: float, during: str
+              ) -> None:
         try:
             self._write(wire.frame(header, buffers), deadline, timeout, during)
+        except ChildTimeout:
+            self.kill()
+            raise
+
+    def _receive(self, deadline: float, timeout: float, during: str) -> tuple[dict[str, Any], list[bytes]]:
+        try:
             return wire.read_frame(lambda n: self._read(n, deadline, timeout, during))
         except ChildTimeout:
             self.kill()
@@ -195,9 +219,24 @@ class Sandbox:
         self.alive = False
         return code
 
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Every process of this submission stopped for the block, and resumed after it (while the judge times
+        another process). A box that cannot be frozen is killed instead: the next request starts it again."""
+        if not self.alive or self.control is None:
+            yield
+            return
+        with self.control.frozen() as done:
+            if not done:
+                self.kill()
+            yield
+
     def kill(self) -> None:
-        """End every process of this submission. With a PID namespace, killing its first process
-        makes the kernel kill the rest; without, the uid's processes are hunted down by the judge."""
+        """End every process of this submission. Its groups' kill where it has them; with a PID namespace,
+        killing its first process makes the kernel kill the rest; without, the uid's processes are hunted
+        down by the judge."""
+        if self.control is not None:
+            self.control.kill()
         if self.pid is not None and self.alive:
             for pid in {self.box_pid, self.pid} - {None}:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -219,6 +258,8 @@ class Sandbox:
     def close(self) -> None:
         """Kill the box and remove what it had; never raises, recurses or blocks for long."""
         self.kill()
+        if self.control is not None:
+            self.control.close()
         if self.plan is not None and self.plan.box:
             with contextlib.suppress(OSError):
                 os.rmdir(self.plan.box)

@@ -66,7 +66,7 @@ from autograder.judging.results import (
     record_measured,
 )
 from autograder.judging.scan import references
-from autograder.judging.timing import RecordProperty, interleave, reference_process
+from autograder.judging.timing import RecordProperty, Run, interleave, reference_process
 from autograder.sandbox.runtime.wire import RemoteObject
 
 SECONDS = 60.0  # the time bound for one train_checkerboard call (the reference takes about 1 s on CPU)
@@ -392,8 +392,9 @@ def measure_amp_speed(student: Student, rng: torch.Generator, device: str, width
                 fail(call, {}, float32, amp, "the losses of the timed AMP steps do not follow those of float32 "
                      "training of the same model on the same data", STEP_HINT)
 
-        timed = interleave([lambda s: mine.run_steps.using(call=call)(my_rig, steps, True, s),
-                            lambda s: theirs.run_steps(their_rig, steps, False, s)], rng, rounds, warmup, verify)
+        timed = interleave([Run(student, lambda s: mine.run_steps.using(call=call)(my_rig, steps, True, s)),
+                            Run(ref, lambda s: theirs.run_steps(their_rig, steps, False, s))], rng, rounds, warmup,
+                           verify)
     (amp, float32) = ([t / steps for t, _ in runs] for runs in timed)
     peak_amp, peak_float32 = (max(int(reply["peak_bytes"]) for _, reply in runs) for runs in timed)
     return AmpSpeed(statistics.median(amp), statistics.median(float32), rounds, steps,

@@ -1,0 +1,454 @@
+"""The judge's hold on a box from outside: the sandboxed process running student code and every process it starts.
+
+Timing compares student code with a reference run in another process (judging/timing.py). A box left running
+meanwhile could load the CPU exactly then, or widen its CPU set past the core a grade-all worker was pinned to.
+So the judge freezes the box whole while anything else is timed, and confines it to the judge's own CPUs:
+
+- with cgroups the judge can make (root, or a delegated tree): one group per box in each hierarchy, under the
+  judge's own cgroup in a kit folder; the freezer (v2 cgroup.freeze, else v1 freezer.state), a cpuset (the
+  judge's affinity when the box starts), pids.max, and kill (v2 cgroup.kill, else freeze, SIGKILL and thaw);
+- else signals from the judge: SIGSTOP to every process of the box, swept until none runs, SIGCONT to thaw,
+  and the judge's affinity set again on every thread of the box when it starts and each time it is frozen.
+
+A process joins its parent's groups when it starts, so the box is attached before it runs any student code.
+No judge fails just because cgroups are missing: what is in force goes in the sandbox plan's report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.sandbox.runtime.isolation import NPROC
+
+KIT = "effective-pytorch-kit"  # the folder holding the boxes' groups in each hierarchy
+FREEZE_SECONDS = 2.0  # a box not frozen by then is reported as not freezable (its sandbox kills it)
+ROLES = ("freezer", "cpuset", "pids")
+LINUX = sys.platform == "linux"  # cgroups, /proc and CPU affinity
+_names = itertools.count()
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    version: int  # 1 or 2
+    kit: Path  # the kit folder under the judge's own cgroup in this hierarchy
+
+
+def _read(path: Path) -> str:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 1 << 16).decode()
+    finally:
+        os.close(fd)
+
+
+def _write(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _own_cgroups() -> dict[str, Path]:
+    """The judge's own cgroup folder in each mounted hierarchy: {"unified" (v2) or a v1 controller: folder}."""
+    own: dict[str, str] = {}
+    for line in _read(Path("/proc/self/cgroup")).splitlines():
+        _, controllers, path = line.split(":", 2)
+        for key in controllers.split(",") if controllers else ["unified"]:
+            own[key] = path
+    found: dict[str, Path] = {}
+    for line in _read(Path("/proc/self/mountinfo")).splitlines():
+        fields = line.split()
+        tail = fields[fields.index("-") + 1:]
+        if tail[0] == "cgroup2":
+            keys = ["unified"]
+        elif tail[0] == "cgroup":
+            keys = [o for o in tail[2].split(",") if o in own]
+        else:
+            continue
+        for key in keys:
+            rel = os.path.relpath(own.get(key, ".."), fields[3])  # the mount may show only a subtree
+            if key in own and key not in found and not rel.startswith(".."):
+                found[key] = Path(fields[4]) / rel
+    return found
+
+
+def _enable(folders: list[Path], controller: str) -> bool:
+    """Hand a v2 controller down to the kit folder's groups, through each folder's cgroup.subtree_control."""
+    for folder in folders:
+        if controller not in _read(folder / "cgroup.controllers").split():
+            return False
+        if controller not in _read(folder / "cgroup.subtree_control").split():
+            _write(folder / "cgroup.subtree_control", f"+{controller}")
+    return True
+
+
+def _judge() -> str:
+    """This judge in a group's name: its PID namespace and pid, so that no two judges' names collide."""
+    return f"{os.stat('/proc/self/ns/pid').st_ino}-{os.getpid()}"
+
+
+def _clear_stale(kit: Path, version: int) -> None:
+    """The groups of judges (of this PID namespace) that died without closing them: what is left in them is killed
+    (a box frozen when its judge died would wait forever), then they are removed."""
+    here = _judge().split("-")[0]
+    for entry in os.scandir(kit):
+        parts = entry.name.split("-")
+        if len(parts) != 4 or parts[0] != "box" or parts[1] != here or not parts[2].isdigit():
+            continue
+        try:
+            os.kill(int(parts[2]), 0)
+        except ProcessLookupError:
+            stale = BoxControl(None, namespace=False)
+            freezer = Path(entry.path, "cgroup.freeze" if version == 2 else "freezer.state").exists()
+            stale.groups = [Group(Path(entry.path), version, {"freezer"} if freezer else set())]
+            stale.close()
+        except OSError:
+            continue
+
+
+def _kit_folder(own: Path, version: int) -> Path:
+    kit = own / KIT
+    kit.mkdir(exist_ok=True)
+    if version == 1 and (kit / "cpuset.cpus").exists() and not _read(kit / "cpuset.cpus").strip():
+        for name in ("cpuset.cpus", "cpuset.mems"):  # a v1 cpuset starts empty, and a child needs its parent's
+            _write(kit / name, _read(own / name).strip())
+    _clear_stale(kit, version)
+    return kit
+
+
+@functools.cache
+def candidates() -> dict[str, list[Hierarchy]]:
+    """For each role, the hierarchies where the judge can make a box's group, preferred first; probed once per
+    process (it makes the kit folders and hands v2 controllers down to them)."""
+    out: dict[str, list[Hierarchy]] = {role: [] for role in ROLES}
+    if not LINUX:
+        return out
+    try:
+        own = _own_cgroups()
+    except (OSError, ValueError, IndexError):
+        return out
+    if "unified" in own:
+        with contextlib.suppress(OSError):
+            kit = _kit_folder(own["unified"], 2)
+            if (kit / "cgroup.freeze").exists():
+                out["freezer"].append(Hierarchy(2, kit))
+            for role in ("cpuset", "pids"):
+                with contextlib.suppress(OSError):
+                    if _enable([own["unified"], kit], role):
+                        out[role].append(Hierarchy(2, kit))
+    for role, control in (("freezer", "freezer.state"), ("cpuset", "cpuset.cpus"), ("pids", "pids.max")):
+        if role in own:
+            with contextlib.suppress(OSError):
+                kit = _kit_folder(own[role], 1)
+                if (kit / control).exists():
+                    out[role].append(Hierarchy(1, kit))
+    return out
+
+
+def machine() -> dict[str, Hierarchy | None]:
+    """The hierarchy each role uses on this machine, or None where no group can be made."""
+    return {role: found[0] if found else None for role, found in candidates().items()}
+
+
+_leftovers: list[Path] = []  # groups closed while their processes were still exiting
+
+
+def remove_leftovers() -> None:
+    """Remove the groups closed earlier that are empty by now: each close tries, and a judge's first probe removes
+    those of judges that have exited (_clear_stale)."""
+    for path in list(_leftovers):
+        try:
+            os.rmdir(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue  # still populated
+        _leftovers.remove(path)
+
+
+@dataclass
+class Group:
+    path: Path
+    version: int
+    roles: set[str] = field(default_factory=set)
+
+    def set_frozen(self, frozen: bool) -> None:
+        if self.version == 2:
+            _write(self.path / "cgroup.freeze", "1" if frozen else "0")
+        else:
+            _write(self.path / "freezer.state", "FROZEN" if frozen else "THAWED")
+
+    def is_frozen(self) -> bool:
+        if self.version == 2:
+            return "frozen 1" in _read(self.path / "cgroup.events")
+        return _read(self.path / "freezer.state").strip() == "FROZEN"
+
+    def pids(self) -> list[int]:
+        return [int(p) for p in _read(self.path / "cgroup.procs").split()]
+
+
+def _pids() -> Iterator[int]:
+    if not LINUX:  # no /proc: no sweep
+        return iter(())
+    return (int(e.name) for e in os.scandir("/proc") if e.name.isdigit())
+
+
+def _stat(pid: int) -> tuple[str, int, int]:
+    """(state, parent pid, session id) from /proc/PID/stat."""
+    text = _read(Path(f"/proc/{pid}/stat"))
+    fields = text[text.rindex(")") + 2:].split()
+    return fields[0], int(fields[1]), int(fields[3])
+
+
+def _tids(pid: int) -> list[int]:
+    return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+
+
+def _stopped(pid: int) -> bool:
+    """Runs no code: stopped, traced or dead (a zombie leader's threads checked one by one)."""
+    try:
+        state = _stat(pid)[0]
+        if state != "Z":
+            return state in "TtXx"
+        return all(_read(Path(f"/proc/{pid}/task/{t}/stat")).rsplit(")", 1)[1].split()[0] in "TtZXx"
+                   for t in _tids(pid))
+    except (OSError, IndexError, ValueError):
+        return True  # gone
+
+
+class BoxControl:
+    """Freezes, confines and kills one box; made before the box starts, attached before it runs student code.
+
+    `uid`: the box's own uid, if it has one; `namespace`: whether the box is PID 1 of its own PID namespace.
+    Where no group holds the box, those name its processes for the signal sweeps.
+    """
+
+    def __init__(self, uid: int | None, namespace: bool) -> None:
+        self.uid = uid
+        self.namespace = namespace
+        self.cpus = os.sched_getaffinity(0) if LINUX else set()  # the judge's, as the box starts
+        self.box: int | None = None
+        self.groups: list[Group] = []
+        self._pid_ns: str | None = None
+
+    # -- start and report -------------------------------------------------------------------------
+
+    def attach(self, box: int) -> None:
+        """Put the box's process in a new group of each hierarchy this machine allows; a role whose group cannot be
+        made falls back to signals. Never raises."""
+        self.box = box
+        if self.namespace:
+            with contextlib.suppress(OSError):
+                self._pid_ns = os.readlink(f"/proc/{box}/ns/pid")
+        made: dict[Path, Group] = {}
+        for role, where in machine().items():
+            if where is None:
+                continue
+            try:
+                group = made.get(where.kit) or self._make(where)
+                made[where.kit] = group
+                self._configure(group, role)
+                group.roles.add(role)
+            except OSError:
+                continue
+        for group in made.values():
+            with contextlib.suppress(OSError):
+                if group.roles:
+                    _write(group.path / "cgroup.procs", str(box))
+                    self.groups.append(group)
+                    continue
+            with contextlib.suppress(OSError):
+                os.rmdir(group.path)
+        if self._role("cpuset") is None:
+            self._confine()
+
+    def _make(self, where: Hierarchy) -> Group:
+        while True:
+            path = where.kit / f"box-{_judge()}-{next(_names)}"
+            try:
+                path.mkdir()
+                return Group(path, where.version)
+            except FileExistsError:
+                continue
+
+    def _configure(self, group: Group, role: str) -> None:
+        if role == "cpuset":
+            if group.version == 1:
+                _write(group.path / "cpuset.mems", _read(group.path.parent / "cpuset.mems").strip())
+            _write(group.path / "cpuset.cpus", ",".join(map(str, sorted(self.cpus))))
+        elif role == "pids":
+            _write(group.path / "pids.max", str(NPROC))
+
+    def _role(self, role: str) -> Group | None:
+        return next((g for g in self.groups if role in g.roles), None)
+
+    def describe(self) -> tuple[list[str], list[str]]:
+        """(active, off): what holds the box, for the sandbox plan's report."""
+        active: list[str] = []
+        off: list[str] = []
+        cpus = ",".join(map(str, sorted(self.cpus)))
+        freezer, cpuset, pids = (self._role(role) for role in ROLES)
+        if not LINUX:
+            return active, ["freezing the box while anything else is timed, and a CPU set (Linux only)"]
+        if freezer is not None:
+            active.append(f"cgroup freezer v{freezer.version}: the box is frozen whole while anything else is timed")
+        else:
+            active.append("stop-signal sweep: every process of the box is stopped while anything else is timed")
+            off.append("a cgroup freezer (no freezer group could be made)")
+            if not self.groups and not self.namespace and self.uid is None:
+                off.append("stopping processes that left the box's session and process tree")
+        if cpuset is not None:
+            active.append(f"cpuset cgroup v{cpuset.version}: the box runs on the judge's CPUs ({cpus}) only")
+        else:
+            off.append(f"a CPU set enforced by the kernel (no cpuset group): the judge sets its CPUs ({cpus}) on "
+                       "every process of the box when it starts and each time it is frozen")
+        if pids is not None:
+            active.append(f"pids cgroup v{pids.version}: at most {NPROC} processes and threads in the box")
+        else:
+            off.append("a pids cgroup (no pids group could be made)")
+        if any(g.version == 2 and (g.path / "cgroup.kill").exists() for g in self.groups):
+            active.append("cgroup.kill: every process of the box ends at once with it")
+        return active, off
+
+    # -- which processes ---------------------------------------------------------------------------
+
+    def members(self) -> list[int]:
+        """The pids of the box's processes (in the judge's PID namespace): its group's, else found in /proc by
+        the box's PID namespace, else its uid, else its session and process tree."""
+        if self.groups:
+            with contextlib.suppress(OSError):
+                return self.groups[0].pids()
+        if self.box is None or (self.namespace and self._pid_ns is None):
+            return []
+        found: list[int] = []
+        if self._pid_ns is not None:
+            for pid in _pids():
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{pid}/ns/pid") == self._pid_ns:
+                        found.append(pid)
+        elif self.uid is not None:
+            for pid in _pids():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    status = _read(Path(f"/proc/{pid}/status"))
+                    if int(status.split("\nUid:", 1)[1].split()[0]) == self.uid:
+                        found.append(pid)
+        else:
+            tree: dict[int, tuple[int, int]] = {}
+            for pid in _pids():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    tree[pid] = _stat(pid)[1:]
+            found = [pid for pid, (_, session) in tree.items() if session == self.box or pid == self.box]
+            for pid in found:  # grows while it is read: descendants of those found
+                found += [child for child, (parent, _) in tree.items() if parent == pid and child not in found]
+        return found
+
+    def _confine(self) -> None:
+        """Without a cpuset group: the judge's CPUs set on every thread of the box (it may widen them again)."""
+        for pid in self.members():
+            with contextlib.suppress(OSError):
+                for tid in _tids(pid):
+                    with contextlib.suppress(OSError):
+                        os.sched_setaffinity(tid, self.cpus)
+
+    # -- freeze, kill, close -----------------------------------------------------------------------
+
+    def freeze(self) -> bool:
+        """Stop every process of the box; False if that could not be confirmed within FREEZE_SECONDS."""
+        group = self._role("freezer")
+        try:
+            if group is None:
+                done = self._stop_all()
+            else:
+                group.set_frozen(True)
+                done = self._wait(group)
+        except OSError:
+            return False
+        if done and self._role("cpuset") is None:
+            self._confine()  # stopped: the set of threads cannot change under the sweep
+        return done
+
+    def _wait(self, group: Group) -> bool:
+        deadline = time.monotonic() + FREEZE_SECONDS
+        pause = 50e-6
+        while True:
+            if group.is_frozen():
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.001)
+
+    def _stop_all(self) -> bool:
+        """SIGSTOP every process of the box, sweep after sweep, until a sweep finds none that runs."""
+        deadline = time.monotonic() + FREEZE_SECONDS
+        while True:
+            running = [pid for pid in self.members() if not _stopped(pid)]
+            if not running:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            for pid in running:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGSTOP)
+            time.sleep(200e-6)
+
+    def thaw(self) -> None:
+        group = self._role("freezer")
+        with contextlib.suppress(OSError):
+            if group is not None:
+                group.set_frozen(False)
+            else:
+                for pid in self.members():
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGCONT)
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[bool]:
+        """The box frozen for the block, and thawed after it however it ends; yields freeze()'s answer."""
+        try:
+            yield self.freeze()
+        finally:
+            self.thaw()
+
+    def kill(self) -> None:
+        """SIGKILL every process in the box's groups: v2's cgroup.kill, else freeze, kill and thaw until a sweep finds
+        none not killed yet (once frozen, the list is complete, and a killed process forks no more). Without a
+        group, nothing (the sandbox's own kill does what it can). Never raises; never waits for them to exit."""
+        if not self.groups:
+            return
+        group = self._role("freezer") or self.groups[0]
+        deadline = time.monotonic() + FREEZE_SECONDS
+        with contextlib.suppress(OSError):
+            if group.version == 2 and (group.path / "cgroup.kill").exists():
+                _write(group.path / "cgroup.kill", "1")
+                return
+            killed: set[int] = set()
+            while set(group.pids()) - killed and time.monotonic() < deadline:
+                if "freezer" in group.roles:
+                    group.set_frozen(True)
+                    self._wait(group)
+                pids = set(group.pids()) - killed
+                for pid in pids:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                if "freezer" in group.roles:
+                    group.set_frozen(False)
+                killed |= pids
+
+    def close(self) -> None:
+        """Kill what is left in the box's groups and remove them; a group whose last processes are still exiting
+        is removed later (remove_leftovers). Never raises, never waits."""
+        self.kill()
+        _leftovers.extend(g.path for g in self.groups)
+        self.groups = []
+        remove_leftovers()
