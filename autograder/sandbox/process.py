@@ -71,13 +71,14 @@ class Sandbox:
         self.data_dir = data_dir
         self.plan: isolation.Plan | None = None
         self.lease: isolation.UidLease | None = None
+        self.cgroup: isolation.MemoryCgroup | None = None
         self.pid: int | None = None
         self.box_pid: int | None = None  # the process running student code
         self.alive = False
         self._to_child: int | None = None
         self._from_child: int | None = None
         self.scratch = Path(tempfile.mkdtemp(prefix="grade-"))
-        self._buffer = b""
+        self._buffer = bytearray()  # grown in place: concatenating bytes copied all of it for every chunk
 
     def _env(self) -> dict[str, str]:
         # One CPU thread: with intra-op threads, a busy core makes vectorized code
@@ -98,10 +99,12 @@ class Sandbox:
         """
         try:
             self.lease = isolation.UidLease() if os.geteuid() == 0 else None
+            self.cgroup = isolation.MemoryCgroup.make(self.limits.box_memory_bytes)
             memory = self.limits.memory_bytes if self.device == "cpu" else None
             data = [self.data_dir] if self.data_dir else []
             self.plan = isolation.make_plan(self.limits.cpu_seconds, self.limits.file_bytes, memory, self.scratch,
-                                            self.limits.scratch_bytes, data, [self.zygote.runtime], self.lease)
+                                            self.limits.scratch_bytes, data, [self.zygote.runtime], self.lease,
+                                            self.cgroup)
             isolation.prepare_scratch(self.plan)
         except OSError as e:
             raise SandboxUnavailable(f"preparing the sandbox failed: {e}") from None
@@ -179,11 +182,13 @@ class Sandbox:
             ready, _, _ = select.select([self._from_child], [], [], left)
             if not ready:
                 continue
-            chunk = os.read(self._from_child, max(1 << 16, n - len(self._buffer)))
+            chunk = os.read(self._from_child, 1 << 20)
             if not chunk:
                 raise ChildDied(self._reap(), during)
             self._buffer += chunk
-        out, self._buffer = self._buffer[:n], self._buffer[n:]
+        with memoryview(self._buffer) as view:
+            out = bytes(view[:n])
+        del self._buffer[:n]
         return out
 
     def _reap(self) -> int | None:
@@ -209,7 +214,7 @@ class Sandbox:
                     isolation.kill_uid(self.plan.uid)
             self.zygote.wait(self.pid, 5.0)
         self.alive = False
-        self._buffer = b""
+        self._buffer = bytearray()
         for fd in (self._to_child, self._from_child):
             if fd is not None:
                 with contextlib.suppress(OSError):
@@ -224,6 +229,8 @@ class Sandbox:
                 os.rmdir(self.plan.box)
         if self.lease is not None:
             self.lease.release()
+        if self.cgroup is not None:
+            self.cgroup.release()
         if self.plan is not None:
             isolation.release_scratch(self.plan)
         else:

@@ -18,6 +18,8 @@ process, before it reads any student code:
 - Landlock (kernel 5.13+, unprivileged): the same allow-list again, no TCP,
   and (ABI 6+) no signals or abstract sockets to processes outside;
 - rlimits on CPU time, address space, file size, core dumps and processes;
+- with root, a memory cgroup for the whole box: its processes together, their
+  tmpfs files and kernel memory (pipe buffers, open files) included;
 - no_new_privs, and with root a dedicated unprivileged uid per sandbox,
   leased with lock files that only root can reach, never while a process
   of that uid lives;
@@ -51,6 +53,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +95,7 @@ class Plan:
     scratch_bytes: int = 256 << 20  # size of each writable tmpfs (scratch, /tmp, /var/tmp, /dev/shm)
     mode: str = "plain"  # "root": namespaces + own uid; "userns": namespaces unprivileged; "uid"; "plain"
     uid: int | None = None
+    cgroup: str | None = None  # the memory cgroup folder the child joins first (MemoryCgroup)
     box: str | None = None  # the new root's mount point (namespaces only)
     read_only: list[str] = field(default_factory=list)
     data: list[str] = field(default_factory=list)  # read-only, for the checks' input files
@@ -223,6 +227,74 @@ def kill_uid(uid: int, rounds: int = 50) -> None:
             return
 
 
+def _memory_cgroup_parent() -> Path | None:
+    """The judge's own memory cgroup folder, in which boxes get theirs: cgroup v1's memory hierarchy, or v2
+    where the memory controller reaches its children; None where there is none (or no root)."""
+    if sys.platform != "linux" or os.geteuid() != 0:
+        return None
+    try:
+        own = {c: path for line in Path("/proc/self/cgroup").read_text().splitlines()
+               for _, names, path in [line.split(":", 2)] for c in names.split(",")}  # v2's line names ""
+        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    except (OSError, ValueError):
+        return None
+    for line in mounts:  # "<id> <parent> <dev> <root> <mount point> <options...> - <type> <source> <options>"
+        fields, _, fs = line.partition(" - ")
+        with contextlib.suppress(ValueError, IndexError, OSError):
+            root, point = fields.split()[3:5]
+            fstype, _, options = fs.split()[:3]
+            v1 = fstype == "cgroup" and "memory" in options.split(",")
+            if not (v1 or fstype == "cgroup2") or own.get("memory" if v1 else "") is None:
+                continue
+            folder = Path(point) / Path(own["memory" if v1 else ""]).relative_to(root)
+            if v1 and (folder / "memory.limit_in_bytes").exists():
+                return folder
+            if not v1 and "memory" in (folder / "cgroup.subtree_control").read_text().split():
+                return folder
+    return None
+
+
+class MemoryCgroup:
+    """A memory cgroup for one box, made by the judge (root) and joined by the child before anything else
+    (`enter`): every process of the box is born in it, so their memory together (anonymous, tmpfs files,
+    kernel memory such as pipe buffers) stays under `limit`; past it the kernel kills a process of the box."""
+
+    def __init__(self, parent: Path, limit: int) -> None:
+        self.limit = limit
+        self.path = Path(tempfile.mkdtemp(prefix="box-", dir=parent))
+        v1 = (self.path / "memory.limit_in_bytes").exists()
+        settings = [("memory.limit_in_bytes", limit), ("memory.memsw.limit_in_bytes", limit)] if v1 else [
+            ("memory.max", limit), ("memory.swap.max", 0)]  # no swap beyond the limit either
+        try:
+            for name, value in settings:
+                if (self.path / name).exists():
+                    (self.path / name).write_text(str(value))
+        except OSError:
+            self.release()
+            raise
+
+    @classmethod
+    def make(cls, limit: int) -> MemoryCgroup | None:
+        """One for a new box, or None where this machine has none to give (the plan lists the bound as off)."""
+        parent = _memory_cgroup_parent()
+        return cls(parent, limit) if parent is not None else None
+
+    def release(self, seconds: float = 2.0) -> None:
+        """Remove the cgroup; the kernel refuses while a process of the box is still exiting, so this retries
+        for `seconds`, then leaves it (empty of processes soon, it holds nothing)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.02)
+
+
 def new_box() -> str:
     """An empty directory to mount the child's new root on (root only: none outside can see or pre-create it)."""
     return tempfile.mkdtemp(prefix="box-", dir=_state_dir() if os.geteuid() == 0 else None)
@@ -281,7 +353,8 @@ def machine() -> Machine:
 
 
 def make_plan(cpu_seconds: int, file_bytes: int, memory_bytes: int | None, scratch: Path, scratch_bytes: int,
-              data: list[Path], runtime: list[Path], lease: UidLease | None) -> Plan:
+              data: list[Path], runtime: list[Path], lease: UidLease | None, cgroup: MemoryCgroup | None = None
+              ) -> Plan:
     """The plan for one child. With root, no free uid means no plan (SandboxUnavailable)."""
     mode, use_landlock, use_seccomp = machine()
     if mode in ("root", "uid") and (lease is None or lease.uid is None):
@@ -301,6 +374,13 @@ def make_plan(cpu_seconds: int, file_bytes: int, memory_bytes: int | None, scrat
         plan.active.append(f"scratch on a tmpfs of {size}, never the host's disk")
     (plan.active if sys.platform == "linux" else plan.off).append("no_new_privs")
     (plan.active if memory_bytes else plan.off).append("rlimit: address space (memory)")
+    if cgroup is not None:
+        plan.cgroup = str(cgroup.path)
+        plan.active.append(f"memory cgroup: {cgroup.limit >> 20} MiB for the whole box (all its processes, "
+                           "the files they keep in memory, kernel memory)")
+    else:
+        plan.off.append("memory bound on the box as a whole (needs root and a memory cgroup): only each "
+                        "process's address space is bounded")
     if mode in ("root", "userns"):
         plan.box = new_box()
         plan.active += ["PID namespace (own /proc; every process dies with the grading)",
@@ -485,6 +565,9 @@ def enter(plan: Plan, cwd: str, report_fd: int | None) -> None:
     """
     libc = _libc()
     parent = os.getppid()
+    if plan.cgroup:  # first: every process the box starts is born in it
+        with open(os.path.join(plan.cgroup, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
     if plan.namespaces:
         flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
         _check(libc.unshare(flags | (CLONE_NEWUSER if plan.mode == "userns" else 0)), "unshare")
