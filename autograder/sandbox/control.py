@@ -6,7 +6,9 @@ So the judge freezes the box whole while anything else is timed, and confines it
 
 - with cgroups the judge can make (root, or a delegated tree): one group per box in each hierarchy, under the
   judge's own cgroup in a kit folder; the freezer (v2 cgroup.freeze, else v1 freezer.state), a cpuset (the
-  judge's affinity when the box starts), pids.max, and kill (v2 cgroup.kill, else freeze, SIGKILL and thaw);
+  judge's affinity when the box starts), pids.max, a memory limit for the box as a whole (its processes
+  together, the files they keep on its tmpfs mounts, kernel memory such as pipe buffers; RLIMIT_AS bounds
+  each process alone), and kill (v2 cgroup.kill, else freeze, SIGKILL and thaw);
 - else signals from the judge: SIGSTOP to every process of the box, swept until none runs, SIGCONT to thaw,
   and the judge's affinity set again on every thread of the box when it starts and each time it is frozen.
 
@@ -31,7 +33,7 @@ from autograder.sandbox.runtime.isolation import NPROC
 
 KIT = "effective-pytorch-kit"  # the folder holding the boxes' groups in each hierarchy
 FREEZE_SECONDS = 2.0  # a box not frozen by then is reported as not freezable (its sandbox kills it)
-ROLES = ("freezer", "cpuset", "pids")
+ROLES = ("freezer", "cpuset", "pids", "memory")
 LINUX = sys.platform == "linux"  # cgroups, /proc and CPU affinity
 _names = itertools.count()
 
@@ -142,11 +144,12 @@ def candidates() -> dict[str, list[Hierarchy]]:
             kit = _kit_folder(own["unified"], 2)
             if (kit / "cgroup.freeze").exists():
                 out["freezer"].append(Hierarchy(2, kit))
-            for role in ("cpuset", "pids"):
+            for role in ("cpuset", "pids", "memory"):
                 with contextlib.suppress(OSError):
                     if _enable([own["unified"], kit], role):
                         out[role].append(Hierarchy(2, kit))
-    for role, control in (("freezer", "freezer.state"), ("cpuset", "cpuset.cpus"), ("pids", "pids.max")):
+    for role, control in (("freezer", "freezer.state"), ("cpuset", "cpuset.cpus"), ("pids", "pids.max"),
+                          ("memory", "memory.limit_in_bytes")):
         if role in own:
             with contextlib.suppress(OSError):
                 kit = _kit_folder(own[role], 1)
@@ -233,9 +236,10 @@ class BoxControl:
     Where no group holds the box, those name its processes for the signal sweeps.
     """
 
-    def __init__(self, uid: int | None, namespace: bool) -> None:
+    def __init__(self, uid: int | None, namespace: bool, memory_bytes: int | None = None) -> None:
         self.uid = uid
         self.namespace = namespace
+        self.memory_bytes = memory_bytes  # for all the box's processes together; None: no memory group
         self.cpus = os.sched_getaffinity(0) if LINUX else set()  # the judge's, as the box starts
         self.box: int | None = None
         self.groups: list[Group] = []
@@ -288,6 +292,15 @@ class BoxControl:
             _write(group.path / "cpuset.cpus", ",".join(map(str, sorted(self.cpus))))
         elif role == "pids":
             _write(group.path / "pids.max", str(NPROC))
+        elif role == "memory":
+            if self.memory_bytes is None:
+                raise OSError("no memory limit asked for")
+            limit = str(self.memory_bytes)  # and no swap beyond it
+            settings = ([("memory.limit_in_bytes", limit), ("memory.memsw.limit_in_bytes", limit)]
+                        if group.version == 1 else [("memory.max", limit), ("memory.swap.max", "0")])
+            for name, value in settings:
+                if (group.path / name).exists():  # memsw and swap.max exist only where swap is accounted
+                    _write(group.path / name, value)
 
     def _role(self, role: str) -> Group | None:
         return next((g for g in self.groups if role in g.roles), None)
@@ -297,7 +310,7 @@ class BoxControl:
         active: list[str] = []
         off: list[str] = []
         cpus = ",".join(map(str, sorted(self.cpus)))
-        freezer, cpuset, pids = (self._role(role) for role in ROLES)
+        freezer, cpuset, pids, memory = (self._role(role) for role in ROLES)
         if not LINUX:
             return active, ["freezing the box while anything else is timed, and a CPU set (Linux only)"]
         if freezer is not None:
@@ -316,6 +329,12 @@ class BoxControl:
             active.append(f"pids cgroup v{pids.version}: at most {NPROC} processes and threads in the box")
         else:
             off.append("a pids cgroup (no pids group could be made)")
+        if memory is not None and self.memory_bytes is not None:
+            active.append(f"memory cgroup v{memory.version}: {self.memory_bytes >> 20} MiB for the whole box (all "
+                          "its processes, the files they keep in memory, kernel memory)")
+        elif self.memory_bytes is not None:
+            off.append("a memory bound on the box as a whole (no memory group could be made): only each "
+                       "process's address space is bounded")
         if any(g.version == 2 and (g.path / "cgroup.kill").exists() for g in self.groups):
             active.append("cgroup.kill: every process of the box ends at once with it")
         return active, off

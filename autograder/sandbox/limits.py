@@ -19,6 +19,8 @@ class Limits:
     load_seconds: float = 60.0  # running the answer cells
     cpu_seconds: int = 900  # RLIMIT_CPU for the whole child
     memory_bytes: int = 8 << 30  # RLIMIT_AS (CPU only: CUDA maps far more address space)
+    # All the box's processes together, tmpfs files and kernel memory included (a memory cgroup, root only).
+    box_memory_bytes: int = 8 << 30
     file_bytes: int = 64 << 20  # RLIMIT_FSIZE
     # Each writable tmpfs of the box (its scratch folder, /tmp, /var/tmp, /dev/shm); AUTOGRADER_SCRATCH_MB sets it.
     scratch_bytes: int = field(default_factory=_scratch_bytes)

@@ -81,7 +81,7 @@ class Sandbox:
         self._to_child: int | None = None
         self._from_child: int | None = None
         self.scratch = Path(tempfile.mkdtemp(prefix="grade-"))
-        self._buffer = b""
+        self._buffer = bytearray()  # grown in place: concatenating bytes copied all of it for every chunk
 
     def _env(self) -> dict[str, str]:
         # One CPU thread: with intra-op threads, a busy core makes vectorized code
@@ -107,7 +107,7 @@ class Sandbox:
             self.plan = isolation.make_plan(self.limits.cpu_seconds, self.limits.file_bytes, memory, self.scratch,
                                             self.limits.scratch_bytes, data, [self.zygote.runtime], self.lease)
             isolation.prepare_scratch(self.plan)
-            self.control = BoxControl(self.plan.uid, self.plan.namespaces)
+            self.control = BoxControl(self.plan.uid, self.plan.namespaces, self.limits.box_memory_bytes)
         except OSError as e:
             raise SandboxUnavailable(f"preparing the sandbox failed: {e}") from None
         child_in, self._to_child = os.pipe()
@@ -203,11 +203,13 @@ class Sandbox:
             ready, _, _ = select.select([self._from_child], [], [], left)
             if not ready:
                 continue
-            chunk = os.read(self._from_child, max(1 << 16, n - len(self._buffer)))
+            chunk = os.read(self._from_child, 1 << 20)
             if not chunk:
                 raise ChildDied(self._reap(), during)
             self._buffer += chunk
-        out, self._buffer = self._buffer[:n], self._buffer[n:]
+        with memoryview(self._buffer) as view:
+            out = bytes(view[:n])
+        del self._buffer[:n]
         return out
 
     def _reap(self) -> int | None:
@@ -248,7 +250,7 @@ class Sandbox:
                     isolation.kill_uid(self.plan.uid)
             self.zygote.wait(self.pid, 5.0)
         self.alive = False
-        self._buffer = b""
+        self._buffer = bytearray()
         for fd in (self._to_child, self._from_child):
             if fd is not None:
                 with contextlib.suppress(OSError):

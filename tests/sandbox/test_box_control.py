@@ -179,7 +179,9 @@ def softmax(logits, dim=-1):
 
 
 def _counts(sandbox: Sandbox) -> list[int]:
-    paths = [sandbox.scratch / f"count-{who}" for who in ("child", "grandchild")]
+    # The scratch folder is a tmpfs in the box's own mount namespace: seen from outside through its /proc root.
+    folder = Path(f"/proc/{sandbox.box_pid}/root{sandbox.scratch}")
+    paths = [folder / f"count-{who}" for who in ("child", "grandchild")]
     return [int(p.read_bytes() or b"0") if p.exists() else 0 for p in paths]
 
 
