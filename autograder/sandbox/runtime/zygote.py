@@ -168,6 +168,7 @@ def main() -> None:
         _serve(sock, torch, child, warmed, boxes)
     finally:
         _kill_boxes(boxes)
+        os._exit(0)  # nothing to flush or save: skip the interpreter's teardown of torch (about 0.8 s)
 
 
 if __name__ == "__main__":
