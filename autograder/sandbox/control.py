@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.sandbox.runtime.isolation import NPROC
+from autograder.sandbox.runtime.isolation import NPROC, processes_of
 
 KIT = "effective-pytorch-kit"  # the folder holding the boxes' groups in each hierarchy
 FREEZE_SECONDS = 2.0  # a box not frozen by then is reported as not freezable (its sandbox kills it)
@@ -356,11 +356,7 @@ class BoxControl:
                     if os.readlink(f"/proc/{pid}/ns/pid") == self._pid_ns:
                         found.append(pid)
         elif self.uid is not None:
-            for pid in _pids():
-                with contextlib.suppress(OSError, IndexError, ValueError):
-                    status = _read(Path(f"/proc/{pid}/status"))
-                    if int(status.split("\nUid:", 1)[1].split()[0]) == self.uid:
-                        found.append(pid)
+            found = list(processes_of(self.uid))
         else:
             tree: dict[int, tuple[int, int]] = {}
             for pid in _pids():

@@ -11,7 +11,9 @@ import ctypes
 import os
 import platform
 import signal
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -99,18 +101,24 @@ def test_blocked_syscalls_fail_with_eperm_in_student_code(tmp_path: Path) -> Non
 
 # -- kernel state tied to the uid: a key ring a grading fills is not there for the next -----------------
 
-def _clear_keyrings(uid: int) -> None:
-    """What a grading left in `uid`'s user keyring, cleared as that uid (a forked process of root's)."""
+def _as_uid(uid: int, action: Callable[[], object]) -> int:
+    """A process forked from root's that becomes `uid` and runs `action`, then exits; its pid."""
     pid = os.fork()
-    if pid == 0:  # pragma: no cover - the forked cleaner
+    if pid == 0:  # pragma: no cover - the forked process
         try:
             os.setgid(uid)
             os.setuid(uid)
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.syscall(ctypes.c_long(SYS_KEYCTL), ctypes.c_long(KEYCTL_CLEAR), ctypes.c_long(KEY_SPEC_USER_KEYRING))
+            action()
         finally:
             os._exit(0)
-    os.waitpid(pid, 0)
+    return pid
+
+
+def _clear_keyrings(uid: int) -> None:
+    """What a grading left in `uid`'s user keyring, cleared as that uid."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    os.waitpid(_as_uid(uid, lambda: libc.syscall(ctypes.c_long(SYS_KEYCTL), ctypes.c_long(KEYCTL_CLEAR),
+                                                  ctypes.c_long(KEY_SPEC_USER_KEYRING))), 0)
 
 
 @needs_filter
@@ -147,28 +155,31 @@ def test_a_key_stored_by_one_grading_is_not_read_by_the_next_with_the_same_uid(
 
 # -- a uid is not leased while a process of it lives ---------------------------------------------------
 
-def _process_as(uid: int) -> int:
+def _first_thread_exits() -> None:
+    """Run on in a second thread while the first exits: the process shows as a zombie, and is not one."""
+    threading.Thread(target=time.sleep, args=(60,)).start()
+    ctypes.CDLL(None).pthread_exit(None)
+
+
+def _process_as(uid: int, first_thread_exits: bool = False) -> int:
     """A process of `uid` that sleeps (forked as root): what a box can leave behind when its cleanup fails."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the forked sleeper
-        try:
-            os.setgid(uid)
-            os.setuid(uid)
-            time.sleep(60)
-        finally:
-            os._exit(0)
+    pid = _as_uid(uid, _first_thread_exits if first_thread_exits else lambda: time.sleep(60))
     deadline = time.monotonic() + 5
-    while os.stat(f"/proc/{pid}").st_uid != uid and time.monotonic() < deadline:
+    while time.monotonic() < deadline:  # until it has its uid (and, if asked, its first thread is gone)
+        status = Path(f"/proc/{pid}/status").read_text()
+        if f"\nUid:\t{uid}\t" in status and (not first_thread_exits or "\nState:\tZ" in status):
+            break
         time.sleep(0.01)
     return pid
 
 
 @needs_root
-def test_a_uid_with_a_live_process_is_not_leased(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("first_thread_exits", [False, True])
+def test_a_uid_with_a_live_process_is_not_leased(monkeypatch: pytest.MonkeyPatch, first_thread_exits: bool) -> None:
     uid = isolation.UID_RANGE.stop - 5
     monkeypatch.setattr(isolation, "UID_RANGE", range(uid, uid + 2))
     monkeypatch.setattr(isolation, "kill_uid", lambda uid: None)  # a process SIGKILL does not end at once
-    pid = _process_as(uid)
+    pid = _process_as(uid, first_thread_exits)
     try:
         lease = isolation.UidLease()
         try:
@@ -186,10 +197,12 @@ def test_a_uid_with_a_live_process_is_not_leased(monkeypatch: pytest.MonkeyPatch
 
 
 @needs_root
-def test_a_lease_ends_what_the_last_box_of_its_uid_left_running(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("first_thread_exits", [False, True])
+def test_a_lease_ends_what_the_last_box_of_its_uid_left_running(monkeypatch: pytest.MonkeyPatch,
+                                                                first_thread_exits: bool) -> None:
     uid = isolation.UID_RANGE.stop - 3
     monkeypatch.setattr(isolation, "UID_RANGE", range(uid, uid + 1))
-    pid = _process_as(uid)
+    pid = _process_as(uid, first_thread_exits)
     lease = isolation.UidLease()
     try:
         assert lease.uid == uid

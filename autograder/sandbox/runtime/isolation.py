@@ -181,7 +181,7 @@ class UidLease:
                 lock.close()
                 continue
             kill_uid(uid)
-            if any(_processes_of(uid)):
+            if any(processes_of(uid)):
                 lock.close()
                 continue
             self.uid, self._lock = uid, lock
@@ -194,18 +194,30 @@ class UidLease:
             self._lock = None
 
 
-def _processes_of(uid: int) -> Iterator[int]:
-    """The pids of `uid`'s processes, zombies left out: they run nothing, and wait only for init to reap them."""
+def _state(proc: str) -> bytes:
+    """The state letter in a /proc/PID (or /proc/PID/task/TID) stat file."""
+    with open(f"{proc}/stat", "rb") as f:
+        stat = f.read()
+    return stat[stat.rindex(b")") + 2:][:1]
+
+
+def processes_of(uid: int) -> Iterator[int]:
+    """The pids of `uid`'s processes that can still run anything: by the real uid in /proc/PID/status (the owner of
+    /proc/PID may be root), and a zombie left out only when all its threads are (a process whose first thread
+    exited keeps running in the others)."""
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    with open(f"{entry.path}/stat", "rb") as f:
-                        stat = f.read()
-                    if stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X"):
-                        yield int(entry.name)
-            except (FileNotFoundError, ProcessLookupError):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"{entry.path}/status", "rb") as f:
+                status = f.read()
+            if int(status.split(b"\nUid:", 1)[1].split()[0]) != uid:
                 continue
+            if _state(entry.path) not in (b"Z", b"X") or any(
+                    _state(f"{entry.path}/task/{tid}") not in (b"Z", b"X") for tid in os.listdir(f"{entry.path}/task")):
+                yield int(entry.name)
+        except (OSError, IndexError, ValueError):
+            continue
 
 
 def kill_uid(uid: int, rounds: int = 50) -> None:
@@ -215,7 +227,7 @@ def kill_uid(uid: int, rounds: int = 50) -> None:
     """
     for _ in range(rounds):
         found = False
-        for pid in _processes_of(uid):
+        for pid in processes_of(uid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             found = True
