@@ -10,7 +10,7 @@ import contextlib
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +24,7 @@ from autograder.sandbox.control import BoxControl, Hierarchy
 from autograder.sandbox.process import Sandbox
 from autograder.sandbox.runtime import isolation
 from tests.kit import FAST, grade_fast, solved, zygote
+from tests.sandbox.processes import named, until
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or isolation.machine()[0] != "root",
                                 reason="the box's hold needs root and namespaces")
@@ -57,15 +58,6 @@ def _removed(paths: list[Path]) -> bool:
     """Whether the groups are gone, after a try at removing those closed while their processes were exiting."""
     control.remove_leftovers()
     return not any(p.exists() for p in paths)
-
-
-def _until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 @contextlib.contextmanager
@@ -201,14 +193,14 @@ def test_a_frozen_box_runs_nothing_until_thawed(tmp_path: Path, monkeypatch: pyt
             hold.attach(sandbox.box_pid)
         expected = f"cgroup freezer v{way[-1]}" if way.startswith("cgroup") else "stop-signal sweep"
         assert any(line.startswith(expected) for line in sandbox.plan.active), sandbox.plan.active
-        assert _until(lambda: all(n > 0 for n in _counts(sandbox)))
+        assert until(lambda: all(n > 0 for n in _counts(sandbox)))
         assert len(hold.members()) >= 3  # the box, its child and its grandchild (by uid: any stray of it too)
         with hold.frozen() as done:
             assert done
             before = _counts(sandbox)
             time.sleep(0.3)
             assert _counts(sandbox) == before
-        assert _until(lambda: all(n > b for n, b in zip(_counts(sandbox), before, strict=True)), 5.0)
+        assert until(lambda: all(n > b for n, b in zip(_counts(sandbox), before, strict=True)), 5.0)
     finally:
         student.close()
 
@@ -239,16 +231,6 @@ def softmax(logits, dim=-1):
 """
 
 
-def _named(name: str) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if Path(entry.path, "comm").read_text().strip() == name:
-                    found.append(int(entry.name))
-    return found
-
-
 @pytest.mark.parametrize("version", [2, 1])
 def test_killing_through_the_group_leaves_no_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      version: int) -> None:
@@ -264,14 +246,14 @@ def test_killing_through_the_group_leaves_no_process(tmp_path: Path, monkeypatch
         assert hold is not None and sandbox.box_pid is not None
         paths = [g.path for g in hold.groups]
         assert paths
-        assert _until(lambda: len(_named(tag)) >= 3)
+        assert until(lambda: len(named(tag)) >= 3)
         hold.kill()  # the groups' kill alone, not the sandbox's
-        assert _until(lambda: not hold.members() and not _named(tag), 5.0), _named(tag)
+        assert until(lambda: not hold.members() and not named(tag), 5.0), named(tag)
         assert not Path(f"/proc/{sandbox.box_pid}/stat").exists() or "Z" in Path(f"/proc/{sandbox.box_pid}/stat"
                                                                                    ).read_text().split(")")[1][:3]
     finally:
         student.close()
-    assert _until(lambda: _removed(paths), 2.0)
+    assert until(lambda: _removed(paths), 2.0)
 
 
 @pytest.mark.parametrize("case", ["groups already removed", "processes still in them", "frozen"])
@@ -294,8 +276,8 @@ def test_close_never_raises_and_leaves_no_group(case: str) -> None:
     hold.close()
     hold.close()
     assert time.monotonic() - started < 0.1  # it never waits for a process to exit
-    assert _until(lambda: proc.poll() is not None, 2.0)  # killed with its groups
-    assert _until(lambda: _removed(groups), 2.0)
+    assert until(lambda: proc.poll() is not None, 2.0)  # killed with its groups
+    assert until(lambda: _removed(groups), 2.0)
 
 
 WIDENS = """
@@ -326,7 +308,7 @@ def test_without_a_cpuset_group_each_freeze_sets_the_judges_cpus_again(tmp_path:
                           for pid in hold.members()]
                 return states == ["S", "S"]
 
-            assert _until(settled)
+            assert until(settled)
             members = hold.members()
             assert all(len(os.sched_getaffinity(pid)) > 1 for pid in members)  # widened
             with student.frozen():
@@ -348,12 +330,12 @@ def test_the_timing_engine_freezes_the_box_while_the_reference_runs_and_thaws_it
         raise RuntimeError("the reference failed")
 
     try:
-        assert _until(lambda: all(n > 0 for n in _counts(sandbox)))
+        assert until(lambda: all(n > 0 for n in _counts(sandbox)))
         with reference_process(student, "") as ref, pytest.raises(RuntimeError, match="reference failed"):
             interleave([Run(student, lambda seed: None), Run(ref, reference_run)], torch.Generator(), 1, 0,
                        lambda seed, replies: None)
         assert len(seen) == 2 and seen[0] == seen[1]
-        assert _until(lambda: all(n > b for n, b in zip(_counts(sandbox), seen[1], strict=True)), 5.0)
+        assert until(lambda: all(n > b for n, b in zip(_counts(sandbox), seen[1], strict=True)), 5.0)
     finally:
         student.close()
 
@@ -370,10 +352,10 @@ def test_a_dead_judges_groups_are_cleared_and_what_it_left_frozen_is_killed() ->
     group = control.Group(path, where.version, {"freezer"})
     (path / "cgroup.procs").write_text(str(proc.pid))
     group.set_frozen(True)
-    assert _until(group.is_frozen, 2.0)
+    assert until(group.is_frozen, 2.0)
     control._clear_stale(where.kit, where.version)
-    assert _until(lambda: proc.poll() is not None, 2.0)
-    assert _until(lambda: _removed([path]), 2.0)
+    assert until(lambda: proc.poll() is not None, 2.0)
+    assert until(lambda: _removed([path]), 2.0)
 
 
 def test_a_box_that_cannot_be_frozen_is_killed_and_started_again_when_next_called(

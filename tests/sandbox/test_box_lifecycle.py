@@ -24,29 +24,11 @@ from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import ChildDied, ChildTimeout, Sandbox
 from autograder.sandbox.runtime import isolation, wire
 from tests.kit import FAST, ROOT, grade_fast, solved, task_scores, zygote
+from tests.sandbox.processes import kill_named, named, until
 
 CH = "07_numerical_stability"
 full_sandbox = pytest.mark.skipif(os.geteuid() != 0 or isolation.machine()[0] != "root",
                                   reason="the full sandbox needs root and namespaces")
-
-
-def _processes_named(name: str) -> list[int]:
-    pids = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if Path(entry.path, "comm").read_text().strip() == name:
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
-
-
-def _gone(name: str, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while _processes_named(name) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return _processes_named(name) == []
 
 
 def _sandbox(cells: str, limits: Limits = FAST, owner: Zygote | None = None) -> Sandbox:
@@ -188,13 +170,6 @@ _stray()
 BUSY = "ctypes.CDLL(None).prctl(15, TAG.encode(), 0, 0, 0)\ntime.sleep(3600)\n"
 
 
-def _wait_for(name: str, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not _processes_named(name):
-        assert time.monotonic() < deadline, f"no process named {name} appeared"
-        time.sleep(0.05)
-
-
 def test_a_box_dies_with_its_judge(tmp_path: Path) -> None:
     tag = f"orphan{os.getpid() % 10**6}"
     notebook = solved(tmp_path, CH, softmax=f"TAG = {tag!r}\n" + STRAY + BUSY)
@@ -203,15 +178,14 @@ def test_a_box_dies_with_its_judge(tmp_path: Path) -> None:
     judge = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     try:
-        _wait_for(tag, 60)
+        assert until(lambda: bool(named(tag)), 60), f"no process named {tag} appeared"
         time.sleep(0.5)  # the box names itself after its stray
         judge.kill()  # no cleanup of its own: the kernel closes its channel to the zygote
         judge.wait()
-        assert _gone(tag, 10), "the submission's process outlived its judge"
+        assert until(lambda: not named(tag), 10), "the submission's process outlived its judge"
     finally:
         judge.kill()
-        for pid in _processes_named(tag):
-            os.kill(pid, signal.SIGKILL)
+        kill_named(tag)
 
 
 @full_sandbox
@@ -221,13 +195,12 @@ def test_a_box_dies_with_a_zygote_killed_outright() -> None:
         box = _sandbox(f"TAG = {tag!r}\n" + STRAY, owner=own)
         try:
             box.start()
-            _wait_for(tag, 30)
+            assert until(lambda: bool(named(tag)), 30), f"no process named {tag} appeared"
             own.proc.kill()  # SIGKILL: the zygote cleans nothing; the parent-death signals do
-            assert _gone(tag, 10), "the submission's process outlived the zygote"
+            assert until(lambda: not named(tag), 10), "the submission's process outlived the zygote"
         finally:
             box.close()
-            for pid in _processes_named(tag):
-                os.kill(pid, signal.SIGKILL)
+            kill_named(tag)
 
 
 @full_sandbox

@@ -24,6 +24,7 @@ from autograder.course.bundle import build_bundle
 from autograder.judging.judge import GraderError
 from autograder.sandbox.runtime import isolation
 from tests.kit import ROOT, grade_fast, solved, task_scores
+from tests.sandbox.processes import named, until
 
 CH = "07_numerical_stability"
 ONE_CHECK = "check_softmax_guide_example"
@@ -46,18 +47,6 @@ def _readable(paths: list[Path]) -> str:
             found.append(f"READ {{p}} {{len(open(p, 'rb').read())}}")
         except OSError as e:
             found.append(f"no {{p}} {{type(e).__name__}}")"""
-
-
-def _processes_named(name: str) -> list[int]:
-    pids = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if Path(entry.path, "comm").read_text().strip() == name:
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
 
 
 # -- 1. fail closed ---------------------------------------------------------------------------------
@@ -201,10 +190,7 @@ def test_every_process_dies_with_the_grading_even_stopped_and_signalling_ones(tm
     g = grade_fast(solved(tmp_path, CH, softmax=f"TAG = {tag!r}\n" + ESCAPES))
     assert time.monotonic() - started < 90
     assert task_scores(g)["softmax"] > 0  # the signals did not stop the grading either
-    deadline = time.monotonic() + 5
-    while _processes_named(tag) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _processes_named(tag) == []
+    assert until(lambda: not named(tag), 5), named(tag)
 
 
 # -- 7. the Gradescope bundle -----------------------------------------------------------------------
