@@ -306,12 +306,16 @@ def _reasons(sub: Submission) -> tuple[int, list[str]]:
     if sub.status == "unreadable":
         reasons.append((1, "result file unreadable"))
     if sub.integrity_count:
-        reasons.append((2, f"integrity: {sub.integrity_count} construct(s) reaching into the grader"))
+        reasons.append((2, f"review flags: {sub.integrity_count} construct(s) reaching into other code (no points "
+                           "depend on them: read the lines)"))
     if any(_kit_failed(t) for t in sub.tests):
         reasons.append((3, "the grader failed inside a check"))
     if sub.status == "error":
         reasons.append((4, "could not be graded: " + first_sentence(sub.notes.splitlines()[0] if sub.notes else "")))
     outcomes = [outcome(sub, t) for t in sub.tests]
+    voided = sorted({_task_and_name(t)[0] for t in sub.tests if fmt.outcome(t) is Outcome.NOT_SCORED})
+    if voided:
+        reasons.append((5, "broke the stated rule of " + ", ".join(voided) + ": those tasks scored 0"))
     if sub.status == "graded" and sub.max_score > 0 and sub.score == 0:
         failed = [o for o in outcomes if o is not None]
         nothing = failed and all(o == NOT_RUN for o in failed)

@@ -155,9 +155,9 @@ def grade_loaded(
     started = time.perf_counter()
     limits = limits or Limits()
     notebook = sub.path
-    flags = scan_submission(sub)  # the judge's own read of the cells, once: the plugin voids forgeable checks
+    flags = scan_submission(sub)  # the judge's own read of the cells, for review: no point depends on it
     runner = Student(sub, device, limits, time.monotonic() + total_seconds, zygote)
-    plugin = KitPlugin(runner, seed if seed is not None else secret_seed(sub, student), device, flags)
+    plugin = KitPlugin(runner, seed if seed is not None else secret_seed(sub, student), device)
     try:
         runner.start()
         if runner.environment_error:
@@ -187,7 +187,7 @@ def grade_loaded(
     grade = Grade(notebook, sub.chapter.id, device, plugin.results, _load_notes(runner),
                   runner.protections)
     grade.out_of_time = runner.out_of_time
-    if flags:  # forgeable checks were not scored (plugin); the instructor reviews
+    if flags:  # a flag for the instructor's review, never a deduction
         grade.integrity, grade.integrity_count = [safe_text(str(f)) for f in flags[:MAX_FLAGS]], len(flags)
         grade.notes.append(integrity_note(flags))
     if device == "cuda" and not runner.cuda and not runner.fatal:

@@ -13,7 +13,7 @@ figures it measured.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -25,7 +25,6 @@ from autograder.judging.expect import CheckFailure
 from autograder.judging.registry import Chapter
 from autograder.judging.remote import Student, StudentError
 from autograder.judging.results import MEASURED, Outcome, figures
-from autograder.judging.scan import Flag, check_message
 from autograder.judging.untrusted import safe_text
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -39,23 +38,27 @@ class CheckSpec:
     task: str  # the answer cell (grade_id) the check grades
     points: float
     visible: bool = False  # the released notebook shows this check too
-    forgeable: bool = False  # its evidence comes from inside the student's process (scan.py)
     cuda_only: bool = False  # skipped off CUDA; its points count on top of the notebook's
+    rule: bool = False  # a stated rule of the task (judging/source.py): when it fails, no check of the task scores
 
 
-def check(*, task: str, points: float, visible: bool = False, forgeable: bool = False,
-          cuda_only: bool = False) -> Callable[[F], F]:
+def check(*, task: str, points: float, visible: bool = False, cuda_only: bool = False,
+          rule: bool = False) -> Callable[[F], F]:
     """Declare a check: the task (answer cell) it grades and its points, whether the notebook shows it
-    (`visible`), whether its evidence comes from the student's process (`forgeable`: not scored when
-    autograder/judging/scan.py flags the code), and whether it runs on CUDA only. Anything else, or a value of the
-    wrong kind, is an error when the module is imported: a check cannot silently be worth 0 points."""
+    (`visible`), whether it runs on CUDA only, and whether it checks a rule the notebook states for the task
+    (`rule`: when it fails, the task's other checks are not scored either). Anything else, or a value of the
+    wrong kind, is an error when the module is imported: a check cannot silently be worth 0 points.
+
+    A check's points rest on evidence the student cannot shape: outputs compared with the judge's oracle, the
+    judge's clock, limits the kernel enforces, or the judge's own reading of the source. What the student's
+    process records about itself (operator traces, hooks) may shape a message, never a point."""
     if not isinstance(task, str) or not task:
         raise TypeError(f"@check: task must name an answer cell, not {task!r}")
     if isinstance(points, bool) or not isinstance(points, (int, float)) or not points > 0:
         raise TypeError(f"@check: points must be a positive number, not {points!r}")
-    if not all(isinstance(flag, bool) for flag in (visible, forgeable, cuda_only)):
-        raise TypeError("@check: visible, forgeable and cuda_only are True or False")
-    spec = CheckSpec(task, float(points), visible, forgeable, cuda_only)
+    if not all(isinstance(flag, bool) for flag in (visible, cuda_only, rule)):
+        raise TypeError("@check: visible, cuda_only and rule are True or False")
+    spec = CheckSpec(task, float(points), visible, cuda_only, rule)
 
     def declare(fn: F) -> F:
         if not fn.__name__.startswith("check_") or hasattr(fn, SPEC):
@@ -106,6 +109,7 @@ class CheckResult:
     outcome: Outcome
     output: str
     cuda_only: bool = False  # skipped off CUDA, its points on top of the notebook's
+    rule: bool = False  # a stated rule of the task: failing it voids the task's other checks
     bonus: bool = False  # a stretch task's check: its points count apart, on top of the score
     measured: dict[str, float] = field(default_factory=dict)  # figures the check measured (results.py names them)
 
@@ -154,10 +158,9 @@ def _spec(item: pytest.Item) -> CheckSpec:
 
 
 class KitPlugin:
-    def __init__(self, student: Student, seed: int, device: str, flags: Sequence[Flag] = ()) -> None:
-        """`flags`: what the judge's integrity scan found in the answer cells (judging/scan.py)."""
+    def __init__(self, student: Student, seed: int, device: str) -> None:
         self._student = student
-        self._flags = list(flags)
+        self._broken: dict[str, str] = {}  # task -> the rule check it failed
         self._seed = seed
         self._device = device
         self.results: list[CheckResult] = []
@@ -195,6 +198,7 @@ class KitPlugin:
         self.declaration_problems = declaration_problems(self._student.submission.chapter, module, checks)
         if self.declaration_problems:
             raise pytest.UsageError("\n".join(self.declaration_problems))
+        items.sort(key=lambda item: not _spec(item).rule)  # rules first: a broken one voids its task's checks
         if self._device == "cuda" and not self._student.cuda:
             skip = pytest.mark.skip(reason="skipped: --device cuda was asked for, but this machine has no CUDA GPU")
             for item in items:
@@ -240,17 +244,20 @@ class KitPlugin:
                 # A passing check may leave a note (e.g. its measured speed-up) with record_property("note", ...).
                 verdict = Outcome.PASSED
                 output = "\n".join(str(v) for k, v in report.user_properties if k == "note")
-            flags = self._flags if _spec(item).forgeable else []
-            if flags and verdict is not Outcome.SKIPPED:
-                # Its evidence came from inside a process that the code reaches into: not scored, reviewed.
-                failed = verdict is not Outcome.PASSED
-                verdict, output = Outcome.NOT_SCORED, check_message(flags) + (f"\n\n{output}" if failed else "")
-                report.outcome, report.longrepr = "failed", output
-            self.results.append(self._result(item, verdict, output, _measured(report.user_properties)))
+            rule = self._broken.get(_spec(item).task)
+            if rule is not None and verdict is not Outcome.SKIPPED:
+                was = "passed" if verdict is Outcome.PASSED else "failed"
+                output = (f"Not scored: this exercise breaks its stated rule ('{rule}'), so none of its checks "
+                          f"counts. On its own this check {was}." + (f"\n\n{output}" if output else ""))
+                verdict, report.outcome, report.longrepr = Outcome.NOT_SCORED, "failed", output
+            result = self._result(item, verdict, output, _measured(report.user_properties))
+            if result.rule and verdict is Outcome.WRONG:  # broken, not merely unrunnable (a stub, an error)
+                self._broken.setdefault(result.task, result.name)
+            self.results.append(result)
 
     def _result(self, item: pytest.Item, outcome: Outcome, output: str, measured: dict[str, float]) -> CheckResult:
         spec = _spec(item)
         doc = (item.function.__doc__ or item.name).strip().splitlines()[0]  # type: ignore[attr-defined]
         return CheckResult(nodeid=item.nodeid, name=doc, task=spec.task, points=spec.points, visible=spec.visible,
                            outcome=outcome, output=safe_text(output, MAX_OUTPUT), cuda_only=spec.cuda_only,
-                           bonus=spec.task in self._student.submission.chapter.bonus, measured=measured)
+                           rule=spec.rule, bonus=spec.task in self._student.submission.chapter.bonus, measured=measured)

@@ -32,7 +32,7 @@ class Outcome(str, enum.Enum):
     TIMEOUT = "timeout"  # a call ran out of time, or the process died of a limit (CPU time, memory, file size)
     NOT_IMPLEMENTED = "not_implemented"  # the stub still raises NotImplementedError
     NOT_RUN = "not_run"  # the notebook's code could not run at all (unreadable, a cell that exits or hangs...)
-    NOT_SCORED = "not_scored"  # its evidence came from code that reaches into the grader (autograder/judging/scan.py)
+    NOT_SCORED = "not_scored"  # the task broke its stated rule (a rule check failed): none of its checks counts
     GRADER_ERROR = "grader_error"  # the kit failed, not the student
     SKIPPED = "skipped"  # not run here (CUDA-only on CPU): no points either way
 

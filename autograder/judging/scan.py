@@ -1,20 +1,24 @@
-"""The judge's own static read of a submission's answer cells: reach into grader internals.
+"""The judge's own static read of a submission's answer cells: constructs that reach into other code.
 
 Student code shares its interpreter with the child runtime and the chapter's
-harness. It could patch them, rewrite their records through frames, or switch
-off the dispatch modes that count its operations, and nothing measured inside
-that process would show it. Reaching in takes constructs that ordinary code
-for this course never needs: frames, the module table, the garbage collector,
-ctypes, introspection attributes (__closure__, __globals__, ...), private
-torch internals, patching libraries, attribute names the judge cannot read
-(getattr with a computed name, exec, __import__). This module parses the
-answer cells with `ast` (nothing is run) and flags each such construct with
-its cell and line. String constants naming them are flagged too, so that
-getattr(sys, "_getframe") or "_get" + "frame" do not slip through.
+harness. No point rests on anything recorded in that process (every check's
+evidence is the judge's oracle, its clock, the kernel's limits or its own read of
+the source), so reaching in gains nothing; but an instructor wants to know when a
+submission tries. Reaching in takes constructs that code for this course never
+needs: frames, the module table, the garbage collector, ctypes, introspection of
+other code's objects (__closure__, __globals__, ...), private torch internals,
+patching libraries, attribute names the judge cannot read (getattr with a computed
+name, exec, __import__). This module parses the answer cells with `ast` (nothing
+is run) and flags each such construct with its cell and line. String constants
+naming them are flagged too, so that getattr(sys, "_getframe") or "_get" + "frame"
+do not slip through.
 
-A flagged submission gets no points for the checks marked `forgeable`, whose
-evidence comes from inside the student's process (op traces, hooks, harness
-records); the flags go in the results for the instructor to review.
+A flag is for review and costs no point: the flags go in the results, above the
+checks, in the summary and in the class report's review list. Ordinary Python on
+the student's own objects never flags (self.__dict__ in __getstate__, private
+attributes and protocol methods such as __torch_function__ of classes the cells
+define, dataclasses, functools, typing): tests/judging/test_review_flags.py keeps
+a corpus of such idioms.
 """
 
 from __future__ import annotations
@@ -48,17 +52,20 @@ INTROSPECTION = {
     "f_locals", "f_globals", "f_back", "f_code", "f_builtins", "f_trace", "tb_frame", "tb_next", "gi_frame",
     "gi_code", "cr_frame", "cr_code", "ag_frame", "cell_contents", "__closure__", "__globals__", "__code__",
     "__builtins__", "__dict__", "__subclasses__", "__bases__", "__base__", "__mro__", "__self__", "__func__",
-    "__wrapped__", "__defaults__", "__kwdefaults__", "__traceback__", "__getattribute__", "__setattr__",
+    "__defaults__", "__kwdefaults__", "__traceback__", "__getattribute__", "__setattr__",
     "__delattr__", "__import__", "__loader__", "__spec__", "__reduce__", "__reduce_ex__",
 }
+# Of those, what ordinary code reads on its own objects and classes (__getstate__, __setattr__, frozen dataclasses).
+OWN_INTROSPECTION = {"__dict__", "__subclasses__", "__bases__", "__base__", "__mro__", "__self__", "__func__",
+                     "__getattribute__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__"}
 # Names that walk the call stack (whose frames hold the grader's objects) or find objects by reference.
 FRAMES = {"_getframe", "_current_frames", "_current_exceptions", "settrace", "setprofile", "gettrace", "getprofile",
           "walk_stack", "walk_tb", "get_referrers", "get_referents", "get_objects"}
-# Names that switch off torch's dispatch modes, on which the grader's operation counting relies.
+# Names that switch off torch's dispatch modes (other code's operator traces).
 DISPATCH = {"_disable_current_modes", "_python_dispatch", "_get_current_dispatch_mode", "_pop_mode", "_push_mode",
             "_pop_mode_temporarily", "_pop_torch_dispatch_stack", "_len_torch_dispatch_stack",
             "_DisableTorchDispatch", "_ExcludeDispatchKeyGuard", "_DisableTorchFunction",
-            "_DisableTorchFunctionSubclass", "__torch_dispatch__", "__torch_function__"}
+            "_DisableTorchFunctionSubclass"}
 GRADER = {"autograder", "__harness__"}
 INTERNALS = FRAMES | DISPATCH | GRADER
 # sys attributes that reach modules, frames or the import system.
@@ -136,12 +143,13 @@ def _string_why(text: str) -> str | None:
 
 
 class _Scanner(ast.NodeVisitor):
-    def __init__(self, cell: str, aliases: set[str], bound: set[str],
-                 classes: set[str], docstrings: set[int], origin: dict[str, str]) -> None:
+    def __init__(self, cell: str, aliases: set[str], bound: set[str], own: Own, docstrings: set[int],
+                 origin: dict[str, str]) -> None:
         self.cell = cell
         self.aliases = aliases  # names bound to modules or to objects imported from them
         self.bound = bound  # every name the cells bind themselves
-        self.classes = classes
+        self.classes = own.classes
+        self.own = own
         self.docstrings = docstrings
         self.origin = origin  # alias -> dotted name it stands for
         self.flags: list[Flag] = []
@@ -183,14 +191,19 @@ class _Scanner(ast.NodeVisitor):
 
     # -- attributes ----------------------------------------------------------
     def _own_root(self, root: ast.AST) -> bool:
-        """The student's own objects: self, cls, super(), or a class the cells define."""
+        """The student's own objects: self, cls, super(), a class the cells define (or an alias of one), an
+        instance made by calling one, type(self)."""
         if isinstance(root, ast.Name):
             return root.id in {"self", "cls"} or root.id in self.classes
-        return (isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "super")
+        if isinstance(root, ast.Call) and isinstance(root.func, ast.Name):
+            if root.func.id == "type" and len(root.args) == 1:
+                return self._own_root(root.args[0])
+            return root.func.id == "super" or root.func.id in self.classes
+        return False
 
     def _attribute_why(self, root: ast.AST, attrs: list[str], name: str) -> str | None:
         """Why reading attribute `name` of root.attrs... is flagged, else None."""
-        if name in INTROSPECTION:
+        if name in INTROSPECTION and not (name in OWN_INTROSPECTION and self._own_root(root)):
             return "introspection of frames, closures or namespaces, where the grader's records live"
         if name in FRAMES:
             return "the call stack or objects found by reference, which reach the grader's objects"
@@ -203,7 +216,7 @@ class _Scanner(ast.NodeVisitor):
             return "the interpreter's module table or exceptions' frames, which reach the grader's runtime"
         if f"{dotted}.{name}".startswith("torch.library"):
             return "custom operators, which hide their inner operations from the grader's trace"
-        if _private(name) and not self._own_root(root):
+        if _private(name) and name not in self.own.private and not self._own_root(root):
             return "a private attribute of an object your code did not define (hooks, records, internals)"
         return None
 
@@ -228,6 +241,10 @@ class _Scanner(ast.NodeVisitor):
         if self._string(node):  # "".join([...constants])
             return
         func = node.func
+        if self._on_own_object(node):  # vars(self), object.__setattr__(self, ...) in a frozen dataclass
+            for arg in [*node.args, *node.keywords]:
+                self.visit(arg)
+            return
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
         if name in DYNAMIC and not (isinstance(func, ast.Name) and func.id in self.bound):
             self._dynamic(node, name)
@@ -240,6 +257,15 @@ class _Scanner(ast.NodeVisitor):
             return
         self.generic_visit(node)
 
+    def _on_own_object(self, node: ast.Call) -> bool:
+        func, first = node.func, node.args[0] if node.args else None
+        if first is None or not self._own_root(first):
+            return False
+        if isinstance(func, ast.Name):
+            return func.id == "vars" and func.id not in self.bound
+        return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "object"
+                and func.attr in {"__setattr__", "__getattribute__", "__delattr__"})
+
     def _dynamic(self, node: ast.Call, name: str) -> None:
         """getattr(obj, "x") is read like obj.x; a name the judge cannot read is flagged."""
         if name in {"attrgetter", "methodcaller"}:
@@ -248,6 +274,8 @@ class _Scanner(ast.NodeVisitor):
         else:
             names = [folded(node.args[1])] if len(node.args) > 1 else [None]
             obj = node.args[0] if node.args else None
+            if len(node.args) > 1 and isinstance(node.args[1], ast.Name) and node.args[1].id in self.own.loops:
+                names = list(self.own.loops[node.args[1].id])  # for name in ("weight", "bias"): getattr(m, name)
         for attr in names:
             if attr is None:
                 if not (obj is not None and self._safe_dynamic(obj, node.args[1])):
@@ -263,13 +291,9 @@ class _Scanner(ast.NodeVisitor):
                 self.flag(node, self._patches(obj, attr) or "")
                 return
 
-    @staticmethod
-    def _safe_dynamic(obj: ast.AST, name: ast.AST) -> bool:
-        """getattr(self, f"layer{i}"): the student's own object, a name that cannot start with "_"."""
-        if not (isinstance(obj, ast.Name) and obj.id == "self" and isinstance(name, ast.JoinedStr) and name.values):
-            return False
-        first = name.values[0]
-        return isinstance(first, ast.Constant) and str(first.value)[:1].isalpha()
+    def _safe_dynamic(self, obj: ast.AST, name: ast.AST) -> bool:
+        """getattr(self, name): an attribute of the student's own object, whatever its name."""
+        return self._own_root(obj)
 
     # -- assignments ------------------------------------------------------------
     def _patches(self, obj: ast.AST, attr: str) -> str | None:
@@ -311,7 +335,7 @@ class _Scanner(ast.NodeVisitor):
 
     # -- definitions and strings -------------------------------------------------
     def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        if node.name in {"__torch_dispatch__", "__torch_function__"}:
+        if node.name == "__torch_dispatch__":  # runs under every aten operator, the harness's too
             self.flag(node, "a dispatch hook, which can hide operations from the grader's trace",
                       f"def {node.name}")
         self.generic_visit(node)
@@ -380,6 +404,47 @@ def _bound(tree: ast.AST) -> tuple[set[str], set[str]]:
     return bound, classes
 
 
+@dataclass(frozen=True)
+class Own:
+    """What the cells define themselves: their classes (and names assigned from them), the private attribute
+    names they set or define, and loop variables that only run over constant strings."""
+
+    classes: set[str]
+    private: set[str]
+    loops: dict[str, tuple[str, ...]]
+
+
+def _own(trees: list[ast.AST], classes: set[str]) -> Own:
+    classes = set(classes)
+    private: set[str] = set()
+    loops: dict[str, tuple[str, ...]] = {}
+    stores: dict[str, int] = {}  # every binding of a name
+    constant_loops: dict[str, int] = {}  # bindings as the target of a loop over constant strings
+    for tree in trees:
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in classes
+                    and all(isinstance(t, ast.Name) for t in node.targets)):
+                classes |= {t.id for t in node.targets if isinstance(t, ast.Name)}  # Alias = OwnClass
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _private(node.attr):
+                private.add(node.attr)
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    names = ([item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else
+                             [t.id for t in getattr(item, "targets", [getattr(item, "target", None)])
+                              if isinstance(t, ast.Name)])
+                    private |= {n for n in names if _private(n)}
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                stores[node.id] = stores.get(node.id, 0) + 1
+            if (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
+                    and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set))):
+                values = [folded(e) for e in node.iter.elts]
+                if all(isinstance(v, str) for v in values):
+                    name = node.target.id
+                    loops[name] = loops.get(name, ()) + tuple(v for v in values if v is not None)
+                    constant_loops[name] = constant_loops.get(name, 0) + 1
+    return Own(classes, private, {k: v for k, v in loops.items() if stores.get(k) == constant_loops[k]})
+
+
 def _aliases(trees: list[ast.AST]) -> dict[str, str]:
     """Import-bound names, and names assigned from them (t = torch; s = sys), -> dotted names."""
     origin: dict[str, str] = {}
@@ -425,9 +490,10 @@ def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ..
         b, c = _bound(tree)
         bound |= b
         classes |= c
+    own = _own(list(trees.values()), classes)
     flags: list[Flag] = []
     for cell, tree in trees.items():
-        scanner = _Scanner(cell, import_bound, bound - import_bound, classes, _docstrings(tree), origin)
+        scanner = _Scanner(cell, import_bound, bound - import_bound, own, _docstrings(tree), origin)
         scanner.visit(tree)
         flags += scanner.flags
     seen: dict[tuple[str, int, str], Flag] = {}
@@ -480,15 +546,6 @@ def _listed(flags: list[Flag], most: int) -> str:
 
 def note(flags: list[Flag]) -> str:
     """The plain statement for the student and the instructor, above the checks (the first MAX_FLAGS flags)."""
-    return ("Integrity: your answer cells reach into the grader's internals, so the checks that observe your "
-            "code from inside its own process (operation counts, hooks, autocast and harness records) were not "
-            "scored. Your instructor will review the submission. Flagged:\n" + _listed(flags, MAX_FLAGS))
-
-
-def check_message(flags: list[Flag]) -> str:
-    """The output of a forgeable check in a flagged submission."""
-    shown = _listed(flags, 6)
-    return ("Not scored: your code reaches into the grader's internals, so what this check observed inside "
-            f"your process cannot be trusted:\n{shown}\nProblem:  ordinary code for this exercise never needs "
-            "these constructs; your instructor will review the submission.\nHint:     Remove them (and any "
-            "code that reads or patches the grader, torch's dispatch modes or other code's frames).")
+    return ("Review: your answer cells use constructs that reach into other code (the grader's, torch's "
+            "internals, frames or namespaces). This costs no points: every score here comes from the judge's "
+            "own evidence. Your instructor will read the flagged lines:\n" + _listed(flags, MAX_FLAGS))

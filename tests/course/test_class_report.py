@@ -208,19 +208,25 @@ def test_normalize_separates_different_mistakes(pair: tuple[str, str]) -> None:
 
 
 def test_the_flagged_list_says_why(graded: Path) -> None:
-    write(graded, softmax_result("gus", [("passed", ""), ("failed", "Not scored: your code reaches into the grader's "
-                                          "internals"), ("passed", "")]))
+    write(graded, softmax_result("gus", [("passed", ""), ("passed", ""), ("passed", "")]))
     r = json.loads((graded / "results" / "gus" / f"{CH}.json").read_text())
     r["extra_data"]["integrity"] = ["cell 'softmax', line 2: sys._getframe (reads the grader's frames)"]
     (graded / "results" / "gus" / f"{CH}.json").write_text(json.dumps(r))
+    write(graded, softmax_result("ivy", [("failed", "Problem:  the rule"), ("failed", "Not scored: this exercise "
+                                          "breaks its stated rule"), ("passed", "")]))
+    r = json.loads((graded / "results" / "ivy" / f"{CH}.json").read_text())
+    r["tests"][1]["extra_data"] = {"outcome": "not_scored", "measured": {}}
+    (graded / "results" / "ivy" / f"{CH}.json").write_text(json.dumps(r))
     (graded / "results" / "hal").mkdir()
     (graded / "results" / "hal" / f"{CH}.json").write_text("{ damaged")
     flagged = {f.student: f for f in analyse(graded).flagged}
-    assert list(flagged) == ["fay", "hal", "gus", "eve", "dan"]  # most urgent first
+    assert list(flagged) == ["fay", "hal", "gus", "eve", "dan", "ivy"]  # most urgent first
     assert flagged["fay"].reasons == ["grader error: no score; run grade-all again"]
     assert "sandbox could not start" in flagged["fay"].detail
     assert flagged["hal"].reasons == ["result file unreadable"]
-    assert flagged["gus"].reasons[0].startswith("integrity: 1 construct") and "_getframe" in flagged["gus"].detail
+    assert flagged["gus"].reasons[0].startswith("review flags: 1 construct") and "_getframe" in flagged["gus"].detail
+    assert flagged["gus"].score == flagged["gus"].max_score  # a flag for review costs nothing
+    assert flagged["ivy"].reasons == ["broke the stated rule of softmax: those tasks scored 0"]
     assert flagged["eve"].reasons[0].startswith("could not be graded: 07_numerical_stability.ipynb is not valid")
     assert flagged["dan"].reasons == ["nothing implemented (the release unchanged?)"]
     lesson = analyse(graded).lessons[CH]

@@ -443,7 +443,7 @@ def check_additive_scores_gradients(api: Api, rng: torch.Generator, device: str)
                       atol=1e-4 * (1.0 + float(g.abs().sum())), device=device)
 
 
-@check(task="additive_scores", points=1, forgeable=True)
+@check(task="additive_scores", points=1)
 def check_additive_scores_never_tiles(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
     """no pairs built by repeat, cat or an expanded copy, and no loop: the operations do not grow with B, N, M"""
     features = _sizes(rng, 3, 2, 9)  # the same for both: einsum's path may depend on them

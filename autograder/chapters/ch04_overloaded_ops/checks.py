@@ -200,7 +200,7 @@ def check_row_sum_edge_shapes(api: Api, rng: torch.Generator, device: str) -> No
         _expect_row_sum(api, torch.randn(*shape, generator=rng), SHAPE_HINT, device)
 
 
-@check(task="row_sum", points=2, forgeable=True)
+@check(task="row_sum", points=2)
 def check_row_sum_vectorized(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
     """no Python loop: the operations issued do not grow from 4 x 3 to 64 x 24 inputs"""
     small, large = torch.randn(4, 3, generator=rng), torch.randn(64, 24, generator=rng)
@@ -264,7 +264,7 @@ def check_pairwise_gradient(api: Api, rng: torch.Generator, device: str) -> None
                 {"x": x, "y": y, "grad_output": g}, GRAD_HINT, device, 1e-4, atol)
 
 
-@check(task="pairwise_sq_distances", points=2, forgeable=True)
+@check(task="pairwise_sq_distances", points=2)
 def check_pairwise_vectorized(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
     """no Python loop and no torch.cdist: the operations issued do not grow with N, M or D"""
     small = (torch.randn(4, 3, generator=rng), torch.randn(5, 3, generator=rng))

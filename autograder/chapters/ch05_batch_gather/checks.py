@@ -217,7 +217,7 @@ def check_batch_gather_index_tensors(api: Api, rng: torch.Generator, device: str
         _expect(got, gather_oracle(tensor, indices), tensor, indices, OFFSET_HINT, device)
 
 
-@check(task="batch_gather", points=2, forgeable=True)
+@check(task="batch_gather", points=2)
 def check_batch_gather_device(api: Api, rng: torch.Generator, device: str) -> None:
     """CPU inputs give a CPU result with no CUDA call, and CUDA inputs a CUDA result"""
     tensor, indices = _random_case(rng, 3, 2)
@@ -264,7 +264,7 @@ def check_batch_gather_gradient(api: Api, rng: torch.Generator, device: str) -> 
                       hint=GRAD_HINT, rtol=rtol, atol=atol, device=device)
 
 
-@check(task="batch_gather", points=3, forgeable=True)
+@check(task="batch_gather", points=3)
 def check_batch_gather_vectorized(api: Api, rng: torch.Generator, device: str, record_property: RecordProperty
                                   ) -> None:
     """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""
@@ -402,7 +402,7 @@ def check_scatter_add_gradient(api: Api, rng: torch.Generator, device: str) -> N
                       rtol=rtol, atol=atol, device=device)
 
 
-@check(task="batch_scatter_add", points=1, forgeable=True)
+@check(task="batch_scatter_add", points=1)
 def check_scatter_add_vectorized(api: Api, rng: torch.Generator, device: str, record_property: RecordProperty
                                  ) -> None:
     """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""

@@ -477,7 +477,7 @@ def check_shuffle_notebook_example(api: Api) -> None:
     _expect_resumed(api, items, 4, 1, 11, first, second)
 
 
-@check(task="ShuffleBuffer", points=1, forgeable=True)
+@check(task="ShuffleBuffer", points=1)
 def check_shuffle_each_once_bounded(api: Api, rng: torch.Generator) -> None:
     """every item once per epoch, at most buffer_size items read ahead: empty, short and long sources, endless ones"""
     for n, buffer_size in ((0, 4), (1, 4), (3, 4), (4, 4), (5, 4), (57, 1), (57, 16), (40, 7)):

@@ -9,13 +9,15 @@ seed. softmax_cross_entropy runs through the harness
 place of the student's, so a softmax bug costs points in softmax only.
 
 The stretch task (bonus) is log_softmax as a torch.autograd.Function with its
-own backward; the harness reports what its graph holds (log_softmax_graph).
+own backward. The notebook's rule, no library softmax, and the Function's shape
+are read by the judge from the source (autograder/judging/source.py): rule checks,
+each voiding its task when broken.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
-from typing import TypedDict
 
 import torch
 from torch import Tensor
@@ -23,6 +25,7 @@ from torch import Tensor
 from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
 from autograder.judging.plugin import check
+from autograder.judging.source import listed, names_used, subclasses, task_code, unreadable
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
 
@@ -30,13 +33,6 @@ from autograder.judging.plugin import check
 SOFTMAX_EXAMPLE = (torch.tensor([1000.0, 0.0]),)
 XENT_EXAMPLE = (torch.tensor([0.5, 0.5]), torch.tensor([1000.0, 0.0]))
 LOG_SOFTMAX_EXAMPLE = (torch.tensor([1000.0, 0.0]),)
-
-
-class GraphRecord(TypedDict):
-    output_type: str  # "Tensor", or the type log_softmax returned
-    saved: list[Tensor]  # every tensor the graph's nodes saved for backward, in order
-    nodes: list[str]  # the graph's nodes between the output and the input, by class name
-    custom: bool  # whether one of them is a custom torch.autograd.Function's
 
 
 class Api(StudentApi):
@@ -51,10 +47,6 @@ class Api(StudentApi):
     @answer(example=LOG_SOFTMAX_EXAMPLE)
     def log_softmax(self, logits: Tensor, dim: int = -1) -> Tensor:
         """Log-probabilities along `dim`, through the student's torch.autograd.Function (the stretch task)."""
-
-    @harness()
-    def log_softmax_graph(self, logits: Tensor, dim: int = -1) -> GraphRecord:
-        """The student's log_softmax(logits, dim) on a leaf that requires grad: what its graph saved and holds."""
 
 
 # -- oracles -------------------------------------------------------------------
@@ -137,6 +129,51 @@ def _gradcheck(fn: Callable[[Tensor], Tensor], x: Tensor, name: str, hint: str) 
                       detail=str(e).strip()[:1200], hint=hint) from None
 
 
+# -- the rule of the notebook: no library softmax, read from the code ---------------------
+
+# Every library function (or module, method) that computes a softmax, its log or a cross entropy for you.
+LIBRARY_SHORTCUTS = ("softmax", "log_softmax", "softmin", "gumbel_softmax", "Softmax", "LogSoftmax", "Softmin",
+                     "Softmax2d", "cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss", "distributions")
+RULE_HINT = ("Build it from tensor operations (amax or max, exp, sum, log, torch.logsumexp) and write every call "
+             "out by name. The rule is read from your code: the task's cell and every answer cell it uses.")
+
+
+EXAMPLES = {"softmax": SOFTMAX_EXAMPLE, "softmax_cross_entropy": XENT_EXAMPLE, "log_softmax": LOG_SOFTMAX_EXAMPLE}
+
+
+def expect_by_hand(api: Api, task: str) -> None:
+    """The rule that only the source can show: the task's code (its cell and the answer cells it reaches) names
+    no library softmax, and nothing the judge cannot read. softmax_cross_entropy runs with the kit's softmax
+    (harness.py), so its reach stops at `softmax`: a library softmax there costs the softmax task alone.
+    The task must run on the notebook's example first: a stub earns no point for keeping a rule."""
+    getattr(api, task)(*EXAMPLES[task])
+    code = task_code(api.student.submission, task, stop={"softmax"} if task == "softmax_cross_entropy" else set())
+    used = names_used(code, LIBRARY_SHORTCUTS)
+    if used:
+        raise failure(call=f"the judge's reading of the code of `{task}`",
+                      expected="no torch.softmax, log_softmax, cross_entropy or other library softmax",
+                      got=listed(used), problem="the exercise is to compute it yourself; this notebook's rule "
+                      "forbids the library's versions, so none of this exercise's checks counts.", hint=RULE_HINT)
+    hidden = unreadable(code)
+    if hidden:
+        raise failure(call=f"the judge's reading of the code of `{task}`",
+                      expected="every function called by its name", got=listed(hidden),
+                      problem="the judge cannot read which function this calls, so it cannot tell that the rule "
+                      "is kept; the notebook asks for every call written out.", hint=RULE_HINT)
+
+
+@check(task="softmax", points=1, rule=True)
+def check_softmax_by_hand(api: Api) -> None:
+    """rule: built by hand, with no library softmax (read from your code)"""
+    expect_by_hand(api, "softmax")
+
+
+@check(task="softmax_cross_entropy", points=1, rule=True)
+def check_xent_by_hand(api: Api) -> None:
+    """rule: built by hand, with no library softmax or cross entropy (read from your code)"""
+    expect_by_hand(api, "softmax_cross_entropy")
+
+
 # -- softmax -------------------------------------------------------------------
 
 
@@ -158,7 +195,7 @@ def check_softmax_random_batches(api: Api, rng: torch.Generator, device: str) ->
         _expect_softmax(api.softmax(x) if dim is None else api.softmax(x, dim=dim), x, -1, call, DIM_HINT, device)
 
 
-@check(task="softmax", points=2)
+@check(task="softmax", points=1)
 def check_softmax_other_dims(api: Api, rng: torch.Generator, device: str) -> None:
     """softmax normalises along the `dim` it is given, every axis of tensors of rank 1 to 4"""
     for shape in DIM_SHAPES:
@@ -229,7 +266,7 @@ def check_xent_guide_example(api: Api, device: str) -> None:
     _expect(grads[0], torch.tensor([0.5, -0.5]), "gradient with respect to logits", inputs, LOG_HINT, device)
 
 
-@check(task="softmax_cross_entropy", points=2)
+@check(task="softmax_cross_entropy", points=1)
 def check_xent_random_batches(api: Api, rng: torch.Generator, device: str) -> None:
     """matches -sum(labels * log_softmax(logits)) on [B, C] batches, square and with size-1 axes"""
     for trial, shape in enumerate(BATCH_SHAPES):
@@ -316,7 +353,6 @@ OWN_BACKWARD_HINT = ("Write `class LogSoftmax(torch.autograd.Function)` with sta
                      "backward(ctx, grad_output); save one tensor with ctx.save_for_backward (the output), keep "
                      "`dim` on ctx, and have log_softmax return LogSoftmax.apply(logits, dim). Build the forward "
                      "from amax, exp, sum and log (or torch.logsumexp), not torch.log_softmax or torch.softmax.")
-LIBRARY_OPS = {"_log_softmax", "_softmax", "log_softmax", "softmax"}  # aten operators, as traced names them
 
 
 def log_softmax_oracle(logits: Tensor, dim: int = -1) -> Tensor:
@@ -419,36 +455,38 @@ def check_log_softmax_gradient_extremes(api: Api, rng: torch.Generator, device: 
         _expect_log_softmax_grad(api, x, g, -1, DTYPE_HINT, device)
 
 
-@check(task="log_softmax", points=1, forgeable=True)
+@check(task="log_softmax", points=1, rule=True)
 def check_log_softmax_own_backward(api: Api, rng: torch.Generator) -> None:
-    """the graph holds your torch.autograd.Function, which saves one tensor computed from the logits"""
-    x = _random_logits(rng, [5, 7])
-    call = "log_softmax(logits, dim=1) on logits that require grad"
-    inputs = [f"logits = {list(x.shape)} float32, requires_grad=True"]
-    record = api.log_softmax_graph.using(call=call)(x, dim=1)
-    if record["output_type"] != "Tensor":
-        raise failure(call=call, inputs=inputs, expected="a Tensor", got=record["output_type"],
-                      problem="log_softmax must return LogSoftmax.apply(logits, dim).", hint=OWN_BACKWARD_HINT)
-    nodes = ", ".join(record["nodes"]) or "none: the output does not depend on the logits"
-    if not record["custom"]:
-        raise failure(call=call, inputs=inputs, expected="a graph holding your Function's backward "
-                      "(e.g. LogSoftmaxBackward)", got=f"autograd's own nodes: {nodes}",
-                      problem="autograd differentiated your forward operations: the backward is not your own.",
+    """rule: your torch.autograd.Function, applied, saving one tensor, no library softmax (read from your code)"""
+    expect_by_hand(api, "log_softmax")
+    code = task_code(api.student.submission, "log_softmax")
+    functions = subclasses(code, "torch.autograd.Function")
+    where = "the judge's reading of the code of `log_softmax`"
+    defined = [(cell, c) for cell, c in functions
+               if {"forward", "backward"} <= {f.name for f in c.body if isinstance(f, ast.FunctionDef)}]
+    if not defined:
+        raise failure(call=where, expected="class LogSoftmax(torch.autograd.Function) with forward and backward",
+                      got=", ".join(c.name for _, c in functions) or "no subclass of torch.autograd.Function",
+                      problem="autograd would differentiate your forward's operations: the backward is not your "
+                      "own.", hint=OWN_BACKWARD_HINT)
+    names = {c.name for _, c in defined}
+    applied = [n for _, n in code.walk() if isinstance(n, ast.Attribute) and n.attr == "apply"
+               and isinstance(n.value, ast.Name) and n.value.id in names]
+    if not applied:
+        raise failure(call=where, expected=f"log_softmax returning {sorted(names)[0]}.apply(logits, dim)",
+                      got="no .apply of your Function", problem="the Function is defined but never used.",
                       hint=OWN_BACKWARD_HINT)
-    saved = [t for t in record["saved"] if t.numel() > 1]
-    shapes = ", ".join(f"{list(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in saved) or "none"
-    if len(saved) != 1:
-        raise failure(call=call, inputs=inputs, expected="one saved tensor of the logits' size", got=shapes,
-                      problem=f"the graph ({nodes}) keeps {len(saved)} tensors for the backward pass: each costs "
-                      "as much memory as the logits.", hint=OWN_BACKWARD_HINT)
-    values = saved[0].detach().double().flatten().sort().values
-    if values.shape == x.flatten().shape and torch.equal(values, x.double().flatten().sort().values):
-        raise failure(call=call, inputs=inputs, expected="the output (or softmax, computed from it) saved",
-                      got="the logits saved", problem="your backward recomputes from the input what the forward "
-                      "already computed.", hint=OWN_BACKWARD_HINT)
-    _, ops = api.log_softmax.traced(x, dim=1)
-    library = sorted(set(ops) & LIBRARY_OPS)
-    if library:
-        raise failure(call="log_softmax(logits, dim=1)", inputs=inputs, expected="amax, exp, sum, log (or logsumexp)",
-                      got="the aten operators " + ", ".join(library), problem="the forward calls torch's own "
-                      "(log_)softmax: the exercise is to compute it yourself.", hint=OWN_BACKWARD_HINT)
+    saves = [n for _, c in defined for n in ast.walk(c) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Attribute) and n.func.attr == "save_for_backward"]
+    if len(saves) != 1 or len(saves[0].args) != 1 or saves[0].keywords:
+        got = "; ".join(ast.unparse(n) for n in saves) or "no ctx.save_for_backward"
+        raise failure(call=where, expected="one ctx.save_for_backward(...) of one tensor", got=got,
+                      problem="the backward must work from one saved tensor, as the exercise states.",
+                      hint=OWN_BACKWARD_HINT)
+    saved = saves[0].args[0]
+    forward = next(f for _, c in defined for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "forward")
+    inputs = {a.arg for a in forward.args.args[1:]}
+    if isinstance(saved, ast.Name) and saved.id in inputs:
+        raise failure(call=where, expected="the output (or softmax, computed from it) saved",
+                      got=f"ctx.save_for_backward({saved.id}): the input", problem="your backward recomputes from "
+                      "the input what the forward already computed.", hint=OWN_BACKWARD_HINT)

@@ -29,33 +29,3 @@ def xent(*args: Any, **kwargs: Any) -> Any:
             namespace["softmax"] = saved
         else:
             del namespace["softmax"]
-
-
-def log_softmax_graph(logits: torch.Tensor, dim: int = -1) -> dict[str, Any]:
-    """What the graph of the student's log_softmax(logits, dim) holds: every tensor its nodes saved, the
-    names of its nodes between the output and the input, and whether one is a custom autograd.Function."""
-    namespace = globals()["student"]
-    if not callable(namespace.get("log_softmax")):
-        raise NameError("`log_softmax` is not defined: its answer cell must define it")
-    x = logits.detach().clone().requires_grad_(True)
-    saved: list[torch.Tensor] = []
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        saved.append(t.detach().clone())
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = namespace["log_softmax"](x, dim)
-    if not isinstance(out, torch.Tensor):
-        return {"output_type": type(out).__name__, "saved": saved, "nodes": [], "custom": False}
-    nodes: list[str] = []
-    custom, todo, seen = False, [out.grad_fn], set()
-    while todo and len(nodes) < 200:
-        node = todo.pop()
-        if node is None or id(node) in seen or type(node).__name__ == "AccumulateGrad":
-            continue
-        seen.add(id(node))
-        nodes.append(type(node).__name__)
-        custom = custom or isinstance(node, torch.autograd.function.BackwardCFunction)
-        todo.extend(next_node for next_node, _ in node.next_functions)
-    return {"output_type": "Tensor", "saved": saved, "nodes": nodes, "custom": custom}

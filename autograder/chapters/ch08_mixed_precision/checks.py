@@ -224,7 +224,7 @@ def _dtype_and_autocast(record: dict[str, Any]) -> str:
     return f"{record['dtype']} (autocast {'on' if record['autocast'] else 'off'})"
 
 
-@check(task="amp_train_step", points=2, forgeable=True)
+@check(task="amp_train_step", points=2)
 def check_amp_forward_under_autocast(api: Api, rng: torch.Generator, device: str) -> None:
     """the forward pass runs under autocast: Linear outputs in low precision, the loss in float32"""
     case = make_case(rng)
@@ -247,7 +247,7 @@ def check_amp_forward_under_autocast(api: Api, rng: torch.Generator, device: str
              "(autocast runs mse_loss in float32)", AUTOCAST_HINT)
 
 
-@check(task="amp_train_step", points=2, forgeable=True)
+@check(task="amp_train_step", points=2)
 def check_amp_backward_scaled_outside_autocast(api: Api, rng: torch.Generator, device: str) -> None:
     """backward runs once, outside autocast, on the loss scaled by the GradScaler"""
     case = make_case(rng)
@@ -328,7 +328,7 @@ def check_amp_clears_gradients(api: Api, rng: torch.Generator, device: str) -> N
              f"{name}.grad = {show(g)}", f"{len(left)} parameters still hold gradients after the step", ZERO_HINT)
 
 
-@check(task="amp_train_step", points=1, forgeable=True)
+@check(task="amp_train_step", points=1)
 def check_amp_uses_current_api(api: Api, rng: torch.Generator, device: str) -> None:
     """uses torch.autocast and torch.amp, not the deprecated torch.cuda.amp"""
     used = references(api.student.submission, "torch.cuda.amp", cell="amp_train_step")
@@ -461,7 +461,7 @@ def check_checkerboard_learns_with_amp(api: Api, device: str, board_runs: dict[b
     expect_learned(api, run_checkerboard(api, board_runs, device, use_amp=True), device, use_amp=True)
 
 
-@check(task="train_checkerboard", points=2, forgeable=True)
+@check(task="train_checkerboard", points=2)
 def check_checkerboard_trains_with_amp_train_step(api: Api, device: str,
                                                    board_runs: dict[bool, BoardRecord]) -> None:
     """with use_amp=True, every step goes through amp_train_step with the device's low-precision dtype"""
@@ -483,7 +483,7 @@ def check_checkerboard_trains_with_amp_train_step(api: Api, device: str,
              "train_checkerboard uses the deprecated torch.cuda.amp API (PyTorch warned about it)", API_HINT)
 
 
-@check(task="train_checkerboard", points=1, forgeable=True)
+@check(task="train_checkerboard", points=1)
 def check_checkerboard_float32_without_amp(api: Api, device: str,
                                            board_runs: dict[bool, BoardRecord]) -> None:
     """with use_amp=False, it trains in float32 without autocast and still gets under 0.05"""
