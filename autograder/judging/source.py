@@ -5,7 +5,7 @@ Some rules of an exercise are about how it is written, not what it returns:
 not the deprecated torch.cuda.amp. Nothing measured inside the student's process
 can show them honestly, so the judge reads the code itself, with `ast` (nothing
 is run). A rule is checked on the code the task can reach: its own answer cell and
-every answer cell defining a name it uses, transitively. It costs that task alone
+every definition it uses from other answer cells, transitively. It costs that task alone
 (a check declared `@check(..., rule=True)`, autograder/judging/plugin.py).
 
 Names the judge cannot read (an attribute looked up by a computed string, exec,
@@ -40,7 +40,8 @@ class Use:
 
 @dataclass(frozen=True)
 class TaskCode:
-    """The answer cells a task's code can reach, parsed: (cell id, tree), the task's own cell first."""
+    """The code a task can reach, parsed: (cell id, tree) of its own cell, then of the definitions it uses from
+    other answer cells."""
 
     task: str
     cells: tuple[tuple[str, ast.Module], ...]
@@ -51,28 +52,26 @@ class TaskCode:
                 yield cell, node
 
 
-def _defined(tree: ast.Module) -> set[str]:
-    """Names a cell binds at its top level (def, class, assignment, import)."""
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {a.asname or a.name.split(".")[0] for a in node.names}
-    return names
+def _binds(node: ast.stmt) -> set[str]:
+    """Names a top-level statement binds (def, class, assignment, import)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {a.asname or a.name.split(".")[0] for a in node.names}
+    return set()
 
 
-def _loaded(tree: ast.Module) -> set[str]:
+def _loaded(tree: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozenset()) -> TaskCode:
-    """The task's cell and every answer cell defining a name it (or a cell it reaches) loads, except the names in
-    `stop` (ones the grading replaces). A cell that does not parse is left out: it fails to load, and every check
-    of its task fails with it."""
+    """The task's own cell, whole, and from the other answer cells every top-level definition of a name it
+    loads, transitively, except the names in `stop` (ones the grading replaces). A cell that does not parse is
+    left out: it fails to load, and every check of its task fails with it."""
     trees: dict[str, ast.Module] = {}
     for cell in submission.cells:
         try:
@@ -81,14 +80,19 @@ def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozen
             continue
     if task not in trees:
         return TaskCode(task, ())
-    reached, todo = [task], [task]
+    taken: dict[str, list[ast.stmt]] = {task: list(trees[task].body)}
+    todo: list[ast.AST] = [trees[task]]
     while todo:
-        wanted = _loaded(trees[todo.pop()]) - stop
+        wanted = _loaded(todo.pop()) - stop
         for name, tree in trees.items():
-            if name not in reached and wanted & _defined(tree):
-                reached.append(name)
-                todo.append(name)
-    return TaskCode(task, tuple((name, trees[name]) for name in reached))
+            if name == task:
+                continue
+            for node in tree.body:
+                if wanted & _binds(node) and node not in taken.setdefault(name, []):
+                    taken[name].append(node)
+                    todo.append(node)
+    return TaskCode(task, tuple((name, ast.Module(body=body, type_ignores=[])) for name, body in taken.items()
+                                if body))
 
 
 def _imported(code: TaskCode) -> dict[str, str]:

@@ -55,6 +55,54 @@ def hard_coded_xent():
         return logits[0] * 0.5
 
 
+# The notebook's rule, read from the code: no library softmax, and every call written out by name. Each costs its
+# own task alone: the other task's checks all pass.
+
+
+@wrong("torch.softmax", fails={"check_softmax_by_hand": "compute it yourself"})
+def library_softmax():
+    def softmax(logits, dim=-1):
+        return torch.softmax(logits, dim)
+
+
+@cell("softmax")
+def softmax_cell_with_a_library_helper():
+    """A correct softmax, and in its cell a helper that calls the library."""
+    def softmax(logits, dim=-1):
+        e = torch.exp(logits - logits.amax(dim=dim, keepdim=True))
+        return e / e.sum(dim=dim, keepdim=True)
+
+    def log_probabilities(logits, dim):
+        return logits.log_softmax(dim)
+
+
+@wrong("Tensor.log_softmax through a helper in the softmax cell", also=(softmax_cell_with_a_library_helper,),
+       fails={"check_xent_by_hand": "log_softmax", "check_softmax_by_hand": "log_softmax"})
+def library_log_softmax_in_a_helper():
+    def softmax_cross_entropy(labels, logits, dim=-1):
+        return -(labels * log_probabilities(logits, dim)).sum(dim)  # noqa: F821 (the softmax cell's)
+
+
+@wrong("softmax by a computed name", fails={"check_softmax_by_hand": "cannot read"})
+def softmax_by_a_computed_name():
+    def softmax(logits, dim=-1):
+        name = "".join(reversed("xamtfos"))
+        return getattr(torch, name)(logits, dim)
+
+
+@wrong("Categorical's probabilities", fails={"check_softmax_by_hand": "distributions"})
+def categorical_probabilities():
+    def softmax(logits, dim=-1):
+        return torch.distributions.Categorical(logits=logits.movedim(dim, -1)).probs.movedim(-1, dim)
+
+
+@right("max values and a division by the sum", only="check_softmax", points=10)
+def max_values_softmax():
+    def softmax(logits, dim=-1):
+        shifted = logits - torch.max(logits, dim=dim, keepdim=True).values
+        return shifted.exp() / shifted.exp().sum(dim, keepdim=True)
+
+
 # -- log_softmax ---------------------------------------------------------------------------------------------------
 # The stretch task (bonus). Most wrong forms are the reference LogSoftmax with one method changed: an edit of
 # log_softmax_cell, the reference as they write it.
@@ -150,7 +198,7 @@ def log_softmax_autograd_through_the_forward():
         return shifted - torch.logsumexp(shifted, dim=dim, keepdim=True)
 
 
-@wrong("log_softmax: the library's forward", fails={"check_log_softmax_own_backward": "torch's own"},
+@wrong("log_softmax: the library's forward", fails={"check_log_softmax_own_backward": "compute it yourself"},
        edits=log_softmax_cell)
 def log_softmax_the_librarys_forward():
     class LogSoftmax(torch.autograd.Function):

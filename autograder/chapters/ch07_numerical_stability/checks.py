@@ -485,8 +485,8 @@ def check_log_softmax_own_backward(api: Api, rng: torch.Generator) -> None:
                       hint=OWN_BACKWARD_HINT)
     saved = saves[0].args[0]
     forward = next(f for _, c in defined for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "forward")
-    inputs = {a.arg for a in forward.args.args[1:]}
+    inputs = {a.arg for a in forward.args.args} - {"ctx"}
     if isinstance(saved, ast.Name) and saved.id in inputs:
         raise failure(call=where, expected="the output (or softmax, computed from it) saved",
-                      got=f"ctx.save_for_backward({saved.id}): the input", problem="your backward recomputes from "
-                      "the input what the forward already computed.", hint=OWN_BACKWARD_HINT)
+                      got=f"the logits saved: ctx.save_for_backward({saved.id})", problem="your backward "
+                      "recomputes from the input what the forward already computed.", hint=OWN_BACKWARD_HINT)
