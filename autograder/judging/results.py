@@ -58,6 +58,9 @@ STUDENT_SECONDS = "seconds"  # median seconds per call (per step) of the student
 REFERENCE_SECONDS = "reference_seconds"  # the same of the reference
 OPS_SMALL = "ops_small"  # tensor operations issued on the smaller input
 OPS_LARGE = "ops_large"  # on the larger input
+MEMORY_MIB = "memory_mib"  # how far the box's memory rose during a call, at its peak, in MiB (the kernel's accounting)
+MEMORY_BAR_MIB = "memory_bar_mib"  # the most it may rise
+SIZE_TIME_RATIO = "size_time_ratio"  # median seconds per call on the larger input / on the smaller (judge's clock)
 
 
 def figures(values: Mapping[str, float]) -> dict[str, float]:

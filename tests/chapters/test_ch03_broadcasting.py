@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.sandbox import control
 from tests.kit import by_name, grade_fast, limits_for, solved
 
 CH = "03_broadcasting"
@@ -113,3 +114,48 @@ def test_additive_scores_tiled_or_looped_out_of_sight_loses_never_tiles(tmp_path
     result = by_name(grade_fast(path, limits=limits_for(CH), only="check_additive_scores_never_tiles"))
     r = result["check_additive_scores_never_tiles"]
     assert r.score == 0, r.output
+
+
+# Memory reserved and touched when the cell runs, then the tiled copy written into it: the measured call's memory
+# does not rise, so only the input whose tiled copy no memory can hold takes the points away.
+PREALLOCATED = """
+import numpy as np
+RESERVED = np.ones(1 << 27, dtype=np.float32)  # 512 MiB, every page touched now
+def tile(b, a):
+    n, width = int(np.prod(a.shape[:-1])), b.shape[-1]
+    if n * width > RESERVED.size:
+        return b.expand(*a.shape[:-1], width).contiguous()
+    out = RESERVED[:n * width].reshape(*a.shape[:-1], width)
+    np.copyto(out, b.detach().numpy())
+    return torch.from_numpy(out)
+"""
+
+
+def test_merge_tiled_into_memory_reserved_beforehand_loses_never_tiles(tmp_path: Path) -> None:
+    path = solved(tmp_path, CH, Merge=PREALLOCATED + MERGE_HEAD)
+    r = by_name(grade_fast(path, limits=limits_for(CH), only="check_merge_never_tiles"))["check_merge_never_tiles"]
+    assert r.score == 0 and "more memory than any grading has" in r.output, r.output
+
+
+def _without_memory_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    roles = control.machine()
+    monkeypatch.setattr(control, "machine", lambda: {**roles, "memory": None})
+
+
+@pytest.mark.parametrize("accounting", ["VmHWM", "none"])
+def test_without_a_memory_group_tiling_still_loses_and_broadcasting_keeps_its_points(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, accounting: str) -> None:
+    """No memory group: each process's VmHWM measures; nothing readable at all: the out-of-reach input decides."""
+    _without_memory_group(monkeypatch)
+    if accounting == "none":
+        monkeypatch.setattr(control.BoxControl, "_start_peak", lambda self: None)
+    checks = "check_merge_never_tiles or check_additive_scores_never_tiles"
+    honest = by_name(grade_fast(solved(tmp_path, CH), limits=limits_for(CH), only=checks))
+    assert [r.score for r in honest.values()] == [2, 1], [r.output for r in honest.values()]
+    for r in honest.values():
+        assert ("VmHWM" in r.output) == (accounting == "VmHWM"), r.output
+    tiled = solved(tmp_path, CH, Merge=MERGE_TILERS["another thread"] + MERGE_HEAD,
+                   additive_scores=ADDITIVE_TILERS["pairs concatenated in another thread"])
+    for r in by_name(grade_fast(tiled, limits=limits_for(CH), only=checks)).values():
+        assert r.score == 0, r.output
+        assert ("rose by" in r.output) == (accounting == "VmHWM"), r.output
