@@ -370,3 +370,39 @@ def test_a_box_that_cannot_be_frozen_is_killed_and_started_again_when_next_calle
         assert student.restarts == 1
     finally:
         student.close()
+
+
+# softmax that holds `logits.numel()` MiB for a moment (a float32 tensor touched whole), then frees it.
+HOLDS_MEMORY = """
+def softmax(logits, dim=-1):
+    held = torch.ones(logits.numel() << 18)
+    del held
+    return torch.softmax(logits, dim)
+"""
+
+
+@pytest.mark.parametrize("accounting", ["memory group", "VmHWM"])
+def test_the_judge_reads_how_far_the_boxs_memory_rose_during_a_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    accounting: str) -> None:
+    """From the kernel, outside the box: the peak of a call that allocated and freed 300 MiB, and of one that did
+    not; reset before each, so an earlier peak does not count."""
+    if accounting == "VmHWM":
+        roles = control.machine()
+        monkeypatch.setattr(control, "machine", lambda: {**roles, "memory": None})
+    elif control.machine()["memory"] is None:
+        pytest.skip("no memory group can be made here")
+    student, _ = _started(tmp_path, HOLDS_MEMORY)
+    try:
+        grown = {}
+        for mib in (300, 1, 300, 1):
+            with student.peak_memory() as peak:
+                student.call("softmax", torch.zeros(mib))
+            assert peak.how is not None and peak.grown is not None
+            assert (accounting == "VmHWM") == ("VmHWM" in peak.how), peak.how
+            grown.setdefault(mib, []).append(peak.grown >> 20)
+        assert all(290 <= g < 320 for g in grown[300]) and all(g < 8 for g in grown[1]), grown
+    finally:
+        student.close()
+    with student.peak_memory() as peak:  # no box alive: nothing measured
+        pass
+    assert (peak.how, peak.grown) == (None, None)
