@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder.course.cases import cases
 from autograder.judging.judge import grade
-from autograder.judging.results import MEMORY_MIB, SIZE_TIME_RATIO
+from autograder.judging.results import LOOP_RATIO, MEMORY_MIB
 from autograder.sandbox import control
 from tests.chapters.test_ch03_broadcasting import ADDITIVE_TILERS, MERGE_HEAD, MERGE_TILERS, PREALLOCATED
 from tests.kit import limits_for, solution_cells, write_submission, zygote
@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.accounting == "VmHWM":
         roles = control.machine()
-        control.machine = lambda: {**roles, "memory": None}  # type: ignore[assignment]
+        control.machine = lambda: {**roles, "memory": None}
     hog = None if args.no_hog else subprocess.Popen([sys.executable, "-c", "while True: pass"])
     rows: dict[tuple[str, str], list[tuple[bool, float | None, float | None]]] = {}
     started = time.monotonic()
@@ -73,7 +73,7 @@ def main() -> None:
                     for r in g.results:
                         check = r.nodeid.split("::")[-1]
                         rows.setdefault((form, check), []).append(
-                            (r.status == "passed", r.measured.get(MEMORY_MIB), r.measured.get(SIZE_TIME_RATIO)))
+                            (r.status == "passed", r.measured.get(MEMORY_MIB), r.measured.get(LOOP_RATIO)))
                         if (r.status == "passed") != correct:
                             print(f"  {form}: {r.status} {check}: {r.output.splitlines()[:3]}", flush=True)
     finally:

@@ -25,7 +25,7 @@ import torch
 from autograder.judging.notebook import Submission
 from autograder.judging.results import Outcome
 from autograder.judging.untrusted import safe_json
-from autograder.sandbox.control import MemoryPeak
+from autograder.sandbox.control import CpuTime, MemoryPeak
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import ChildDied, ChildTimeout, Sandbox, SandboxUnavailable
@@ -160,6 +160,17 @@ class Student:
         else:
             with self.sandbox.peak_memory() as peak:
                 yield peak
+
+    @contextlib.contextmanager
+    def cpu_time(self) -> Iterator[CpuTime]:
+        """The CPU time this submission's processes used during the block, all threads together, read by the judge
+        from the kernel (Sandbox.cpu_time): unlike the wall clock, another load on the machine hardly changes it.
+        `how` and `seconds` stay None where nothing could be read. Start the process (a first call) before."""
+        if self.sandbox is None:
+            yield CpuTime()
+        else:
+            with self.sandbox.cpu_time() as spent:
+                yield spent
 
     def close(self) -> None:
         if self.sandbox is not None:

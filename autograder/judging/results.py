@@ -60,7 +60,7 @@ OPS_SMALL = "ops_small"  # tensor operations issued on the smaller input
 OPS_LARGE = "ops_large"  # on the larger input
 MEMORY_MIB = "memory_mib"  # how far the box's memory rose during a call, at its peak, in MiB (the kernel's accounting)
 MEMORY_BAR_MIB = "memory_bar_mib"  # the most it may rise
-SIZE_TIME_RATIO = "size_time_ratio"  # median seconds per call on the larger input / on the smaller (judge's clock)
+LOOP_RATIO = "loop_ratio"  # median CPU time per call of the student's code / the vectorized reference's
 
 
 def figures(values: Mapping[str, float]) -> dict[str, float]:

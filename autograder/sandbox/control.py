@@ -19,7 +19,8 @@ The judge also reads how much memory the box took during a block (BoxControl.pea
 accounting, which nothing in the box can rewrite: the box's memory group's high-water mark (v1
 memory.max_usage_in_bytes, reset by writing 0; v2 memory.peak, reset through one open file on kernels 6.12 and
 later), else each process's own (VmHWM in /proc/PID/status, reset by writing 5 to /proc/PID/clear_refs), else
-nothing: the answer then says no measurement was made.
+nothing: the answer then says no measurement was made. Likewise the CPU time the box used during a block
+(BoxControl.cpu_time): its v2 group's cpu.stat, else each process's own accounting in /proc.
 """
 
 from __future__ import annotations
@@ -213,6 +214,31 @@ class MemoryPeak:
 
     how: str | None = None
     grown: int | None = None  # bytes
+
+
+@dataclass
+class CpuTime:
+    """CPU time the box's processes used during a block, all their threads together; filled in as the block ends.
+    `how` names the kernel's accounting it was read from; both None where none could be read."""
+
+    how: str | None = None
+    seconds: float | None = None
+
+
+TICK = 1.0 / os.sysconf("SC_CLK_TCK") if LINUX else 0.01  # the unit of CPU times in /proc/PID/stat
+
+
+def _process_cpu(pid: int) -> float:
+    """Seconds of CPU a process used: its live threads to the nanosecond (schedstat), or its whole count in clock
+    ticks when more (threads that ended), plus its reaped children's."""
+    fields = _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[1].split()
+    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
+    live = 0
+    with contextlib.suppress(OSError):
+        for tid in _tids(pid):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                live += int(_read(Path(f"/proc/{pid}/task/{tid}/schedstat")).split()[0])
+    return max(live * 1e-9, (utime + stime) * TICK) + (cutime + cstime) * TICK
 
 
 def _status_kib(pid: int, field: str) -> int:
@@ -457,6 +483,39 @@ class BoxControl:
                     grown += max(0, _status_kib(pid, "VmHWM") - start)
             return "peak resident size (VmHWM) of the box's processes", grown << 10
         return stop_hwm
+
+    @contextlib.contextmanager
+    def cpu_time(self) -> Iterator[CpuTime]:
+        """The CPU time the box used during the block (CpuTime), from the kernel's accounting: its v2 group's cpu.stat
+        (every process that was in it, to the microsecond), else each process's in /proc, summed over those alive at
+        either end (a process that started and ended within the block counts once reaped by one of them). Never
+        raises."""
+        spent = CpuTime()
+        read: Callable[[], tuple[str, float]] | None = None
+        group = next((g for g in self.groups if g.version == 2), None)
+        if group is not None and (group.path / "cpu.stat").exists():
+            def read_v2() -> tuple[str, float]:
+                usage = next(line for line in _read(group.path / "cpu.stat").splitlines() if line.startswith("usage_"))
+                return "cgroup v2 cpu.stat", int(usage.split()[1]) * 1e-6
+            read = read_v2
+        elif LINUX and self.box is not None:
+            def read_proc() -> tuple[str, float]:
+                total = 0.0
+                for pid in self.members():
+                    with contextlib.suppress(OSError, ValueError, IndexError):
+                        total += _process_cpu(pid)
+                return "per-process CPU time in /proc", total
+            read = read_proc
+        start: tuple[str, float] | None = None
+        with contextlib.suppress(OSError, ValueError, StopIteration):
+            start = read() if read is not None else None
+        try:
+            yield spent
+        finally:
+            if read is not None and start is not None:
+                with contextlib.suppress(OSError, ValueError, StopIteration):
+                    spent.how, end = read()
+                    spent.seconds = max(0.0, end - start[1])
 
     # -- freeze, kill, close -----------------------------------------------------------------------
 
