@@ -277,11 +277,12 @@ def _tiling_ops(ops: list[str]) -> list[str]:
 # - measured, on CPU where the kernel's accounting can be read: the tiled copy takes 256 MiB, and the judge reads how
 #   far the box's memory rose during the call (Student.peak_memory: the box's memory cgroup's high-water mark, cgroup
 #   v1 memory.max_usage_in_bytes, or v2 memory.peak on kernels 6.12 and later; else the VmHWM of its processes, as on
-#   a v2 kernel before 6.12 or without cgroups). A rise above a quarter of the copy fails. Measured on this kit's
-#   machine (tests/chapters/test_ch03_broadcasting.py, cgroup v1 and VmHWM): every correct form rises by 0.25 MiB or
-#   less, every tiled form by 256 MiB or more. Where nothing can be read (no cgroup and /proc/PID/clear_refs not
-#   writable) or on a GPU (device memory is not counted) this part is skipped: the out-of-reach input still fails
-#   every tiled copy, and no correct code loses a point for a measurement that could not be made.
+#   a v2 kernel before 6.12 or without cgroups). A rise above a quarter of the copy fails. `benchmarks/never_tiles.py
+#   --runs 6` on the kit's machine (cgroup v1): every correct form rose by 0.5 MiB at most, every tiled form by 257
+#   MiB or more (memory reserved before the call and reused hides it: the out-of-reach input catches that). Where
+#   nothing can be read (no cgroup and /proc/PID/clear_refs not writable) or on a GPU (device memory is not
+#   counted) this part is skipped: the out-of-reach input still fails every tiled copy, and no correct code loses
+#   a point for a measurement that could not be made.
 OUT_OF_REACH = 1 << 19  # the N axis and the tiled features: 2^19 x 2^19 float32 = 1 TiB
 MEASURED = (1 << 12, 1 << 14)  # the same, measured: 2^12 x 2^14 float32 = 256 MiB
 MEMORY_SHARE = 4  # a rise above 1 / MEMORY_SHARE of the tiled copy fails
@@ -572,12 +573,13 @@ def _exact_additive(rng: torch.Generator, n: int, m: int, dq: int, dk: int) -> t
 # CPU time the student's box spends on one call with B = 16384 examples (N = M = Dq = Dk = H = 1), against the
 # reference's in a clean process, read by the judge from outside (Student.cpu_time: the box's v2 group's cpu.stat,
 # else /proc), each box frozen while the other runs, fresh inputs every round, every output checked against the
-# oracle; the median of LOOP_ROUNDS rounds after a warm-up round. Work in any library counts, and slowing the
-# other calls down cannot help. Where no CPU time can be read, the judge's wall clock is used. Unlike the wall
-# clock, CPU time hardly moves with other load on the machine: for the ratio of B = 16384 to B = 16 on the kit's
-# 2-core machine beside a CPU hog, the correct forms spread over 1.3-2.5x in CPU time and 0.4-12x in wall time.
-# benchmarks/never_tiles.py, beside a CPU hog: the correct forms LOOP_FIGURES of the reference, a Python loop over
-# the examples (one torch operation each, about 15 us) far above.
+# oracle; the median of LOOP_ROUNDS rounds after a warm-up round. Work in any library counts, and padding other
+# calls cannot help (no ratio to a smaller call). Where no CPU time can be read, the judge's wall clock is used.
+# CPU time hardly moves with other load on the machine: for B = 16384 against B = 16 beside a CPU hog on the kit's
+# 2-core machine, the correct forms spread over 1.3-2.5x in CPU time and 0.4-12x in wall time.
+# `benchmarks/never_tiles.py --runs 6` (2 cores, a CPU hog, other gradings running): the reference and cases.py's
+# correct forms 0.7-1.2x the reference, a Python loop over the examples (one torch operation each) 89-128x. The
+# bar sits 8x above the worst correct form and 9x below the fastest loop.
 LOOP_BATCH = 16384
 LOOP_ROUNDS = 5
 LOOP_BAR = 10.0
