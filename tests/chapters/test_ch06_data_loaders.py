@@ -74,3 +74,23 @@ def test_a_buffer_that_reads_everything_and_forges_the_count_loses_bounded(tmp_p
     g = grade_fast(path, limits=limits_for(CH), only="check_shuffle_each_once_bounded")
     r = by_name(g)["check_shuffle_each_once_bounded"]
     assert r.score == 0, r.output
+
+
+# The same whole-stream read, with a real buffer run over what it read: every order it gives keeps each item within
+# the buffer's reach, so only the endless source shows that it never streams.
+READS_ALL_THEN_BUFFERS = READS_ALL_FORGES_COUNT.replace("""        rng.shuffle(items)
+        for k, item in enumerate(items):""", """        buffer, out = [], []
+        for item in items:
+            buffer.append(item)
+            if len(buffer) > self.size:
+                out.append(buffer.pop(rng.randrange(len(buffer))))
+        rng.shuffle(buffer)
+        for k, item in enumerate(out + buffer):""")
+
+
+def test_a_buffer_that_reads_everything_first_cannot_stream_an_endless_source(tmp_path: Path) -> None:
+    assert READS_ALL_THEN_BUFFERS != READS_ALL_FORGES_COUNT
+    path = solved(tmp_path, CH, ShuffleBuffer=READS_ALL_THEN_BUFFERS)
+    r = by_name(grade_fast(path, limits=limits_for(CH), only="check_shuffle_each_once_bounded"))[
+        "check_shuffle_each_once_bounded"]
+    assert r.score == 0 and "could not stream an endless source" in r.output, r.output

@@ -9,6 +9,7 @@ stops only the later checks of its own task.
 
 import itertools
 import re
+import time
 from typing import Any
 
 from torch.utils.data import DataLoader
@@ -118,15 +119,25 @@ def stream_error(dataset: Any, num_workers: int, timeout: float, limit: int) -> 
 # -- ShuffleBuffer (the stretch task) ---------------------------------------------------
 
 
+def _endless() -> Any:
+    """The count 0, 1, 2, ..., at most about 300 000 items a second: a buffer that tries to read it all runs out of
+    the call's time long before it fills the box's memory (and the machine's)."""
+    for i in itertools.count():
+        done = time.perf_counter() + 3e-6
+        while time.perf_counter() < done:
+            pass
+        yield i
+
+
 class _Stream:
-    """A re-iterable source of `items` (None: the endless count 0, 1, 2, ...), with no length to read: a buffer
-    learns its size only by reading it. It records nothing: a check judges the order the buffer gives back."""
+    """A re-iterable source of `items` (None: the endless count), with no length to read: a buffer learns its size
+    only by reading it. It records nothing: a check judges the order the buffer gives back."""
 
     def __init__(self, items: Any = None) -> None:
         self.items = items
 
     def __iter__(self) -> Any:
-        return itertools.count() if self.items is None else iter(list(self.items))
+        return _endless() if self.items is None else iter(list(self.items))
 
 
 def _shuffle_buffer(source: Any, buffer_size: int, seed: int) -> Any:
