@@ -25,6 +25,7 @@ import torch
 from autograder.judging.notebook import Submission
 from autograder.judging.results import Outcome
 from autograder.judging.untrusted import safe_json
+from autograder.sandbox.control import CpuTime, MemoryPeak
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import ChildDied, ChildTimeout, Sandbox, SandboxUnavailable
@@ -148,6 +149,28 @@ class Student:
         else:
             with self.sandbox.frozen():
                 yield
+
+    @contextlib.contextmanager
+    def peak_memory(self) -> Iterator[MemoryPeak]:
+        """How far this submission's host memory rose during the block, at its peak, read by the judge from the
+        kernel (Sandbox.peak_memory); `how` and `grown` stay None where nothing could be read. Start the process
+        (a first call) before the block: loading it is not the call measured. GPU memory is not counted."""
+        if self.sandbox is None:
+            yield MemoryPeak()
+        else:
+            with self.sandbox.peak_memory() as peak:
+                yield peak
+
+    @contextlib.contextmanager
+    def cpu_time(self) -> Iterator[CpuTime]:
+        """The CPU time this submission's processes used during the block, all threads together, read by the judge
+        from the kernel (Sandbox.cpu_time): unlike the wall clock, another load on the machine hardly changes it.
+        `how` and `seconds` stay None where nothing could be read. Start the process (a first call) before."""
+        if self.sandbox is None:
+            yield CpuTime()
+        else:
+            with self.sandbox.cpu_time() as spent:
+                yield spent
 
     def close(self) -> None:
         if self.sandbox is not None:

@@ -58,6 +58,9 @@ STUDENT_SECONDS = "seconds"  # median seconds per call (per step) of the student
 REFERENCE_SECONDS = "reference_seconds"  # the same of the reference
 OPS_SMALL = "ops_small"  # tensor operations issued on the smaller input
 OPS_LARGE = "ops_large"  # on the larger input
+MEMORY_MIB = "memory_mib"  # how far the box's memory rose during a call, at its peak, in MiB (the kernel's accounting)
+MEMORY_BAR_MIB = "memory_bar_mib"  # the most it may rise
+LOOP_RATIO = "loop_ratio"  # median CPU time per call of the student's code / the vectorized reference's
 
 
 def figures(values: Mapping[str, float]) -> dict[str, float]:

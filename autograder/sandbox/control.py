@@ -14,6 +14,13 @@ So the judge freezes the box whole while anything else is timed, and confines it
 
 A process joins its parent's groups when it starts, so the box is attached before it runs any student code.
 No judge fails just because cgroups are missing: what is in force goes in the sandbox plan's report.
+
+The judge also reads how much memory the box took during a block (BoxControl.peak_memory), from the kernel's own
+accounting, which nothing in the box can rewrite: the box's memory group's high-water mark (v1
+memory.max_usage_in_bytes, reset by writing 0; v2 memory.peak, reset through one open file on kernels 6.12 and
+later), else each process's own (VmHWM in /proc/PID/status, reset by writing 5 to /proc/PID/clear_refs), else
+nothing: the answer then says no measurement was made. Likewise the CPU time the box used during a block
+(BoxControl.cpu_time): its v2 group's cpu.stat, else each process's own accounting in /proc.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -198,6 +205,48 @@ class Group:
 
     def pids(self) -> list[int]:
         return [int(p) for p in _read(self.path / "cgroup.procs").split()]
+
+
+@dataclass
+class MemoryPeak:
+    """How far the box's memory rose, at its peak during a block, above what it held when the block began; filled in
+    as the block ends. `how` names the kernel's accounting it was read from; both None where none could be read."""
+
+    how: str | None = None
+    grown: int | None = None  # bytes
+
+
+@dataclass
+class CpuTime:
+    """CPU time the box's processes used during a block, all their threads together; filled in as the block ends.
+    `how` names the kernel's accounting it was read from; both None where none could be read."""
+
+    how: str | None = None
+    seconds: float | None = None
+
+
+TICK = 1.0 / os.sysconf("SC_CLK_TCK") if LINUX else 0.01  # the unit of CPU times in /proc/PID/stat
+
+
+def _process_cpu(pid: int) -> float:
+    """Seconds of CPU a process used: its live threads to the nanosecond (schedstat), or its whole count in clock
+    ticks when more (threads that ended), plus its reaped children's."""
+    fields = _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[1].split()
+    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
+    live = 0
+    with contextlib.suppress(OSError):
+        for tid in _tids(pid):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                live += int(_read(Path(f"/proc/{pid}/task/{tid}/schedstat")).split()[0])
+    return max(live * 1e-9, (utime + stime) * TICK) + (cutime + cstime) * TICK
+
+
+def _status_kib(pid: int, field: str) -> int:
+    """A `field: N kB` line of /proc/PID/status, in KiB."""
+    for line in _read(Path(f"/proc/{pid}/status")).splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise ValueError(f"no {field} for process {pid}")
 
 
 def _pids() -> Iterator[int]:
@@ -374,6 +423,99 @@ class BoxControl:
                 for tid in _tids(pid):
                     with contextlib.suppress(OSError):
                         os.sched_setaffinity(tid, self.cpus)
+
+    # -- memory used -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def peak_memory(self) -> Iterator[MemoryPeak]:
+        """The box's memory during the block, at its peak, above its level when the block began (MemoryPeak).
+
+        From the box's memory group where it has one: all its processes, the files they keep on its tmpfs mounts,
+        kernel memory. Else from each process's peak resident size (VmHWM), summed over the processes the box had
+        when the block began: a process started and ended within the block is not seen, and file pages a process
+        maps for the first time count (the group does not charge pages another group read first). Never raises."""
+        peak = MemoryPeak()
+        stop: Callable[[], tuple[str, int]] | None = None
+        with contextlib.suppress(OSError, ValueError):
+            stop = self._start_peak()
+        try:
+            yield peak
+        finally:
+            if stop is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    peak.how, peak.grown = stop()
+
+    def _start_peak(self) -> Callable[[], tuple[str, int]] | None:
+        """Reset a high-water mark of the box's memory; a function that reads how far it rose since, or None."""
+        group = self._role("memory")
+        if group is not None and group.version == 1:
+            mark = group.path / "memory.max_usage_in_bytes"
+            _write(mark, "0")  # the mark starts again from the usage now
+            start = int(_read(mark))
+            return lambda: ("cgroup v1 memory.max_usage_in_bytes", int(_read(mark)) - start)
+        if group is not None:
+            fd = os.open(group.path / "memory.peak", os.O_RDWR)
+            try:
+                os.write(fd, b"reset")  # kernels before 6.12 refuse: their mark cannot be reset
+                start = int(os.pread(fd, 64, 0))
+            except (OSError, ValueError):
+                os.close(fd)
+            else:
+                def stop_v2() -> tuple[str, int]:
+                    try:
+                        return "cgroup v2 memory.peak", int(os.pread(fd, 64, 0)) - start
+                    finally:
+                        os.close(fd)
+                return stop_v2
+        if not LINUX:
+            return None
+        starts: dict[int, int] = {}
+        for pid in self.members():
+            _write(Path(f"/proc/{pid}/clear_refs"), "5")  # VmHWM starts again from the resident size now
+            starts[pid] = _status_kib(pid, "VmHWM")
+        if not starts:
+            return None
+
+        def stop_hwm() -> tuple[str, int]:
+            grown = 0
+            for pid, start in starts.items():
+                with contextlib.suppress(OSError, ValueError):  # a process gone since is not counted
+                    grown += max(0, _status_kib(pid, "VmHWM") - start)
+            return "peak resident size (VmHWM) of the box's processes", grown << 10
+        return stop_hwm
+
+    @contextlib.contextmanager
+    def cpu_time(self) -> Iterator[CpuTime]:
+        """The CPU time the box used during the block (CpuTime), from the kernel's accounting: its v2 group's cpu.stat
+        (every process that was in it, to the microsecond), else each process's in /proc, summed over those alive at
+        either end (a process that started and ended within the block counts once reaped by one of them). Never
+        raises."""
+        spent = CpuTime()
+        read: Callable[[], tuple[str, float]] | None = None
+        group = next((g for g in self.groups if g.version == 2), None)
+        if group is not None and (group.path / "cpu.stat").exists():
+            def read_v2() -> tuple[str, float]:
+                usage = next(line for line in _read(group.path / "cpu.stat").splitlines() if line.startswith("usage_"))
+                return "cgroup v2 cpu.stat", int(usage.split()[1]) * 1e-6
+            read = read_v2
+        elif LINUX and self.box is not None:
+            def read_proc() -> tuple[str, float]:
+                total = 0.0
+                for pid in self.members():
+                    with contextlib.suppress(OSError, ValueError, IndexError):
+                        total += _process_cpu(pid)
+                return "per-process CPU time in /proc", total
+            read = read_proc
+        start: tuple[str, float] | None = None
+        with contextlib.suppress(OSError, ValueError, StopIteration):
+            start = read() if read is not None else None
+        try:
+            yield spent
+        finally:
+            if read is not None and start is not None:
+                with contextlib.suppress(OSError, ValueError, StopIteration):
+                    spent.how, end = read()
+                    spent.seconds = max(0.0, end - start[1])
 
     # -- freeze, kill, close -----------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from autograder.sandbox.control import BoxControl
+from autograder.sandbox.control import BoxControl, CpuTime, MemoryPeak
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.runtime import isolation, wire
@@ -232,6 +232,26 @@ class Sandbox:
             if not done:
                 self.kill()
             yield
+
+    @contextlib.contextmanager
+    def peak_memory(self) -> Iterator[MemoryPeak]:
+        """How far this submission's memory rose during the block (BoxControl.peak_memory); not measured while none
+        of its processes is alive."""
+        if not self.alive or self.control is None:
+            yield MemoryPeak()
+            return
+        with self.control.peak_memory() as peak:
+            yield peak
+
+    @contextlib.contextmanager
+    def cpu_time(self) -> Iterator[CpuTime]:
+        """The CPU time this submission used during the block (BoxControl.cpu_time); not measured while none of its
+        processes is alive."""
+        if not self.alive or self.control is None:
+            yield CpuTime()
+            return
+        with self.control.cpu_time() as spent:
+            yield spent
 
     def kill(self) -> None:
         """End every process of this submission. Its groups' kill where it has them; with a PID namespace,

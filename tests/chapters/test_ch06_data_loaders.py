@@ -6,6 +6,9 @@ tests/chapters/test_every_chapter.py, its reference solution and release in test
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+
+from tests.kit import by_name, grade_fast, limits_for, solved
 
 CH = "06_data_loaders"
 
@@ -30,3 +33,64 @@ def test_a_worker_error_stops_the_workers_at_once() -> None:
     result = harness["stream_error"](Broken(), 2, 20.0, 10)  # type: ignore[operator]
     assert result["type"] == "ValueError", result
     assert multiprocessing.active_children() == []
+
+
+# Reads the whole source (as far as the endless one lets it), shuffles it all, and rewrites the harness's count of
+# items read so that it seems never to have read ahead. On d532b0b that count decided the bounded-buffer point.
+READS_ALL_FORGES_COUNT = """
+import itertools
+import random
+
+class ShuffleBuffer(IterableDataset):
+    def __init__(self, source, buffer_size, seed=0):
+        super().__init__()
+        self.source, self.size, self.seed, self.epoch = source, buffer_size, seed, 0
+
+    def __iter__(self):
+        rng = random.Random(self.seed * 7919 + self.epoch)
+        self.epoch += 1
+        try:
+            items = list(itertools.islice(iter(self.source), self.source.cap - 1))
+        except AttributeError:
+            items = list(self.source)
+        rng.shuffle(items)
+        for k, item in enumerate(items):
+            try:
+                self.source.taken = k + 1
+            except AttributeError:
+                pass
+            yield item
+
+    def state_dict(self):
+        return {"epoch": self.epoch}
+
+    def load_state_dict(self, state):
+        self.epoch = state["epoch"]
+"""
+
+
+def test_a_buffer_that_reads_everything_and_forges_the_count_loses_bounded(tmp_path: Path) -> None:
+    path = solved(tmp_path, CH, ShuffleBuffer=READS_ALL_FORGES_COUNT)
+    g = grade_fast(path, limits=limits_for(CH), only="check_shuffle_each_once_bounded")
+    r = by_name(g)["check_shuffle_each_once_bounded"]
+    assert r.score == 0, r.output
+
+
+# The same whole-stream read, with a real buffer run over what it read: every order it gives keeps each item within
+# the buffer's reach, so only the endless source shows that it never streams.
+READS_ALL_THEN_BUFFERS = READS_ALL_FORGES_COUNT.replace("""        rng.shuffle(items)
+        for k, item in enumerate(items):""", """        buffer, out = [], []
+        for item in items:
+            buffer.append(item)
+            if len(buffer) > self.size:
+                out.append(buffer.pop(rng.randrange(len(buffer))))
+        rng.shuffle(buffer)
+        for k, item in enumerate(out + buffer):""")
+
+
+def test_a_buffer_that_reads_everything_first_cannot_stream_an_endless_source(tmp_path: Path) -> None:
+    assert READS_ALL_THEN_BUFFERS != READS_ALL_FORGES_COUNT
+    path = solved(tmp_path, CH, ShuffleBuffer=READS_ALL_THEN_BUFFERS)
+    r = by_name(grade_fast(path, limits=limits_for(CH), only="check_shuffle_each_once_bounded"))[
+        "check_shuffle_each_once_bounded"]
+    assert r.score == 0 and "could not stream an endless source" in r.output, r.output

@@ -370,3 +370,76 @@ def test_a_box_that_cannot_be_frozen_is_killed_and_started_again_when_next_calle
         assert student.restarts == 1
     finally:
         student.close()
+
+
+# softmax that holds `logits.numel()` MiB for a moment (a float32 tensor touched whole), then frees it.
+HOLDS_MEMORY = """
+def softmax(logits, dim=-1):
+    held = torch.ones(logits.numel() << 18)
+    del held
+    return torch.softmax(logits, dim)
+"""
+
+
+@pytest.mark.parametrize("accounting", ["memory group", "VmHWM"])
+def test_the_judge_reads_how_far_the_boxs_memory_rose_during_a_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    accounting: str) -> None:
+    """From the kernel, outside the box: the peak of a call that allocated and freed 300 MiB, and of one that did
+    not; reset before each, so an earlier peak does not count."""
+    if accounting == "VmHWM":
+        roles = control.machine()
+        monkeypatch.setattr(control, "machine", lambda: {**roles, "memory": None})
+    elif control.machine()["memory"] is None:
+        pytest.skip("no memory group can be made here")
+    student, _ = _started(tmp_path, HOLDS_MEMORY)
+    try:
+        grown: dict[int, list[int]] = {}
+        for mib in (300, 1, 300, 1):
+            with student.peak_memory() as peak:
+                student.call("softmax", torch.zeros(mib))
+            assert peak.how is not None and peak.grown is not None
+            assert (accounting == "VmHWM") == ("VmHWM" in peak.how), peak.how
+            grown.setdefault(mib, []).append(peak.grown >> 20)
+        assert all(290 <= g < 320 for g in grown[300]) and all(g < 8 for g in grown[1]), grown
+    finally:
+        student.close()
+    with student.peak_memory() as peak:  # no box alive: nothing measured
+        pass
+    assert (peak.how, peak.grown) == (None, None)
+
+
+# softmax that spins for `logits.numel()` / 100 s of CPU in a thread that has ended by the time it returns.
+BURNS_CPU = """
+import threading, time
+def softmax(logits, dim=-1):
+    def spin():
+        end = time.thread_time() + logits.numel() / 100
+        while time.thread_time() < end:
+            pass
+    worker = threading.Thread(target=spin)
+    worker.start()
+    worker.join()
+    return torch.softmax(logits, dim)
+"""
+
+
+@pytest.mark.parametrize("accounting", ["cgroup v2", "proc"])
+def test_the_judge_reads_the_cpu_time_a_call_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   accounting: str) -> None:
+    """From the kernel, outside the box: a thread that spun 0.3 s and ended counts; an idle box hardly any."""
+    if accounting == "cgroup v2":
+        _force(monkeypatch, _hierarchy("freezer", 2))
+    else:
+        _force(monkeypatch, None, others=False)
+    student, _ = _started(tmp_path, BURNS_CPU)
+    try:
+        spent_on = {}
+        for n in (30, 1):
+            with student.cpu_time() as spent:
+                student.call("softmax", torch.zeros(n))
+            assert spent.how is not None and spent.seconds is not None
+            assert ("cgroup v2" in spent.how) == (accounting == "cgroup v2"), spent.how
+            spent_on[n] = spent.seconds
+        assert 0.28 <= spent_on[30] < 0.6 and spent_on[1] < 0.05, spent_on
+    finally:
+        student.close()

@@ -2,8 +2,14 @@
 
 Functions cannot cross the wire, so a check names one from FUNCTIONS and sends
 its weight `w` (same shape as `x`). `grad_of` sets up the autograd state of
-`x` (requires_grad and a stale .grad), calls the student's grad_of and reports
-that state back. The judge recomputes every gradient itself.
+`x` (requires_grad and a stale .grad), calls the student's grad_of and returns
+that state: x.grad itself, which the judge compares with the tensor it sent, and
+x.requires_grad. The judge recomputes every gradient itself.
+
+torch.Tensor is a Python class, so student code can put properties on it that
+report another requires_grad or .grad. The state is read here through the C
+type's own descriptors, taken before any student code runs (that type cannot be
+changed), so such properties change nothing that is returned.
 """
 
 from collections.abc import Callable
@@ -13,6 +19,23 @@ import torch
 import torch.nn.functional as F
 
 student: dict[str, Any] = globals()["student"]  # the student's namespace, bound by the child
+
+# Taken before any student code runs: TensorBase is an immutable C type, unlike torch.Tensor.
+_TENSOR = torch._C.TensorBase
+_REQUIRES_GRAD = _TENSOR.__dict__["requires_grad"].__get__
+_SET_REQUIRES_GRAD = _TENSOR.requires_grad_
+_GRAD = _TENSOR.__dict__["grad"].__get__
+_SET_GRAD = _TENSOR.__dict__["grad"].__set__
+
+
+def _prepared(x: torch.Tensor, requires_grad: bool, grad: torch.Tensor | None) -> torch.Tensor:
+    """A fresh copy of x with the autograd state a check asks for."""
+    x = x.detach().clone()
+    if grad is not None:
+        _SET_GRAD(x, grad.clone())
+    _SET_REQUIRES_GRAD(x, requires_grad)
+    return x
+
 
 # name -> f(x, w), a scalar function of x; the judge holds its own copy of this table.
 FUNCTIONS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
@@ -40,12 +63,9 @@ def grad_of(name: str, x: torch.Tensor, w: torch.Tensor, requires_grad: bool = F
     if "grad_of" not in student:
         raise NameError("`grad_of` is not defined: keep the name and signature of the stub in its answer cell")
     fn = FUNCTIONS[name]
-    x = x.detach().clone()
-    if grad is not None:
-        x.grad = grad.clone()
-    x.requires_grad_(requires_grad)
+    x = _prepared(x, requires_grad, grad)
     result = student["grad_of"](lambda t: fn(t, w), x)
-    return {"grad": result, "requires_grad": x.requires_grad, "x_grad": x.grad}
+    return {"grad": result, "requires_grad": bool(_REQUIRES_GRAD(x)), "x_grad": _GRAD(x)}
 
 
 def hessian_vector_product(name: str, x: torch.Tensor, w: torch.Tensor, v: torch.Tensor, requires_grad: bool = False,
@@ -55,10 +75,7 @@ def hessian_vector_product(name: str, x: torch.Tensor, w: torch.Tensor, v: torch
         raise NameError("`hessian_vector_product` is not defined: keep the name and signature of the stub in its "
                         "answer cell")
     fn = FUNCTIONS[name]
-    x = x.detach().clone()
-    if grad is not None:
-        x.grad = grad.clone()
-    x.requires_grad_(requires_grad)
+    x = _prepared(x, requires_grad, grad)
     result = student["hessian_vector_product"](lambda t: fn(t, w), x, v)
-    return {"hvp": result, "requires_grad": x.requires_grad, "x_grad": x.grad,
-            "hvp_requires_grad": bool(getattr(result, "requires_grad", False))}
+    return {"hvp": result, "requires_grad": bool(_REQUIRES_GRAD(x)), "x_grad": _GRAD(x),
+            "hvp_requires_grad": isinstance(result, _TENSOR) and bool(_REQUIRES_GRAD(result))}

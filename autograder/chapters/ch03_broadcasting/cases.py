@@ -15,7 +15,7 @@ from autograder.course.cases import right, wrong
 # -- Merge ---------------------------------------------------------------------------------------------------------
 
 
-@wrong("tile and concatenate", fails={"check_merge_never_tiles": "repeat, cat"})
+@wrong("tile and concatenate", fails={"check_merge_never_tiles": "tiled copy"})
 def tile_and_concatenate():
     class Merge(nn.Module):
         def __init__(self, in_features1, in_features2, out_features, activation=None):
@@ -31,7 +31,7 @@ def tile_and_concatenate():
             return c if self.activation is None else self.activation(c)
 
 
-@wrong("expand then contiguous", fails={"check_merge_never_tiles": "expand then clone"})
+@wrong("expand then contiguous", fails={"check_merge_never_tiles": "tiled copy"})
 def expand_then_contiguous():
     class Merge(nn.Module):
         def __init__(self, in_features1, in_features2, out_features, activation=None):
@@ -121,7 +121,7 @@ def mask_multiplied_in():
         return s * real + float("-inf") * ~real
 
 
-@wrong("pairs concatenated", fails={"check_additive_scores_never_tiles": "cat"})
+@wrong("pairs concatenated", fails={"check_additive_scores_never_tiles": "tiled copy"})
 def pairs_concatenated():
     def additive_scores(q, k, lengths, w_q, w_k, v):
         B, N, M = q.shape[0], q.shape[1], k.shape[1]
@@ -139,7 +139,7 @@ def queries_and_keys_axes_swapped():
         return s.masked_fill(~real[:, :, None], float("-inf"))
 
 
-@wrong("padding filled in a loop", fails={"check_additive_scores_never_tiles": "grows with the input"})
+@wrong("padding filled in a loop", fails={"check_additive_scores_never_tiles": "loops in Python"})
 def padding_filled_in_a_loop():
     def additive_scores(q, k, lengths, w_q, w_k, v):
         s = torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v

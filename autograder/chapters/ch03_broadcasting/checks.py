@@ -8,6 +8,8 @@ weight is split into two blocks and copied into the student's `linear1` and
 
 from __future__ import annotations
 
+import functools
+import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -18,8 +20,16 @@ from torch import Tensor
 from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, failure, output_shape_checked
 from autograder.judging.plugin import check
-from autograder.judging.remote import summarize
-from autograder.judging.results import OPS_LARGE, OPS_SMALL, RecordProperty, record_measured
+from autograder.judging.remote import Student, StudentError, summarize
+from autograder.judging.results import (
+    LOOP_RATIO,
+    MEMORY_BAR_MIB,
+    MEMORY_MIB,
+    RecordProperty,
+    record_measured,
+)
+from autograder.judging.timing import Run, interleave, reference_process
+from autograder.sandbox.control import CpuTime
 from autograder.sandbox.runtime.wire import RemoteObject
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
@@ -114,7 +124,8 @@ GRAD_HINT = ("Build the result from differentiable torch operations on a and b; 
              "torch.no_grad() and in-place writes into tensors you made yourself.")
 TILING_HINT = ("Broadcasting does the tiling for free: apply linear1 to a and linear2 to b as they are, and "
                "add the results; linear2(b) of shape [..., 1, out] broadcasts over the N axis. Never repeat, "
-               "concatenate, index, expand-and-copy b, or allocate a new tensor in forward.")
+               "concatenate or expand-and-copy b (in torch, numpy or anything else): its tiled copy can be far "
+               "larger than memory.")
 BROADCAST_HINT = ("a + b broadcasts a's [N, 1] against b's [N] to an [N, N] table of all pairs a[i, 0] + b[j]. "
                   "Remove a's trailing axis first, naming it: a[:, 0] + b or a.squeeze(1) + b.")
 SQUEEZE_HINT = ("squeeze() with no dim removes every axis of size 1, so for N = 1 the [1, 1] input becomes a "
@@ -123,12 +134,9 @@ DTYPE_HINT = "Add the tensors directly; a result buffer made with torch.zeros(N)
 
 TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (1e-5, 1e-5)}
 
-# aten operators (as TorchDispatchMode names them) that build a tiled or concatenated tensor.
+# aten operators (as TorchDispatchMode names them) that build a tiled or concatenated tensor: messages name them.
 TILING_OPS = frozenset({"repeat", "repeat_interleave", "tile", "cat", "concat", "concatenate", "stack", "hstack",
                         "vstack", "index", "index_select", "gather", "take_along_dim"})
-NEW_TENSOR_OPS = frozenset({"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like",
-                            "full", "full_like", "new_empty", "new_empty_strided", "new_zeros", "new_ones",
-                            "new_full"})
 # expand is a free view; one of these after it copies the expanded tensor into memory.
 COPY_OPS = frozenset({"clone", "contiguous", "copy_", "_to_copy"})
 
@@ -251,33 +259,135 @@ def check_merge_activation(api: Api, rng: torch.Generator, device: str) -> None:
 
 
 def _tiling_ops(ops: list[str]) -> list[str]:
-    """The operators in `ops` that build a tiled copy, in the order they ran."""
-    flagged = [op for op in ops if op in TILING_OPS or op in NEW_TENSOR_OPS]
+    """The operators in `ops` that build a tiled copy, in the order they ran (for messages only)."""
+    flagged = [op for op in ops if op in TILING_OPS]
     if "expand" in ops:
-        after = ops[ops.index("expand"):]
-        flagged += ["expand then " + op for op in after if op in COPY_OPS]
-    return flagged
+        flagged += ["expand then " + op for op in ops[ops.index("expand"):] if op in COPY_OPS]
+    return list(dict.fromkeys(flagged))
+
+
+# -- never building the tiled tensor: the kernel's evidence ---------------------------------------------------------
+# Whether code builds the tiled copy rests on limits and accounting of the kernel and on the judge's oracle, never on
+# a record made in the student's process (an operator trace there misses numpy, other threads, and can be switched
+# off). Two inputs, one call each:
+# - out of reach, in every mode: the tiled copy takes about 1 TiB, far beyond any memory a grading has (the box's
+#   8 GiB address-space limit on CPU, its 8 GiB memory cgroup, a GPU's memory), while broadcasting needs some tens
+#   of MiB. Code that builds the copy fails to allocate it, or is killed; memory it reserved earlier cannot hold it.
+#   The output must equal the judge's broadcasting oracle (inputs of small integers, so float32 sums are exact).
+# - measured, on CPU where the kernel's accounting can be read: the tiled copy takes 256 MiB, and the judge reads how
+#   far the box's memory rose during the call (Student.peak_memory: the box's memory cgroup's high-water mark, cgroup
+#   v1 memory.max_usage_in_bytes, or v2 memory.peak on kernels 6.12 and later; else the VmHWM of its processes, as on
+#   a v2 kernel before 6.12 or without cgroups). A rise above a quarter of the copy fails. `benchmarks/never_tiles.py
+#   --runs 6` on the kit's machine (cgroup v1): every correct form rose by 0.5 MiB at most, every tiled form by 257
+#   MiB or more (memory reserved before the call and reused hides it: the out-of-reach input catches that). Where
+#   nothing can be read (no cgroup and /proc/PID/clear_refs not writable) or on a GPU (device memory is not
+#   counted) this part is skipped: the out-of-reach input still fails every tiled copy, and no correct code loses
+#   a point for a measurement that could not be made.
+OUT_OF_REACH = 1 << 19  # the N axis and the tiled features: 2^19 x 2^19 float32 = 1 TiB
+MEASURED = (1 << 12, 1 << 14)  # the same, measured: 2^12 x 2^14 float32 = 256 MiB
+MEMORY_SHARE = 4  # a rise above 1 / MEMORY_SHARE of the tiled copy fails
+MIB = 1 << 20
+
+
+def _size(n: int) -> str:
+    """Bytes in a unit a student reads at a glance."""
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.3g} {unit}"
+    return f"{n / MIB:.2g} MiB"
+
+
+def _small_ints(rng: torch.Generator, *shape: int, scale: float = 1.0) -> Tensor:
+    """Entries -1, 0 or 1 times `scale` (a power of 2): float32 sums of their products are exact in any order."""
+    return torch.randint(-1, 2, shape, generator=rng).float() * scale
+
+
+def _exact_params(rng: torch.Generator, in1: int, in2: int, out: int) -> dict[str, Tensor]:
+    return {"linear1.weight": _small_ints(rng, out, in1, scale=0.25), "linear1.bias": torch.randn(out, generator=rng),
+            "linear2.weight": _small_ints(rng, out, in2, scale=0.25), "linear2.bias": torch.randn(out, generator=rng)}
+
+
+def merge_broadcast_oracle(params: dict[str, Tensor], a: Tensor, b: Tensor) -> Tensor:
+    """linear1(a) + linear2(b) in float64, b broadcast: the judge never builds the tiled copy either."""
+    w1, c1, w2, c2 = (params[k].double() for k in ("linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"))
+    return (a.double() @ w1.T + c1) + (b.double() @ w2.T + c2)
+
+
+def _traced_note(trace: Callable[[], list[str]]) -> str:
+    """What an operator trace on a small input saw, for the message only (it decides nothing); '' if nothing."""
+    try:
+        flagged = _tiling_ops(trace())
+    except StudentError:
+        return ""
+    return (f"An operator trace of the same code on a small input (for information; it decides nothing) saw: "
+            f"{', '.join(flagged)}." if flagged else "")
+
+
+def expect_no_tiled_copy(api: StudentApi, measured: bool, run: Callable[[], Any], tiled: int, needs: int, call: str,
+                         inputs: list[str], hint: str, note: Callable[[], str], record_property: RecordProperty,
+                         device: str) -> Any:
+    """`run()`'s value, on an input whose tiled copy takes `tiled` bytes (broadcasting needs about `needs`).
+
+    `measured`: fail if the box's memory rose by more than 1 / MEMORY_SHARE of the copy during the call, where the
+    kernel's accounting can be read (on CPU). Else the copy is out of reach: a failure of the call is said to be the
+    copy that could not be made."""
+    if not measured:
+        try:
+            return run()
+        except StudentError as e:
+            raise failure(after=str(e), call=call, inputs=inputs,
+                          expected=f"the answer, with about {_size(needs)} of memory (inputs, output and temporaries)",
+                          problem=f"the tiled copy of this input takes {_size(tiled)}, more memory than any grading "
+                                  "has (8 GiB for the whole process on CPU, and any GPU's), so code that builds it "
+                                  "fails here.", detail=note(), hint=hint) from None
+    if device != "cpu":
+        return run()
+    with api.student.peak_memory() as peak:
+        value = run()
+    bar = tiled // MEMORY_SHARE
+    if peak.grown is None:
+        record_property("note", "Memory:   not measured here (no memory accounting the judge can read); the input "
+                                "whose tiled copy cannot fit decides alone.")
+        return value
+    record_measured(record_property, **{MEMORY_MIB: peak.grown / MIB, MEMORY_BAR_MIB: bar / MIB})
+    record_property("note", f"Memory:   {call}: rose by {_size(peak.grown)} ({peak.how}); the tiled copy would take "
+                            f"{_size(tiled)}, broadcasting needs about {_size(needs)} (bar: {_size(bar)})")
+    if peak.grown > bar:
+        raise failure(call=call, inputs=inputs,
+                      expected=f"memory rising by about {_size(needs)} (inputs, output and temporaries), and by no "
+                               f"more than {_size(bar)}",
+                      got=f"the box's memory rose by {_size(peak.grown)} during the call (the kernel's {peak.how})",
+                      problem=f"the call built a tiled copy: it takes {_size(tiled)}, which broadcasting never "
+                              "builds.", detail=note(), hint=hint)
+    return value
+
+
+def _merge_value(api: Api, merge: RemoteObject, a: Tensor, b: Tensor) -> Any:
+    return run_merge(api, merge, a, b)["value"]
 
 
 @check(task="Merge", points=2)
-def check_merge_never_tiles(api: Api, rng: torch.Generator, device: str) -> None:
-    """forward never builds the tiled tensor: no repeat, cat or expanded copy of b"""
-    for rank in (3, 4):
-        in1, in2, out = _sizes(rng, 3)
-        _, params = reference_linear(rng, in1, in2, out)
+def check_merge_never_tiles(api: Api, rng: torch.Generator, device: str, record_property: RecordProperty) -> None:
+    """forward never builds the tiled tensor: b [1, 1, 2^19] broadcast over a [1, 2^19, in1], 1 TiB if copied"""
+    in1, out = _sizes(rng, 2, 1, 5)
+
+    def tiled_ops() -> list[str]:
+        small = torch.Generator().manual_seed(0)
+        merge = _merge_with(api, _exact_params(small, in1, 6, out), in1, 6, out, device)
+        return run_merge(api, merge, torch.randn(1, 5, in1), torch.randn(1, 1, 6), trace=True)["ops"]
+
+    note = functools.partial(_traced_note, tiled_ops)
+    for measured, (n, in2) in ((True, MEASURED), (False, (OUT_OF_REACH, OUT_OF_REACH))):
+        n, in2 = n + _sizes(rng, 1, 0, 64)[0], in2 + _sizes(rng, 1, 0, 64)[0]
+        params = _exact_params(rng, in1, in2, out)
         merge = _merge_with(api, params, in1, in2, out, device)
-        *batch, n = _sizes(rng, rank - 1, 3, 7)
-        a, b = torch.randn(*batch, n, in1, generator=rng), torch.randn(*batch, 1, in2, generator=rng)
-        ops = run_merge(api, merge, a, b, trace=True)["ops"]
-        flagged = _tiling_ops(ops)
-        if flagged:
-            raise failure(call=f"m = Merge({in1}, {in2}, {out}); m(a, b), traced",
-                          inputs=[f"a = {summarize(a)}", f"b = {summarize(b)}"],
-                          expected="only the two linear layers and an add (for example view, t, addmm, add); nothing "
-                                   "that copies b along the N axis",
-                          got=f"these operators, in order: {', '.join(ops)}",
-                          problem=f"{', '.join(dict.fromkeys(flagged))} build the tiled tensor that broadcasting "
-                                  "avoids.", hint=TILING_HINT)
+        a, b = _small_ints(rng, 1, n, in1), _small_ints(rng, 1, 1, in2)
+        call = f"m = Merge({in1}, {in2}, {out}); m(a, b)"
+        inputs = [f"a = {summarize(a)}", f"b = {summarize(b)}"]
+        tiled, needs = 4 * n * in2, 4 * (a.numel() + b.numel() + params["linear2.weight"].numel() + 3 * n * out)
+        got = expect_no_tiled_copy(api, measured, functools.partial(_merge_value, api, merge, a, b), tiled, needs,
+                                   call, inputs, TILING_HINT, note, record_property, device)
+        _expect(got, merge_broadcast_oracle(params, a, b).float(), call, {"a": a, "b": b}, MERGE_HINT, device)
 
 
 # -- paired_sums -----------------------------------------------------------------
@@ -443,30 +553,112 @@ def check_additive_scores_gradients(api: Api, rng: torch.Generator, device: str)
                       atol=1e-4 * (1.0 + float(g.abs().sum())), device=device)
 
 
+def additive_broadcast_oracle(q: Tensor, k: Tensor, lengths: Tensor, w_q: Tensor, w_k: Tensor, v: Tensor) -> Tensor:
+    """The scores by broadcasting, in float64: for inputs whose pairs the judge cannot build either."""
+    pq, pk = q.double() @ w_q.double().T, k.double() @ w_k.double().T
+    scores = torch.tanh(pq[:, :, None] + pk[:, None]) @ v.double()
+    real = torch.arange(k.shape[1]) < lengths[:, None]
+    return scores.masked_fill(~real[:, None], float("-inf")).to(q.dtype)
+
+
+def _exact_additive(rng: torch.Generator, n: int, m: int, dq: int, dk: int) -> tuple[Tensor, ...]:
+    """One example (B = 1) with every key real, one hidden unit (H = 1): q, k of entries -1, 0, 1 and weights of
+    +-1/256 or 0, so the projections are exact in float32 whatever the order of the sums; the pairs would take
+    4 N M (Dq + Dk) bytes."""
+    q, k = _small_ints(rng, 1, n, dq), _small_ints(rng, 1, m, dk)
+    w_q, w_k = _small_ints(rng, 1, dq, scale=1 / 256), _small_ints(rng, 1, dk, scale=1 / 256)
+    return q, k, torch.tensor([m]), w_q, w_k, torch.randn(1, generator=rng)
+
+
+# The loop part, on the kernel's CPU accounting (an operator count in the student's process could be hidden): the
+# CPU time the student's box spends on one call with B = 16384 examples (N = M = Dq = Dk = H = 1), against the
+# reference's in a clean process, read by the judge from outside (Student.cpu_time: the box's v2 group's cpu.stat,
+# else /proc), each box frozen while the other runs, fresh inputs every round, every output checked against the
+# oracle; the median of LOOP_ROUNDS rounds after a warm-up round. Work in any library counts, and padding other
+# calls cannot help (no ratio to a smaller call). Where no CPU time can be read, the judge's wall clock is used.
+# CPU time hardly moves with other load on the machine: for B = 16384 against B = 16 beside a CPU hog on the kit's
+# 2-core machine, the correct forms spread over 1.3-2.5x in CPU time and 0.4-12x in wall time.
+# `benchmarks/never_tiles.py --runs 6` (2 cores, a CPU hog, other gradings running): the reference and cases.py's
+# correct forms 0.7-1.2x the reference, a Python loop over the examples (one torch operation each) 89-128x. The
+# bar sits 8x above the worst correct form and 9x below the fastest loop.
+LOOP_BATCH = 16384
+LOOP_ROUNDS = 5
+LOOP_BAR = 10.0
+REFERENCE_SRC = """
+def additive_scores(q, k, lengths, w_q, w_k, v):
+    scores = torch.tanh((q @ w_q.T)[:, :, None, :] + (k @ w_k.T)[:, None, :, :]) @ v
+    real = torch.arange(k.shape[1], device=k.device) < lengths[:, None]
+    return scores.masked_fill(~real[:, None, :], float("-inf"))
+"""
+
+
+class Reference(StudentApi):
+    """The clean reference process's code (REFERENCE_SRC)."""
+
+    @answer
+    def additive_scores(self, q: Tensor, k: Tensor, lengths: Tensor, w_q: Tensor, w_k: Tensor, v: Tensor) -> Tensor:
+        """The notebook's solution."""
+
+
+def _loop_inputs(seed: int) -> tuple[Tensor, ...]:
+    return additive_inputs(torch.Generator().manual_seed(seed), LOOP_BATCH, 1, 1, features=[1, 1, 1])
+
+
+def _expect_no_loop(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
+    def measured(fn: Callable[..., Any], process: Student) -> Callable[[int], tuple[CpuTime, Any]]:
+        def call(seed: int) -> tuple[CpuTime, Any]:
+            inputs = _loop_inputs(seed)
+            with process.cpu_time() as spent:
+                value = fn(*inputs)
+            return spent, value
+        return call
+
+    def verify(seed: int, replies: list[tuple[CpuTime, Any]]) -> None:
+        inputs = _loop_inputs(seed)
+        rtol, atol = ADDITIVE_TOL[torch.float32]
+        expect_tensor(replies[0][1], additive_broadcast_oracle(*inputs), call=ADDITIVE_CALL,
+                      inputs=_additive_shown(inputs), hint=PAIRS_HINT, rtol=rtol,
+                      atol=atol * (1.0 + float(inputs[5].abs().sum())))
+
+    with reference_process(api.student, REFERENCE_SRC) as clean:
+        reference = Reference(clean).additive_scores
+        timed = interleave([Run(api.student, measured(api.additive_scores, api.student)),
+                            Run(clean, measured(reference, clean))], rng, LOOP_ROUNDS, 1, verify)
+    cpu = all(spent.seconds is not None for runs in timed for _, (spent, _) in runs)
+    how = next(spent.how for _, (spent, _) in timed[0]) if cpu else "the judge's clock"
+    student, ref = (statistics.median((spent.seconds or 0.0) if cpu else wall for wall, (spent, _) in runs)
+                    for runs in timed)
+    ratio = student / max(ref, 1e-9)
+    record_measured(record_property, **{LOOP_RATIO: ratio})
+    timing = (f"your additive_scores: {student * 1e3:.3g} ms per call for B = {LOOP_BATCH}; the reference: "
+              f"{ref * 1e3:.3g} ms; {ratio:.1f}x (CPU time from {how}, median of {LOOP_ROUNDS} interleaved rounds; "
+              f"at most {LOOP_BAR:g}x)")
+    record_property("note", f"Timing:   {timing}")
+    if ratio > LOOP_BAR:
+        raise failure(call=f"{ADDITIVE_CALL} for B = {LOOP_BATCH} examples (N = M = 1)", timing=timing,
+                      problem="it takes far longer than tensor operations on the whole batch: your code loops in "
+                              "Python over the examples.", hint=MASK_HINT)
+
+
 @check(task="additive_scores", points=1)
-def check_additive_scores_never_tiles(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
-    """no pairs built by repeat, cat or an expanded copy, and no loop: the operations do not grow with B, N, M"""
-    features = _sizes(rng, 3, 2, 9)  # the same for both: einsum's path may depend on them
-    small = additive_inputs(rng, 2, 3, 4, [4, 1], features=features)
-    large = additive_inputs(rng, 7, 9, 11, [11, 0, 3, 5, 7, 9, 10], features=features)
-    _, ops_small = api.additive_scores.traced(*small)
-    _, ops = api.additive_scores.traced(*large)
-    record_measured(record_property, **{OPS_SMALL: len(ops_small), OPS_LARGE: len(ops)})
-    shown = ", ".join(ops[:30]) + (", ..." if len(ops) > 30 else "")
-    flagged = [op for op in ops if op in TILING_OPS]
-    if "expand" in ops:
-        flagged += ["expand then " + op for op in ops[ops.index("expand"):] if op in COPY_OPS]
-    if flagged:
-        raise failure(call=f"{ADDITIVE_CALL}, traced", inputs=[f"q = {summarize(large[0])}",
-                                                              f"k = {summarize(large[1])}"],
-                      expected="one projection of q and one of k, a broadcast add, tanh, a contraction with v and a "
-                               "masked fill; nothing that copies the vectors into pairs",
-                      got=f"these operators, in order: {shown}",
-                      problem=f"{', '.join(dict.fromkeys(flagged))} build the tiled pairs that broadcasting avoids.",
-                      hint=PAIRS_HINT)
-    if len(ops) > len(ops_small):
-        raise failure(call=f"{ADDITIVE_CALL}, traced on two input sizes",
-                      expected="the same number of tensor operations for B, N, M = 2, 3, 4 as for 7, 9, 11",
-                      got=f"{len(ops_small)} operations for the small input, {len(ops)} for the large one: {shown}",
-                      problem="the number of operations grows with the input, so your code loops in Python.",
-                      hint=MASK_HINT)
+def check_additive_scores_never_tiles(api: Api, rng: torch.Generator, device: str,
+                                      record_property: RecordProperty) -> None:
+    """no pairs built (512 GiB if tiled: a query of 2^17 features against 2^20 keys) and no loop over the examples"""
+    def tiled_ops() -> list[str]:
+        return api.additive_scores.traced(*additive_inputs(torch.Generator().manual_seed(0), 2, 3, 4))[1]
+
+    note = functools.partial(_traced_note, tiled_ops)
+    steps = ((True, 4, 1 << 12, 1 << 12, 1), (True, 1 << 12, 4, 1, 1 << 12),
+             (False, 1, 1 << 20, 1 << 17, 1), (False, 1 << 20, 1, 1, 1 << 17))
+    for measured, n, m, dq, dk in steps:
+        inputs = _exact_additive(rng, n, m, dq, dk)
+        want = additive_broadcast_oracle(*inputs)
+        shown = [f"{name} = {summarize(t)}" for name, t in _additive_shown(inputs).items()]
+        tiled, needs = 4 * n * m * (dq + dk), 4 * (n * dq + m * dk + 6 * n * m)
+
+        got = expect_no_tiled_copy(api, measured, functools.partial(api.additive_scores, *inputs), tiled, needs,
+                                   ADDITIVE_CALL, shown, PAIRS_HINT, note, record_property, device)
+        rtol, atol = ADDITIVE_TOL[torch.float32]
+        expect_tensor(got, want, call=ADDITIVE_CALL, inputs={}, hint=PAIRS_HINT, rtol=rtol,
+                      atol=atol * (1.0 + float(inputs[5].abs().sum())), device=device)
+    _expect_no_loop(api, rng, record_property)

@@ -217,9 +217,14 @@ def check_batch_gather_index_tensors(api: Api, rng: torch.Generator, device: str
         _expect(got, gather_oracle(tensor, indices), tensor, indices, OFFSET_HINT, device)
 
 
+# The device rule rests on what comes back: the result's values, dtype and device (as its tensor left the student's
+# process) against the oracle, for inputs on each device the machine has; and, on a machine without a GPU, the error
+# any CUDA call raises there. A CUDA round trip for CPU inputs that returns a correct CPU result cannot be seen from
+# outside on a machine with a GPU: the harness's trace of the devices the operators used (a record made in the
+# student's process) only adds a note then, and decides nothing.
 @check(task="batch_gather", points=2)
-def check_batch_gather_device(api: Api, rng: torch.Generator, device: str) -> None:
-    """CPU inputs give a CPU result with no CUDA call, and CUDA inputs a CUDA result"""
+def check_batch_gather_device(api: Api, rng: torch.Generator, device: str, record_property: RecordProperty) -> None:
+    """CPU inputs give a CPU result (a CUDA call fails without a GPU), and CUDA inputs a CUDA result"""
     tensor, indices = _random_case(rng, 3, 2)
     want = gather_oracle(tensor, indices)
     devices = ["cpu", "cuda"] if api.student.cuda else ["cpu"]
@@ -230,8 +235,9 @@ def check_batch_gather_device(api: Api, rng: torch.Generator, device: str) -> No
             call = f"batch_gather(tensor, indices) with both inputs on {on}"
             _expect(gathered["value"], want, tensor, indices, DEVICE_HINT, on, call)
             if on == "cpu" and "cuda" in gathered["devices"]:
-                raise failure(call=call, problem="for CPU inputs your code made tensors on the GPU (devices used: "
-                                                 f"{', '.join(gathered['devices'])}).", hint=DEVICE_HINT)
+                record_property("note", f"Note:     for CPU inputs an operator trace in your process saw tensors made "
+                                        f"on the GPU ({', '.join(gathered['devices'])}): on a machine without a GPU "
+                                        f"that call fails. {DEVICE_HINT}")
     except StudentError as e:
         text = str(e)
         if "cuda" in text.lower() or "nvidia" in text.lower():
@@ -264,7 +270,7 @@ def check_batch_gather_gradient(api: Api, rng: torch.Generator, device: str) -> 
                       hint=GRAD_HINT, rtol=rtol, atol=atol, device=device)
 
 
-@check(task="batch_gather", points=3)
+@check(task="batch_gather", points=3, forgeable=True)
 def check_batch_gather_vectorized(api: Api, rng: torch.Generator, device: str, record_property: RecordProperty
                                   ) -> None:
     """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""
@@ -402,7 +408,7 @@ def check_scatter_add_gradient(api: Api, rng: torch.Generator, device: str) -> N
                       rtol=rtol, atol=atol, device=device)
 
 
-@check(task="batch_scatter_add", points=1)
+@check(task="batch_scatter_add", points=1, forgeable=True)
 def check_scatter_add_vectorized(api: Api, rng: torch.Generator, device: str, record_property: RecordProperty
                                  ) -> None:
     """vectorized: it issues as many tensor operations for B = 64 as for B = 4"""

@@ -2,8 +2,9 @@
 
 The child moves every input to the grading's device. This calls batch_gather
 with its inputs on a device the check names instead, and records the device of
-every tensor the operators it issues produce, so a check can see a CUDA call
-made for CPU inputs even on a machine with a GPU.
+every tensor the operators it issues produce, so that a check's message can name
+a CUDA call made for CPU inputs on a machine with a GPU (a record made here
+decides no point).
 """
 
 from typing import Any

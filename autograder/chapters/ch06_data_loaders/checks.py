@@ -51,12 +51,10 @@ class Raised(TypedDict, total=False):
 
 class Orders(TypedDict):
     orders: list[list[list[Any]]]  # per seed, per epoch: the items in the order yielded
-    ahead: int  # the most items read from the source beyond those yielded, at any yield
 
 
 class Endless(TypedDict):
-    order: list[Any]
-    ahead: int
+    order: list[Any]  # the first items yielded from the endless count 0, 1, 2, ...
 
 
 class Resumed(TypedDict, total=False):
@@ -443,13 +441,20 @@ def _expect_each_once(order: list[Any], items: list[int], call: str) -> None:
                               f"({summarize(lost)})", hint=ONCE_SHUFFLE_HINT)
 
 
-def _expect_bounded(ahead: int, buffer_size: int, call: str) -> None:
-    if ahead > buffer_size:
-        raise failure(call=call,
-                      expected=f"at most k + {buffer_size} items read from the source when the k-th is yielded",
-                      got=f"{ahead} items read beyond those yielded",
-                      problem=f"it read {ahead - buffer_size} items more than the buffer holds: memory grows with the "
-                              "stream", hint=BOUND_HINT)
+def _expect_window(order: list[Any], source: list[Any], buffer_size: int, call: str) -> None:
+    """The bound on memory, read from the output: the k-th item out (k = 1, 2, ...) is one of the first k +
+    buffer_size items of the source, since no more were read by then. (A count of the items read, kept in the
+    student's process, could be rewritten; the order cannot be.)"""
+    position = {item: p for p, item in enumerate(source)}
+    for k, item in enumerate(order, start=1):
+        if position[item] >= k + buffer_size:
+            raise failure(call=call, inputs=[f"source = {summarize(source)}"],
+                          expected=f"the k-th item out among the first k + {buffer_size} items of the source",
+                          got=f"item {k} out is {item!r}, item {position[item] + 1} of the source: "
+                              f"{summarize(order[:k])}",
+                          problem=f"it read at least {position[item] + 1 - k} items beyond those yielded, more than "
+                                  f"the {buffer_size} a buffer holds: memory grows with the stream",
+                          hint=BOUND_HINT)
 
 
 def _shuffle_call(n: int | str, buffer_size: int, what: str = "seed") -> str:
@@ -464,7 +469,7 @@ def check_shuffle_notebook_example(api: Api) -> None:
     run = api.shuffle_orders(items, 4, [1, 1], 2)
     (first, second), (again, _) = run["orders"]
     _expect_each_once(first, items, call)
-    _expect_bounded(run["ahead"], 4, call)
+    _expect_window(first, items, 4, call)
     if first == items:
         raise failure(call=call, got=summarize(first), problem="the order is unchanged", hint=MIX_HINT)
     if again != first:
@@ -477,26 +482,35 @@ def check_shuffle_notebook_example(api: Api) -> None:
     _expect_resumed(api, items, 4, 1, 11, first, second)
 
 
+# Bounded memory, from the output and the judge's clock: every order must keep each item within the window a buffer
+# of that size allows (_expect_window), and the endless count must give its first items within the call's time:
+# a buffer that reads its whole source never answers, and the judge's deadline (or the box's memory limit) ends it.
+ENDLESS_SECONDS = 10.0
+
+
 @check(task="ShuffleBuffer", points=1)
 def check_shuffle_each_once_bounded(api: Api, rng: torch.Generator) -> None:
-    """every item once per epoch, at most buffer_size items read ahead: empty, short and long sources, endless ones"""
+    """every item once per epoch, each out within buffer_size places of its turn: empty, short and long sources, and
+    an endless one"""
     for n, buffer_size in ((0, 4), (1, 4), (3, 4), (4, 4), (5, 4), (57, 1), (57, 16), (40, 7)):
         items = _distinct_items(rng, n)
         call = _shuffle_call(n, buffer_size)
         run = api.shuffle_orders(items, buffer_size, _seeds(rng, 1), 2)
         for order in run["orders"][0]:
             _expect_each_once(order, items, call)
-        _expect_bounded(run["ahead"], buffer_size, call)
+            _expect_window(order, items, buffer_size, call)
     call = _shuffle_call("endless", 8)
+    endless = api.shuffle_endless.using(timeout=min(ENDLESS_SECONDS, api.student.limits.call_seconds))
     try:
-        endless = api.shuffle_endless(8, _seeds(rng, 1)[0], 50)
+        order = endless(8, _seeds(rng, 1)[0], 50)["order"]
     except StudentError as e:
-        raise failure(after=str(e), call=call, problem="it could not stream an endless source",
-                      hint=BOUND_HINT) from None
-    if len(set(endless["order"])) != 50:
-        raise failure(call=call, expected="50 distinct items", got=summarize(endless["order"]),
+        raise failure(after=str(e), call=call + ": its first 50 items",
+                      problem="it could not stream an endless source: a buffer that reads the whole stream first "
+                              "never answers, and memory grows with the stream", hint=BOUND_HINT) from None
+    if len(order) != 50 or len(set(order)) != 50 or not all(isinstance(x, int) and x >= 0 for x in order):
+        raise failure(call=call, expected="50 distinct items of the count 0, 1, 2, ...", got=summarize(order),
                       problem="items repeated or missing", hint=ONCE_SHUFFLE_HINT)
-    _expect_bounded(endless["ahead"], 8, call)
+    _expect_window(order, list(range(max(order) + 1)), 8, call)
 
 
 @check(task="ShuffleBuffer", points=1)
