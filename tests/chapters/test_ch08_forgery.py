@@ -258,7 +258,7 @@ ATTACKS = [
     ("float32 forward behind hooks", "amp_train_step", FLOAT32_FORWARD_BEHIND_HOOKS,
      "check_amp_forward_under_autocast", "float32"),
     ("unscaled backward behind a witness", "amp_train_step", UNSCALED_BACKWARD_BEHIND_A_WITNESS,
-     "check_amp_backward_scaled_outside_autocast", "multiplied by the scale after"),
+     "check_amp_backward_scaled_outside_autocast", "backward ran on the unscaled loss"),
     ("backward inside autocast behind a witness", "amp_train_step", BACKWARD_INSIDE_AUTOCAST_BEHIND_A_WITNESS,
      "check_amp_backward_scaled_outside_autocast", "inside the autocast block"),
     ("deprecated API through getattr, silenced", "amp_train_step", DEPRECATED_API_SILENCED,
