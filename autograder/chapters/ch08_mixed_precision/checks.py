@@ -497,6 +497,12 @@ def check_amp_clears_gradients(api: Api, rng: torch.Generator, device: str) -> N
              f"{name}.grad = {show(g)}", f"{len(left)} parameters still hold gradients after the step", ZERO_HINT)
 
 
+def _named(name: str, cell: str, line: int) -> str:
+    """Where the cell names a deprecated namespace: torch.cuda.amp in cell 'c', line 3 (torch.cuda.amp.autocast)."""
+    namespace = ".".join(name.split(".")[:3])
+    return f"{namespace} in cell '{cell}', line {line}" + (f" ({name})" if name != namespace else "")
+
+
 @check(task="amp_train_step", points=1)
 def check_amp_uses_current_api(api: Api, rng: torch.Generator, device: str) -> None:
     """a step that runs, written with torch.autocast and torch.amp, not the deprecated torch.cuda.amp or
@@ -504,7 +510,7 @@ def check_amp_uses_current_api(api: Api, rng: torch.Generator, device: str) -> N
     used = deprecated_amp(api.student.submission, "amp_train_step")
     if used:
         fail("amp_train_step (its cell, as the judge reads it)", {}, "torch.autocast and torch.amp.GradScaler",
-             [f"{name} in cell 'amp_train_step', line {line}" for line, name in used],
+             [_named(name, "amp_train_step", line) for line, name in used],
              f"the step uses a deprecated AMP API: {used[0][1]} (read from your code)",
              API_HINT)
     run_step(api, make_case(rng), device)  # the point is for a step that exists and runs
@@ -652,7 +658,7 @@ def check_checkerboard_trains_with_amp_train_step(api: Api, device: str,
     used = deprecated_amp(api.student.submission, "train_checkerboard")
     if used:
         fail("train_checkerboard (its cell, as the judge reads it)", {}, "torch.autocast and torch.amp.GradScaler",
-             [f"{name} in cell 'train_checkerboard', line {line}" for line, name in used],
+             [_named(name, "train_checkerboard", line) for line, name in used],
              f"train_checkerboard uses a deprecated AMP API: {used[0][1]} (read from your code)", API_HINT)
     record = run_checkerboard(api, board_runs, device, use_amp=True, sham=True)
     model, final_loss = _unpack(record, device, True)
