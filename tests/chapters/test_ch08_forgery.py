@@ -11,7 +11,9 @@ the cell's source; the records only shape the messages, and each attack fails wi
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -280,3 +282,228 @@ def test_a_forged_record_earns_nothing(tmp_path: Path, cell: str, code: str, che
     result = by_name(g)[check]
     assert result.status == "failed", (result.status, result.output)
     assert phrase in result.output, result.output
+
+
+# -- the rules read from the cells (autograder/chapters/ch08_mixed_precision/source.py) --------------------------
+# Every honest spelling reads clean; every reach found, also the ones written to get past the first version of
+# the rules (a helper in another cell, enter_context, set_autocast_enabled, `or True`, a name built by join).
+
+_HEAD = "def train_checkerboard(steps, size, device, use_amp):\n"
+_STEP = ("def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type='cuda', "
+         "dtype=torch.float16, max_grad_norm=None):\n")
+
+
+def _source(**cells: str) -> SimpleNamespace:
+    """A submission of the reference cells, some replaced (dedented)."""
+    from autograder.course.reference import solution_cells
+    from autograder.judging.registry import CHAPTERS
+
+    code = {**solution_cells(CH), **{k: textwrap.dedent(v) for k, v in cells.items()}}
+    return SimpleNamespace(cells=[{"id": k, "source": v} for k, v in code.items()], chapter=CHAPTERS[CH])
+
+
+def _board(body: str, extra: str = "") -> SimpleNamespace:
+    return _source(train_checkerboard=extra + _HEAD + textwrap.indent(textwrap.dedent(body), "    "))
+
+
+def _step(body: str, extra: str = "", **other: str) -> SimpleNamespace:
+    return _source(amp_train_step=extra + _STEP + textwrap.indent(textwrap.dedent(body), "    "), **other)
+
+
+HONEST_BOARDS = {
+    "enabled=use_amp": """
+        for _ in range(steps):
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=use_amp):
+                loss = F.mse_loss(model(x), y)
+        """,
+    "enabled positionally, through a derived name": """
+        amp_on = use_amp and device == "cuda"
+        with torch.autocast("cuda", torch.float16, amp_on):
+            pass
+        """,
+    "an early return of the float32 path": """
+        if not use_amp:
+            return train_float32(steps, size, device)
+        with torch.autocast(device, dtype=torch.bfloat16):
+            pass
+        """,
+    "continue in the loop": """
+        for _ in range(steps):
+            if not use_amp:
+                float32_step()
+                continue
+            with torch.autocast(device, dtype=torch.bfloat16):
+                pass
+        """,
+    "a context chosen by a conditional expression": """
+        ctx = torch.autocast(device, dtype=torch.bfloat16) if use_amp else contextlib.nullcontext()
+        with ctx:
+            pass
+        """,
+    "a dtype that is None without amp": """
+        dtype = torch.bfloat16 if use_amp else None
+        if dtype is not None:
+            with torch.autocast(device, dtype=dtype):
+                pass
+        """,
+    "a helper that takes the flag": """
+        forward(model, use_amp)
+        """,
+    "a nested step chosen by use_amp": """
+        def amp_step():
+            with torch.autocast(device, dtype=torch.bfloat16):
+                pass
+
+        step = amp_step if use_amp else float32_step
+        step()
+        """,
+}
+HELPER = '''def forward(model, amp):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+        return model
+
+
+'''
+WRONG_BOARDS = {
+    "a plain with block": """
+        with torch.autocast(device, dtype=torch.bfloat16):
+            pass
+        """,
+    "a test that is always true": """
+        if use_amp or True:
+            with torch.autocast(device, dtype=torch.bfloat16):
+                pass
+        """,
+    "enabled=not use_amp": """
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=not use_amp):
+            pass
+        """,
+    "a helper that always enters autocast": """
+        always_low(model)
+        """,
+    "enter_context": """
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(torch.autocast(device, dtype=torch.bfloat16))
+        """,
+    "set_autocast_enabled": """
+        torch.set_autocast_enabled(device, True)
+        """,
+}
+ALWAYS_LOW = '''def always_low(model):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        return model
+
+
+'''
+
+
+@pytest.mark.parametrize("body", HONEST_BOARDS.values(), ids=list(HONEST_BOARDS))
+def test_use_amp_guards_read_clean(body: str) -> None:
+    from autograder.chapters.ch08_mixed_precision.source import unguarded_autocast
+
+    assert unguarded_autocast(_board(body, HELPER), "train_checkerboard", "train_checkerboard", 3) == []
+
+
+@pytest.mark.parametrize("body", WRONG_BOARDS.values(), ids=list(WRONG_BOARDS))
+def test_autocast_that_runs_without_amp_is_found(body: str) -> None:
+    from autograder.chapters.ch08_mixed_precision.source import unguarded_autocast
+
+    assert unguarded_autocast(_board(body, ALWAYS_LOW), "train_checkerboard", "train_checkerboard", 3) != []
+
+
+HONEST_STEPS = {
+    "backward after the block": """
+        with torch.autocast(device_type, dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+        """,
+    "backward in a block with autocast off": """
+        with torch.autocast(device_type, dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+            with torch.autocast(device_type, enabled=False):
+                scaler.scale(loss).backward()
+        """,
+    "a helper defined in the block, called after it": """
+        with torch.autocast(device_type, dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+
+            def backward():
+                scaler.scale(loss).backward()
+        backward()
+        """,
+    "a docstring and a message naming the old API": '''
+        """Uses torch.amp, not torch.cuda.amp.autocast."""
+        print("torch.cuda.amp.autocast is deprecated")
+        with torch.amp.autocast(device_type, dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+        ''',
+}
+WRONG_STEPS = {
+    "backward in the block": ("""
+        with torch.autocast(device_type, dtype=dtype):
+            scaler.scale(loss_fn(model(inputs), targets)).backward()
+        """, {}),
+    "torch.autograd.backward in the block": ("""
+        with torch.autocast(device_type, dtype=dtype):
+            torch.autograd.backward(scaler.scale(loss_fn(model(inputs), targets)))
+        """, {}),
+    "a helper of another cell that calls backward": ("""
+        with torch.autocast(device_type, dtype=dtype):
+            run_backward(scaler.scale(loss_fn(model(inputs), targets)))
+        """, {"LossScaler": "def run_backward(loss):\n    loss.backward()\n"}),
+    "backward after enter_context": ("""
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(torch.autocast(device_type, dtype=dtype))
+            scaler.scale(loss_fn(model(inputs), targets)).backward()
+        """, {}),
+    "backward after set_autocast_enabled": ("""
+        loss = loss_fn(model(inputs), targets)
+        torch.set_autocast_enabled(device_type, True)
+        scaler.scale(loss).backward()
+        """, {}),
+}
+
+
+@pytest.mark.parametrize("body", HONEST_STEPS.values(), ids=list(HONEST_STEPS))
+def test_honest_steps_read_clean(body: str) -> None:
+    from autograder.chapters.ch08_mixed_precision.source import backward_inside_autocast, deprecated_amp
+
+    submission = _step(body)
+    assert backward_inside_autocast(submission, "amp_train_step") == []
+    assert deprecated_amp(submission, "amp_train_step") == []
+
+
+@pytest.mark.parametrize(("body", "other"), WRONG_STEPS.values(), ids=list(WRONG_STEPS))
+def test_backward_inside_autocast_is_found(body: str, other: dict[str, str]) -> None:
+    from autograder.chapters.ch08_mixed_precision.source import backward_inside_autocast
+
+    assert backward_inside_autocast(_step(body, **other), "amp_train_step") != []
+
+
+DEPRECATED_USES = {
+    "from torch.cuda.amp import autocast": ("from torch.cuda.amp import autocast\n", "", {}),
+    "import torch.cuda.amp as tca": ("import torch.cuda.amp as tca\n", "", {}),
+    "an alias made in another cell": ("", "with old_amp.autocast():\n    pass\n",
+                                      {"LossScaler": "old_amp = torch.cuda.amp\n"}),
+    "a function of another cell": ("", "old_context()\n",
+                                   {"LossScaler": "def old_context():\n    return torch.cpu.amp.autocast()\n"}),
+    "import_module": ("import importlib\n", "importlib.import_module('torch.cuda.amp')\n", {}),
+    "getattr with a joined name": ("", "getattr(torch.cuda, ''.join(['a', 'mp'])).autocast()\n", {}),
+}
+
+
+@pytest.mark.parametrize(("extra", "body", "other"), DEPRECATED_USES.values(), ids=list(DEPRECATED_USES))
+def test_every_spelling_of_the_deprecated_api_is_found(extra: str, body: str, other: dict[str, str]) -> None:
+    from autograder.chapters.ch08_mixed_precision.source import deprecated_amp
+
+    assert deprecated_amp(_step(body or "pass\n", extra, **other), "amp_train_step") != []
+
+
+def test_another_tasks_function_costs_only_its_own_task() -> None:
+    """train_checkerboard calls amp_train_step: the deprecated API in the latter is the latter's check's business."""
+    from autograder.chapters.ch08_mixed_precision.source import deprecated_amp
+
+    submission = _step("with torch.cuda.amp.autocast():\n    pass\n")
+    assert deprecated_amp(submission, "amp_train_step") != []
+    assert deprecated_amp(submission, "train_checkerboard") == []

@@ -349,8 +349,8 @@ def check_amp_forward_under_autocast(api: Api, rng: torch.Generator, device: str
                 f"the judge's replay under torch.autocast in {low}, within {loss_tol:.1g} (loss, relative) and "
                 f"{direction_tol:.1g} (direction)")
     if "float32" in (loss_is, update_is):
-        which = {("float32", "float32"): "loss and update equal", ("float32", loss_is): "update equals"}.get(
-            (update_is, loss_is), "loss equals")
+        parts = [w for w, c in (("loss", loss_is), ("update", update_is)) if c == "float32"]
+        which = " and ".join(parts) + (" equal" if len(parts) == 2 else " equals")
         fail(case.describe(device), {}, expected, got,
              f"the step's {which} those of the judge's replay of this step with the forward pass in float32: the "
              f"forward pass did not run under torch.autocast({device!r}, dtype=torch.{low})", AUTOCAST_HINT)
@@ -497,7 +497,7 @@ def check_amp_clears_gradients(api: Api, rng: torch.Generator, device: str) -> N
              f"{name}.grad = {show(g)}", f"{len(left)} parameters still hold gradients after the step", ZERO_HINT)
 
 
-def _named(name: str, cell: str, line: int) -> str:
+def _named(cell: str, line: int, name: str) -> str:
     """Where the cell names a deprecated namespace: torch.cuda.amp in cell 'c', line 3 (torch.cuda.amp.autocast)."""
     namespace = ".".join(name.split(".")[:3])
     return f"{namespace} in cell '{cell}', line {line}" + (f" ({name})" if name != namespace else "")
@@ -510,8 +510,8 @@ def check_amp_uses_current_api(api: Api, rng: torch.Generator, device: str) -> N
     used = deprecated_amp(api.student.submission, "amp_train_step")
     if used:
         fail("amp_train_step (its cell, as the judge reads it)", {}, "torch.autocast and torch.amp.GradScaler",
-             [_named(name, "amp_train_step", line) for line, name in used],
-             f"the step uses a deprecated AMP API: {used[0][1]} (read from your code)",
+             [_named(*use) for use in used],
+             f"the step uses a deprecated AMP API: {used[0][2]} (read from your code)",
              API_HINT)
     run_step(api, make_case(rng), device)  # the point is for a step that exists and runs
 
@@ -658,8 +658,8 @@ def check_checkerboard_trains_with_amp_train_step(api: Api, device: str,
     used = deprecated_amp(api.student.submission, "train_checkerboard")
     if used:
         fail("train_checkerboard (its cell, as the judge reads it)", {}, "torch.autocast and torch.amp.GradScaler",
-             [_named(name, "train_checkerboard", line) for line, name in used],
-             f"train_checkerboard uses a deprecated AMP API: {used[0][1]} (read from your code)", API_HINT)
+             [_named(*use) for use in used],
+             f"train_checkerboard uses a deprecated AMP API: {used[0][2]} (read from your code)", API_HINT)
     record = run_checkerboard(api, board_runs, device, use_amp=True, sham=True)
     model, final_loss = _unpack(record, device, True)
     mse = _board_mse(api, model, final_loss)
