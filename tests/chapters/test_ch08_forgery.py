@@ -507,3 +507,36 @@ def test_another_tasks_function_costs_only_its_own_task() -> None:
     submission = _step("with torch.cuda.amp.autocast():\n    pass\n")
     assert deprecated_amp(submission, "amp_train_step") != []
     assert deprecated_amp(submission, "train_checkerboard") == []
+
+
+def test_the_replays_in_a_clean_child_are_the_judges_bit_for_bit(tmp_path: Path) -> None:
+    """On CUDA the judge replays the step in a clean child of kit code only (checks.replayer); on CPU in its own
+    process. Both give the same bits, as the student's correct step does: the checks' tolerances rest on it."""
+    import time
+
+    import torch
+
+    from autograder.chapters.ch08_mixed_precision.checks import Api
+    from autograder.chapters.ch08_mixed_precision.harness import replay_steps
+    from autograder.chapters.ch08_mixed_precision.inputs import near_case, odd_scale_case, overflow_case
+    from autograder.judging.notebook import load_submission
+    from autograder.judging.remote import Student
+    from autograder.judging.timing import reference_process
+    from tests.kit import FAST, zygote
+
+    rng = torch.Generator().manual_seed(3)
+    cases = [make(rng) for make in (near_case, odd_scale_case, overflow_case)]
+    student = Student(load_submission(solved(tmp_path, CH)), "cpu", FAST, time.monotonic() + 120, zygote())
+    try:
+        with reference_process(student, "# kit code only") as ref:
+            theirs = [Api(ref).replay_steps(case.record(), "cpu", torch.bfloat16) for case in cases]
+    finally:
+        student.close()
+    for case, replays in zip(cases, theirs, strict=True):
+        mine = replay_steps(case.record(), "cpu", torch.bfloat16)
+        assert sorted(replays) == sorted(mine)
+        for key, record in mine.items():
+            assert replays[key]["returned"] == record["returned"], key
+            assert all(torch.equal(replays[key]["after"][n], t) for n, t in record["after"].items()), key
+            assert (replays[key]["scale_after"], replays[key]["growth_tracker"]) == (record["scale_after"],
+                                                                                    record["growth_tracker"])
