@@ -95,8 +95,10 @@ def test_the_float32_step_that_rewrote_the_harness_records_earns_nothing(tmp_pat
     g = grade_fast(solved(tmp_path, "08_mixed_precision", amp_train_step=AMP_ATTACK),
                    only="forward_under_autocast or backward_scaled or update_matches")
     checks = by_name(g)
-    for name in ("check_amp_forward_under_autocast", "check_amp_backward_scaled_outside_autocast"):  # +4 before
-        assert checks[name].status == "failed" and "sys._getframe" in checks[name].output, checks[name].output
+    # +4 before; now the judge replays the step (chapter 08's checks), so the rewritten records earn nothing.
+    for name, mistake in (("check_amp_forward_under_autocast", "float32"),
+                          ("check_amp_backward_scaled_outside_autocast", "the loss was not scaled")):
+        assert checks[name].status == "failed" and mistake in checks[name].output, checks[name].output
     assert checks["check_amp_update_matches_sgd"].status == "passed"  # checks of outcomes still count
     # Every report says so plainly: results.json, the text summary and the feedback page.
     result = gradescope(g)

@@ -152,6 +152,219 @@ def optimizer_step_instead_of_scaler_step():
         return loss.item()
 
 
+@wrong("float16 on the CPU", fails={"check_amp_forward_under_autocast": "matches no replay"})
+def float16_on_the_cpu():
+    """The dtype argument ignored: autocast in float16 wherever the step runs."""
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+
+        with torch.autocast(device_type=device_type, dtype=torch.float16):
+            loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("no scaler in the backward pass", fails={"check_amp_backward_scaled_outside_autocast": "the loss was not scaled",
+                                                "check_amp_skips_inf_and_nan_steps": "the update was applied"})
+def no_scaler_in_the_backward_pass():
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+        loss.backward()
+
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("deprecated torch.cpu.amp", fails={"check_amp_uses_current_api": "torch.cpu.amp"})
+def deprecated_torch_cpu_amp():
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+
+        with torch.cpu.amp.autocast(dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+# The forgeries of issue 23: each does the wrong thing and feeds the records that the harness kept inside the
+# student's process what the checks once read from them (tests/chapters/test_ch08_forgery.py has each against the
+# base commit). The checks now replay the step or read the cell.
+
+
+@wrong("float32 forward behind hooks", fails={"check_amp_forward_under_autocast": "float32"})
+def float32_forward_behind_hooks():
+    """The forward pass in float32; hooks of its own, around the harness's, show bfloat16 outputs under autocast."""
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        kept = {}
+
+        def shown_low(module, args, output):
+            kept[module] = output
+            torch.set_autocast_enabled(device_type, True)
+            return output.to(dtype)
+
+        def real_output(module, args, output):
+            torch.set_autocast_enabled(device_type, False)
+            return kept.pop(module)
+
+        handles = []
+        for m in model.modules():
+            if isinstance(m, nn.Linear):
+                handles += [m.register_forward_hook(shown_low, prepend=True), m.register_forward_hook(real_output)]
+        outputs = model(inputs)
+        for h in handles:
+            h.remove()
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            loss = loss_fn(outputs, targets)
+        scaler.scale(loss).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("unscaled backward behind a witness",
+       fails={"check_amp_backward_scaled_outside_autocast": "backward ran on the unscaled loss"})
+def unscaled_backward_behind_a_witness():
+    """Backward on the unscaled loss, the gradients multiplied by the scale after it; loss_fn is called once, on a
+    detached copy of the outputs, whose loss alone is backpropagated scaled."""
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            outputs = model(inputs)
+            witness = loss_fn(outputs.detach().requires_grad_(), targets)
+            loss = F.mse_loss(outputs, targets)
+        scaler.scale(witness).backward()
+        loss.backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p.grad.mul_(scaler.get_scale())
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("backward inside autocast behind a witness",
+       fails={"check_amp_backward_scaled_outside_autocast": "inside the autocast block"})
+def backward_inside_autocast_behind_a_witness():
+    """Backward inside the autocast block; a witness loss's backward, after the block, is the one the harness saw."""
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            outputs = model(inputs)
+            witness = loss_fn(outputs.detach().requires_grad_(), targets)
+            loss = F.mse_loss(outputs, targets)
+            scaler.scale(loss).backward()
+        scaler.scale(witness).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("deprecated API through getattr, silenced", fails={"check_amp_uses_current_api": "torch.cuda.amp"})
+def deprecated_api_through_getattr_silenced():
+    """torch.cuda.amp reached through getattr with a plain name, its deprecation warning silenced."""
+    import warnings
+
+    cuda_amp = getattr(torch.cuda, "amp")  # noqa: B009 (the forgery: no attribute chain names torch.cuda.amp)
+
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        warnings.filterwarnings("ignore")
+        with cuda_amp.autocast(dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+# -- amp_train_step: correct forms -----------------------------------------------------------------------------
+
+AMP_CHECKS = "amp and not speed and not checkerboard"  # 14 points on CPU
+
+
+@right("loss times get_scale, unscale always", only=AMP_CHECKS, points=14)
+def loss_times_get_scale_unscale_always():
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        optimizer.zero_grad(set_to_none=True)
+        with torch.amp.autocast(device_type, dtype=dtype):
+            outputs = model(inputs)
+            loss = loss_fn(outputs, targets)
+        (loss * scaler.get_scale()).backward()
+        scaler.unscale_(optimizer)
+        if max_grad_norm is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=False)
+        return float(loss)
+
+
+@right("a wrapper holding the scaler (timm's style)", only=AMP_CHECKS, points=14)
+def a_wrapper_holding_the_scaler():
+    """Public code's pattern: an object that keeps the GradScaler in a private attribute and does the backward,
+    the clipping and the step."""
+    class NativeScaler:
+        def __init__(self, scaler):
+            self._scaler = scaler
+
+        def __call__(self, loss, optimizer, clip_grad=None, parameters=None):
+            self._scaler.scale(loss).backward()
+            if clip_grad is not None:
+                self._scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(parameters, clip_grad)
+            self._scaler.step(optimizer)
+            self._scaler.update()
+
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+        NativeScaler(scaler)(loss, optimizer, clip_grad=max_grad_norm, parameters=model.parameters())
+        optimizer.zero_grad()
+        return loss.item()
+
+
 # -- train_checkerboard --------------------------------------------------------------------------------------------
 
 
@@ -191,6 +404,192 @@ def checkerboard_without_amp_train_step():
                 optimizer.zero_grad(set_to_none=True)
                 final_loss = loss.item()
         return model, final_loss
+
+
+@wrong("checkerboard feeds the counter", fails={"check_checkerboard_trains_with_amp_train_step": "did nothing"},
+       edits="train_checkerboard")
+def checkerboard_feeds_the_counter():
+    """A forgery: its own inline AMP step trains the model; amp_train_step runs once per step on a throwaway model,
+    for the count the harness kept."""
+    def train_checkerboard(steps, size, device, use_amp):
+        inputs = grid(size, size).unsqueeze(0).to(device)  # noqa: F821 (the reference cell's)
+        targets = checker(size, size, 4).unsqueeze(0).unsqueeze(1).to(device)  # noqa: F821 (the reference cell's)
+        width = 64
+        model = nn.Sequential(
+            nn.Conv2d(2, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, 1, 1),
+        ).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        device_type = torch.device(device).type
+        dtype = torch.float16 if device_type == "cuda" else torch.bfloat16
+        scaler = torch.amp.GradScaler(device_type)
+        decoy = nn.Linear(1, 1).to(device)
+        decoy_optimizer = torch.optim.SGD(decoy.parameters(), lr=0.0)
+        decoy_scaler = torch.amp.GradScaler(device_type)
+        ones = torch.ones(1, 1, device=device)
+        final_loss = float("nan")
+        for _ in range(steps):
+            with torch.autocast(device_type, dtype=dtype, enabled=use_amp):
+                loss = F.mse_loss(model(inputs), targets)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+            final_loss = loss.item()
+            if use_amp:
+                amp_train_step(decoy, decoy_optimizer, decoy_scaler, ones, ones, F.mse_loss,  # noqa: F821
+                               device_type=device_type, dtype=dtype)
+        return model, final_loss
+
+
+@wrong("checkerboard with the deprecated GradScaler",
+       fails={"check_checkerboard_trains_with_amp_train_step": "deprecated"}, edits="train_checkerboard")
+def checkerboard_with_the_deprecated_grad_scaler():
+    def train_checkerboard(steps, size, device, use_amp):
+        inputs = grid(size, size).unsqueeze(0).to(device)  # noqa: F821 (the reference cell's)
+        targets = checker(size, size, 4).unsqueeze(0).unsqueeze(1).to(device)  # noqa: F821 (the reference cell's)
+        width = 64
+        model = nn.Sequential(
+            nn.Conv2d(2, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, 1, 1),
+        ).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        device_type = torch.device(device).type
+        dtype = torch.float16 if device_type == "cuda" else torch.bfloat16
+        scaler = torch.cuda.amp.GradScaler(enabled=device_type == "cuda")
+        final_loss = float("nan")
+        for _ in range(steps):
+            if use_amp:
+                final_loss = amp_train_step(model, optimizer, scaler, inputs, targets, F.mse_loss,  # noqa: F821
+                                            device_type=device_type, dtype=dtype)
+            else:
+                loss = F.mse_loss(model(inputs), targets)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                final_loss = loss.item()
+        return model, final_loss
+
+
+@wrong("checkerboard autocast regardless of use_amp", fails={"check_checkerboard_float32_without_amp": "autocast"},
+       edits="train_checkerboard")
+def checkerboard_autocast_regardless_of_use_amp():
+    """use_amp=False still trains under autocast (no GradScaler): bfloat16 on CPU."""
+    def train_checkerboard(steps, size, device, use_amp):
+        inputs = grid(size, size).unsqueeze(0).to(device)  # noqa: F821 (the reference cell's)
+        targets = checker(size, size, 4).unsqueeze(0).unsqueeze(1).to(device)  # noqa: F821 (the reference cell's)
+        width = 64
+        model = nn.Sequential(
+            nn.Conv2d(2, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, 1, 1),
+        ).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        device_type = torch.device(device).type
+        dtype = torch.float16 if device_type == "cuda" else torch.bfloat16
+        scaler = torch.amp.GradScaler(device_type)
+        final_loss = float("nan")
+        for _ in range(steps):
+            if use_amp:
+                final_loss = amp_train_step(model, optimizer, scaler, inputs, targets, F.mse_loss,  # noqa: F821
+                                            device_type=device_type, dtype=dtype)
+                continue
+            with torch.autocast(device_type, dtype=dtype):
+                loss = F.mse_loss(model(inputs), targets)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            final_loss = loss.item()
+        return model, final_loss
+
+
+@wrong("checkerboard amp_train_step regardless of use_amp",
+       fails={"check_checkerboard_float32_without_amp": "amp_train_step"}, edits="train_checkerboard")
+def checkerboard_amp_train_step_regardless_of_use_amp():
+    def train_checkerboard(steps, size, device, use_amp):
+        inputs = grid(size, size).unsqueeze(0).to(device)  # noqa: F821 (the reference cell's)
+        targets = checker(size, size, 4).unsqueeze(0).unsqueeze(1).to(device)  # noqa: F821 (the reference cell's)
+        width = 64
+        model = nn.Sequential(
+            nn.Conv2d(2, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, 1, 1),
+        ).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        device_type = torch.device(device).type
+        dtype = torch.float16 if device_type == "cuda" else torch.bfloat16
+        scaler = torch.amp.GradScaler(device_type)
+        final_loss = float("nan")
+        for _ in range(steps):
+            final_loss = amp_train_step(model, optimizer, scaler, inputs, targets, F.mse_loss,  # noqa: F821
+                                        device_type=device_type, dtype=dtype)
+        return model, final_loss
+
+
+# -- train_checkerboard: correct forms ---------------------------------------------------------------------------
+
+
+@right("checkerboard: float32 first, then an early return", only="checkerboard", points=6, edits="train_checkerboard")
+def checkerboard_float32_first_then_an_early_return():
+    def train_checkerboard(steps, size, device, use_amp):
+        inputs = grid(size, size).unsqueeze(0).to(device)  # noqa: F821 (the reference cell's)
+        targets = checker(size, size, 4).unsqueeze(0).unsqueeze(1).to(device)  # noqa: F821 (the reference cell's)
+        layers = [nn.Conv2d(2, 64, 1), nn.BatchNorm2d(64), nn.ReLU()]
+        for _ in range(2):
+            layers += [nn.Conv2d(64, 64, 1), nn.BatchNorm2d(64), nn.ReLU()]
+        model = nn.Sequential(*layers, nn.Conv2d(64, 1, 1)).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        loss = None
+        if not use_amp:
+            for _ in range(steps):
+                optimizer.zero_grad()
+                loss = F.mse_loss(model(inputs), targets)
+                loss.backward()
+                optimizer.step()
+            return model, loss.item()
+        kind = torch.device(device).type
+        scaler = torch.amp.GradScaler(kind)
+        for _ in range(steps):
+            loss = amp_train_step(model, optimizer, scaler, inputs, targets, F.mse_loss,  # noqa: F821
+                                  device_type=kind, dtype=torch.float16 if kind == "cuda" else torch.bfloat16)
+        return model, loss
+
+
+@right("checkerboard: a step function chosen by use_amp", only="checkerboard", points=6, edits="train_checkerboard")
+def checkerboard_a_step_function_chosen_by_use_amp():
+    def train_checkerboard(steps, size, device, use_amp):
+        inputs = grid(size, size).unsqueeze(0).to(device)  # noqa: F821 (the reference cell's)
+        targets = checker(size, size, 4).unsqueeze(0).unsqueeze(1).to(device)  # noqa: F821 (the reference cell's)
+        model = nn.Sequential(
+            nn.Conv2d(2, 64, 1), nn.BatchNorm2d(64), nn.ReLU(),
+            nn.Conv2d(64, 64, 1), nn.BatchNorm2d(64), nn.ReLU(),
+            nn.Conv2d(64, 64, 1), nn.BatchNorm2d(64), nn.ReLU(),
+            nn.Conv2d(64, 1, 1),
+        ).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        device_type = torch.device(device).type
+        amp = {"device_type": device_type, "dtype": torch.float16 if device_type == "cuda" else torch.bfloat16}
+        scaler = torch.amp.GradScaler(device_type, enabled=use_amp)
+
+        def float32_step():
+            loss = F.mse_loss(model(inputs), targets)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            return loss.item()
+
+        def amp_step():
+            return amp_train_step(model, optimizer, scaler, inputs, targets, F.mse_loss, **amp)  # noqa: F821
+
+        step = amp_step if use_amp else float32_step
+        losses = [step() for _ in range(steps)]
+        return model, losses[-1]
 
 
 # -- LossScaler ----------------------------------------------------------------------------------------------------

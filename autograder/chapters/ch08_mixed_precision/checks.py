@@ -1,17 +1,21 @@
 """Hidden checks for 08_mixed_precision: amp_train_step and train_checkerboard.
 
-The harness (autograder/chapters/ch08_mixed_precision/harness.py) hands the student's
-amp_train_step a small MLP holding the judge's weights (a Case, ch08_inputs), an
-SGD optimizer, a GradScaler and a loss function, and records from outside what
-happened: layer output dtypes and autocast state (forward hooks), the loss's
-dtype, what the loss's backward received (the scale, for a scaled loss) and
-whether autocast was on then, the parameters and gradients afterwards, the scale
-before and after, and any warnings. The judge decides: its oracle (ch08_oracles)
-is the same MLP in float64, without autocast, and an SGD step on the (clipped)
-gradient.
+The harness (autograder/chapters/ch08_mixed_precision/harness.py) hands the student's amp_train_step a small MLP
+holding the judge's weights (a Case, ch08_inputs), an SGD optimizer, a GradScaler and a loss function, and returns
+what the step produced: the value it returned, the parameters and gradients afterwards, the scale and the growth
+tracker. The judge decides from those alone. Its oracles: the same MLP in float64 without autocast (ch08_oracles)
+for the size of the update, and its own replays of the step (harness.replay_steps: the same objects, stepped with
+the forward pass under autocast or in float32, and backward on the scaled loss, on the unscaled one, or on the
+unscaled one with the gradients multiplied by the scale afterwards) for the order and precision. The cases are
+drawn so that the right replay and the wrong ones differ by at least MARGIN times the tolerance; a correct step
+reproduces the right one bit for bit. What only the source can show (the deprecated API, backward inside the
+autocast block, use_amp switching autocast off) is read from the task's own cell (ch08 source.py). Records made
+inside the student's process (the layer dtypes hooks saw, what backward brought the loss) only shape messages.
 
-train_checkerboard runs with the kit's amp_train_step in place of the
-student's, so that a mistake in amp_train_step costs points there only.
+train_checkerboard runs with the kit's amp_train_step in place of the student's, so that a mistake in
+amp_train_step costs points there only; and once more with a sham amp_train_step that changes nothing when
+called as the notebook asks: with use_amp=True the model must then not learn (every step went through
+amp_train_step), with use_amp=False it must (the float32 path does not use it).
 
 The stretch task (bonus) is LossScaler, a dynamic loss scaler written from
 scratch: the harness trains a small MLP through a schedule of clean, poisoned
@@ -24,10 +28,12 @@ inputs come from `rng`, seeded by the grading's secret seed.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import pytest
 import torch
@@ -36,6 +42,7 @@ from torch import Tensor
 
 from autograder.chapters.ch08_mixed_precision.inputs import (
     FREQ,
+    OVERFLOW_SCALE,
     SIZE,
     STEPS,
     Case,
@@ -43,6 +50,9 @@ from autograder.chapters.ch08_mixed_precision.inputs import (
     grid,
     low_dtype,
     make_case,
+    near_case,
+    odd_scale_case,
+    overflow_case,
 )
 from autograder.chapters.ch08_mixed_precision.oracles import (
     STEP_HINT,
@@ -53,8 +63,13 @@ from autograder.chapters.ch08_mixed_precision.oracles import (
     grad_norm,
     reference_step,
 )
+from autograder.chapters.ch08_mixed_precision.source import (
+    backward_inside_autocast,
+    deprecated_amp,
+    unguarded_autocast,
+)
 from autograder.judging.api import StudentApi, answer, harness
-from autograder.judging.expect import fail, failure, nonfinite, show
+from autograder.judging.expect import fail, failure, show
 from autograder.judging.plugin import check
 from autograder.judging.remote import Student
 from autograder.judging.results import (
@@ -65,7 +80,6 @@ from autograder.judging.results import (
     STUDENT_SECONDS,
     record_measured,
 )
-from autograder.judging.scan import references
 from autograder.judging.timing import RecordProperty, Run, interleave, reference_process
 from autograder.sandbox.runtime.wire import RemoteObject
 
@@ -80,20 +94,22 @@ class StepRecord(TypedDict):
     returned_type: str
     after: dict[str, Tensor]  # the parameters after the step
     grads: dict[str, Tensor | None]  # their .grad after the step
-    scale_before: float
     scale_after: float
+    growth_tracker: int  # the scaler's count of clean steps since the last change of scale
+
+
+class Observed(StepRecord):
+    """A step of the student's, with what was noted inside their process (for messages only)."""
+
     forward: list[dict[str, Any]]  # per Linear layer: its output's dtype and whether autocast was on
-    loss_calls: list[dict[str, Any]]  # per loss_fn call: the loss's dtype and whether autocast was on
     backward: list[dict[str, Any]]  # per backward through the loss: the gradient it got and the autocast state
-    warnings: list[str]
 
 
 class BoardRecord(TypedDict):
     result: Any  # what train_checkerboard returned: (model, final_loss)
-    amp_calls: list[dict[str, str]]  # per amp_train_step call: its device_type and dtype
-    warnings: list[str]
-    layer_dtypes: list[str]  # the dtypes of every Conv2d/Linear output
-    autocast: bool  # whether autocast was on for any of them
+    amp_calls: list[dict[str, str]]  # per amp_train_step call: its device_type and dtype (for messages)
+    layer_dtypes: list[str]  # the dtypes of every Conv2d/Linear output (for messages)
+    autocast: bool  # whether autocast was on for any of them (for messages)
 
 
 class Steps(TypedDict):
@@ -127,14 +143,21 @@ class ScalerRecord(TypedDict):
 class Api(StudentApi):
     @harness()
     def observe_step(self, case: StepCase, device_type: str, dtype: torch.dtype, max_grad_norm: float | None = None,
-                     poison: float | None = None) -> StepRecord:
+                     poison: float | None = None) -> Observed:
         """The student's amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type=...,
-        dtype=..., max_grad_norm=...) on the case's MLP, watched from outside; `poison` multiplies the
+        dtype=..., max_grad_norm=...) on the case's MLP: what it produced; `poison` multiplies the
         gradients during backward."""
 
+    @harness()
+    def replay_steps(self, case: StepCase, device_type: str, dtype: torch.dtype,
+                     max_grad_norm: float | None = None) -> dict[str, StepRecord]:
+        """The judge's replays of the step on the case (in a clean process of kit code only), by
+        "forward/backward"."""
+
     @harness(timeout=SECONDS)
-    def run_checkerboard(self, steps: int, size: int, device: str, use_amp: bool) -> BoardRecord:
-        """The student's train_checkerboard(steps, size, device, use_amp), with the kit's amp_train_step."""
+    def run_checkerboard(self, steps: int, size: int, device: str, use_amp: bool, sham: bool) -> BoardRecord:
+        """The student's train_checkerboard(steps, size, device, use_amp), with the kit's amp_train_step, or
+        (`sham`) one that changes nothing when called as asked."""
 
     @harness(timeout=SPEED_SECONDS)
     def speed_rig(self, seed: int, width: int, layers: int, batch: int, device: str) -> RemoteObject:
@@ -156,10 +179,27 @@ class Api(StudentApi):
 
 
 def run_step(api: Api, case: Case, device: str, max_grad_norm: float | None = None,
-             poison: float | None = None) -> StepRecord:
-    """One call of the student's amp_train_step, watched by the harness."""
+             poison: float | None = None) -> Observed:
+    """One call of the student's amp_train_step on the case: what it produced."""
     observe = api.observe_step.using(call=case.call(device, max_grad_norm))
     return observe(case.record(), device, low_dtype(device), max_grad_norm=max_grad_norm, poison=poison)
+
+
+Replay = Callable[[Case], dict[str, StepRecord]]
+
+
+@contextlib.contextmanager
+def replayer(api: Api, device: str) -> Iterator[Replay]:
+    """The judge's replays of a step (harness.replay_steps): in the judge's process on CPU; on CUDA in a clean
+    child running kit code only, where the GPU is."""
+    if device != "cuda":
+        from autograder.chapters.ch08_mixed_precision.harness import replay_steps
+
+        yield lambda case: cast(dict[str, StepRecord], replay_steps(case.record(), device, low_dtype(device)))
+        return
+    with reference_process(api.student, "# kit code only: the judge's replays of amp_train_step") as ref:
+        theirs = Api(ref)
+        yield lambda case: theirs.replay_steps(case.record(), device, low_dtype(device))
 
 
 def _board_call(device: str, use_amp: bool) -> str:
@@ -167,15 +207,18 @@ def _board_call(device: str, use_amp: bool) -> str:
 
 
 @pytest.fixture(scope="module")
-def board_runs() -> dict[bool, BoardRecord]:
-    """train_checkerboard's records by use_amp, shared by the checks of one grading (training takes seconds)."""
+def board_runs() -> dict[tuple[bool, bool], BoardRecord]:
+    """train_checkerboard's records by (use_amp, sham), shared by the checks of one grading (training takes
+    seconds)."""
     return {}
 
 
-def run_checkerboard(api: Api, runs: dict[bool, BoardRecord], device: str, use_amp: bool) -> BoardRecord:
-    if use_amp not in runs:
-        runs[use_amp] = api.run_checkerboard.using(call=_board_call(device, use_amp))(STEPS, SIZE, device, use_amp)
-    return runs[use_amp]
+def run_checkerboard(api: Api, runs: dict[tuple[bool, bool], BoardRecord], device: str, use_amp: bool,
+                     sham: bool) -> BoardRecord:
+    if (use_amp, sham) not in runs:
+        run = api.run_checkerboard.using(call=_board_call(device, use_amp))
+        runs[use_amp, sham] = run(STEPS, SIZE, device, use_amp, sham)
+    return runs[use_amp, sham]
 
 
 THRESHOLD = 0.05  # mean squared error; predicting the mean gives 0.25
@@ -191,18 +234,81 @@ CLIP_HINT = ("Gradients are scaled after backward. Call scaler.unscale_(optimize
              "clipping scaled gradients clips at max_grad_norm times the scale.")
 ZERO_HINT = ("Clear the gradients at the end of the step with optimizer.zero_grad() (after scaler.update()), "
              "so the next step does not add to them.")
-API_HINT = ("torch.cuda.amp.autocast and torch.cuda.amp.GradScaler are deprecated. Use "
+API_HINT = ("torch.cuda.amp and torch.cpu.amp (autocast, GradScaler) are deprecated. Use "
             "torch.autocast(device_type, dtype=dtype) (torch.amp.autocast) and torch.amp.GradScaler(device).")
 RETURN_HINT = "Return loss.item(): the unscaled loss as a Python float (not scaler.scale(loss))."
 BOARD_HINT = ("Build the guide's 1x1-convolution network (Conv2d 1x1 layers with BatchNorm2d and ReLU), "
               "train it with Adam (lr about 3e-3) on grid(size, size) -> checker(size, size, 4), and return "
               "(model, final_loss).")
 
+# -- comparing a step with the judge's replays ------------------------------------------------------------------
+
+# A correct step reproduces the right replay bit for bit (distance 0): the same operations on the same objects.
+# The cases are drawn so that the right replay and every wrong one lie at least MARGIN tolerances apart
+# (DRAWS tries; should none reach it, the best draw's tolerances shrink to keep the margin).
+LOSS_MATCH = 2e-5  # relative difference of the returned loss
+DIRECTION_MATCH = 1e-3  # distance between unit update vectors (forward: autocast against float32)
+BACKWARD_MATCH = 5e-5  # the same, for the order of scaling (scaled backward against unscaled)
+MARGIN = 20.0
+DRAWS = 20
 
 
+def _update(after: dict[str, Tensor], case: Case) -> Tensor:
+    """Parameters after the step minus before, all flattened, in float64."""
+    return torch.cat([(after[n].detach().double() - case.params[n].double()).reshape(-1) for n in case.params])
 
-def _deprecations(warnings: list[str]) -> list[str]:
-    return [w for w in warnings if "torch.cuda.amp" in w]
+
+def _direction_gap(u: Tensor, v: Tensor) -> float:
+    """The distance between u / |u| and v / |v| (0 to 2); inf if either is zero or not finite."""
+    nu, nv = float(u.norm()), float(v.norm())
+    if not (math.isfinite(nu) and math.isfinite(nv) and nu > 0 and nv > 0):
+        return math.inf
+    return float((u / nu - v / nv).norm())
+
+
+def _loss_gap(a: Any, b: float) -> float:
+    return abs(float(a) - b) / abs(b) if isinstance(a, float) and math.isfinite(a) and b != 0 else math.inf
+
+
+def _drawn(rng: torch.Generator, make: Callable[[torch.Generator], Case], replay: Replay,
+           separation: Callable[[Case, dict[str, StepRecord]], float]) -> tuple[Case, dict[str, StepRecord], float]:
+    """A case whose replays are separated by MARGIN or more (in tolerances), its replays, and the factor (<= 1) by
+    which its tolerances shrink when no draw reached MARGIN."""
+    best: tuple[Case, dict[str, StepRecord], float] | None = None
+    for _ in range(DRAWS):
+        case = make(rng)
+        replays = replay(case)
+        apart = separation(case, replays)
+        if best is None or apart > best[2]:
+            best = (case, replays, apart)
+        if apart >= MARGIN:
+            break
+    assert best is not None
+    return best[0], best[1], min(1.0, best[2] / MARGIN)
+
+
+def _of(replays: dict[str, StepRecord], forward: str) -> dict[str, StepRecord]:
+    return {k: r for k, r in replays.items() if k.startswith(forward + "/")}
+
+
+def _forward_separation(case: Case, replays: dict[str, StepRecord]) -> float:
+    low, full = _of(replays, "autocast"), _of(replays, "float32")
+    loss = _loss_gap(replays["autocast/scaled"]["returned"], replays["float32/scaled"]["returned"]) / LOSS_MATCH
+    update = min(_direction_gap(_update(a["after"], case), _update(f["after"], case))
+                 for a in low.values() for f in full.values()) / DIRECTION_MATCH
+    return min(loss, update)
+
+
+def _nearest(gaps: dict[str, float], tolerance: float) -> str | None:
+    """The replay nearest within tolerance, if any."""
+    key = min(gaps, key=gaps.__getitem__)
+    return key if gaps[key] <= tolerance else None
+
+
+def _seen_forward(record: Observed) -> str:
+    seen = sorted({f"{r['dtype']} (autocast {'on' if r['autocast'] else 'off'})" for r in record["forward"]})
+    return ("; as noted inside your process (a hint, not the evidence), the Linear layers gave " + ", ".join(seen)
+            if seen else "; as noted inside your process, the model's Linear layers never ran")
 
 
 # -- amp_train_step ------------------------------------------------------------------
@@ -220,53 +326,115 @@ def check_amp_step_returns_loss_and_updates(api: Api, rng: torch.Generator, devi
              "the healthy step (finite gradients) did not update the model", STEP_HINT)
 
 
-def _dtype_and_autocast(record: dict[str, Any]) -> str:
-    return f"{record['dtype']} (autocast {'on' if record['autocast'] else 'off'})"
-
-
 @check(task="amp_train_step", points=2)
 def check_amp_forward_under_autocast(api: Api, rng: torch.Generator, device: str) -> None:
-    """the forward pass runs under autocast: Linear outputs in low precision, the loss in float32"""
-    case = make_case(rng)
-    record = run_step(api, case, device)
+    """the forward pass runs under autocast: the loss and update are those of the judge's autocast replay"""
     low = str(low_dtype(device)).removeprefix("torch.")
-    layers = record["forward"]
-    want_layers = f"{len(case.sizes) - 1} Linear outputs in {low}, computed with autocast on"
-    if not layers:
-        fail(case.describe(device), {}, want_layers, "the model was never called",
-             "the forward pass did not run the model given as `model`", AUTOCAST_HINT)
-    got_layers = [_dtype_and_autocast(r) for r in layers]
-    if any(r["dtype"] != low or not r["autocast"] for r in layers):
-        fail(case.describe(device), {}, want_layers, got_layers,
-             f"the matrix multiplications did not run in {low} under torch.autocast({device!r})", AUTOCAST_HINT)
-    calls = record["loss_calls"]
-    got_loss = [_dtype_and_autocast(r) for r in calls]
-    if len(calls) != 1 or calls[0]["dtype"] != "float32" or not calls[0]["autocast"]:
-        fail(case.describe(device), {}, "one loss_fn call, under autocast, giving a float32 loss", got_loss,
-             "the loss must be computed once, inside the same autocast block as the forward pass "
-             "(autocast runs mse_loss in float32)", AUTOCAST_HINT)
+    with replayer(api, device) as replay:
+        case, replays, shrink = _drawn(rng, near_case, replay, _forward_separation)
+    record = run_step(api, case, device)
+    loss_tol, direction_tol = LOSS_MATCH * shrink, DIRECTION_MATCH * shrink
+    loss_low, loss_full = replays["autocast/scaled"]["returned"], replays["float32/scaled"]["returned"]
+    returned = record["returned"]
+    loss_is = _nearest({"autocast": _loss_gap(returned, loss_low), "float32": _loss_gap(returned, loss_full)},
+                       loss_tol)
+    update = _update(record["after"], case)
+    gaps = {k: _direction_gap(update, _update(r["after"], case)) for k, r in replays.items()}
+    nearest = _nearest(gaps, direction_tol)
+    update_is = nearest.split("/")[0] if nearest else None
+    moved = math.isfinite(float(update.norm())) and float(update.norm()) > 0
+    got = (f"returned loss {returned!r}; update direction {min(_of_gaps(gaps, 'autocast')):.3g} from the "
+           f"autocast replay's, {min(_of_gaps(gaps, 'float32')):.3g} from the float32 replay's")
+    expected = (f"the returned loss {loss_low:.9g} (the float32 forward gives {loss_full:.9g}) and the update of "
+                f"the judge's replay under torch.autocast in {low}, within {loss_tol:.1g} (loss, relative) and "
+                f"{direction_tol:.1g} (direction)")
+    if "float32" in (loss_is, update_is):
+        parts = [w for w, c in (("loss", loss_is), ("update", update_is)) if c == "float32"]
+        which = " and ".join(parts) + (" equal" if len(parts) == 2 else " equals")
+        fail(case.describe(device), {}, expected, got,
+             f"the step's {which} those of the judge's replay of this step with the forward pass in float32: the "
+             f"forward pass did not run under torch.autocast({device!r}, dtype=torch.{low})", AUTOCAST_HINT)
+    if (update_is if moved else loss_is) != "autocast":
+        fail(case.describe(device), {}, expected, got,
+             f"the step's {'update' if moved else 'loss (it did not update the parameters)'} matches no replay of "
+             f"the judge's with the forward pass under torch.autocast({device!r}, dtype=torch.{low})"
+             + _seen_forward(record), AUTOCAST_HINT)
+
+
+def _of_gaps(gaps: dict[str, float], forward: str) -> list[float]:
+    return [g for k, g in gaps.items() if k.startswith(forward + "/")]
+
+
+ACCEPTED = ("autocast/scaled", "float32/scaled", "float32/scaled after")  # float32 cannot tell the last two apart
+
+
+def _backward_separation(case: Case, replays: dict[str, StepRecord]) -> float:
+    updates = {k: _update(r["after"], case) for k, r in replays.items()}
+    return min(_direction_gap(updates[a], updates[w]) for a in ACCEPTED for w in updates
+               if w not in ACCEPTED) / BACKWARD_MATCH
+
+
+def _seen_backward(record: Observed) -> str:
+    seen = [f"{r['grad']:g} (autocast {'on' if r['autocast'] else 'off'})" for r in record["backward"]]
+    return ("; as noted inside your process (a hint, not the evidence), backward brought loss_fn's loss the "
+            "gradient " + ", ".join(seen) if seen else "; as noted inside your process, backward never reached "
+            "the loss that loss_fn returned")
 
 
 @check(task="amp_train_step", points=2)
 def check_amp_backward_scaled_outside_autocast(api: Api, rng: torch.Generator, device: str) -> None:
-    """backward runs once, outside autocast, on the loss scaled by the GradScaler"""
-    case = make_case(rng)
+    """backward runs outside autocast, on the loss scaled by the GradScaler (judge's replays, and the cell)"""
+    problems = [f"backward ran inside the autocast block (cell 'amp_train_step', line {line})"
+                for line in backward_inside_autocast(api.student.submission, "amp_train_step")]
+    # The scale overflows every scaled gradient: a step whose backward ran on the scaled loss finds inf, and is
+    # skipped (or, if it steps anyway, leaves inf or nan in the parameters: check_amp_skips_inf_and_nan_steps's
+    # business). Unscaled gradients are finite: they move the parameters, or nothing marks the step as bad.
+    case = overflow_case(rng)
     record = run_step(api, case, device)
-    scale = record["scale_before"]
-    seen = [f"backward reached the loss with gradient {r['grad']:g}, autocast {'on' if r['autocast'] else 'off'}"
-            for r in record["backward"]]
-    expected = f"backward reached the loss with gradient {scale:g} (the scale), autocast off"
-    if len(seen) != 1:
-        fail(case.describe(device), {}, expected, seen or "backward never reached the loss",
-             f"backward reached the loss returned by loss_fn {len(seen)} times; expected exactly once", SCALE_HINT)
-    problems = []
-    if record["backward"][0]["grad"] != scale:
-        problems.append(f"the loss was not scaled: d(backpropagated value)/d(loss) is "
-                        f"{record['backward'][0]['grad']:g}, not the scale {scale:g}")
-    if record["backward"][0]["autocast"]:
-        problems.append("backward ran inside the autocast block")
+    scale, backoff = case.scaler["init_scale"], case.scaler["backoff_factor"]
+    skipped = all(torch.equal(record["after"][n], case.params[n]) for n in case.params)
+    inf_applied = any(not bool(record["after"][n].isfinite().all()) for n in case.params)
+    found_inf = (record["scale_after"], record["growth_tracker"]) in ((scale * backoff, 0), (scale, 0))
+    if not (inf_applied or (skipped and found_inf)):
+        fail(case.describe(device), {}, "the step skipped (parameters bit-for-bit unchanged) and, after "
+             f"scaler.update(), the scale lowered to {scale * backoff:g}",
+             f"parameters {'unchanged' if skipped else 'changed'}, scale {record['scale_after']:g}, growth tracker "
+             f"{record['growth_tracker']}",
+             "; ".join([*problems, f"the loss was not scaled: with init_scale={OVERFLOW_SCALE:g} every scaled "
+                        "gradient overflows, so a step whose backward ran on scaler.scale(loss) finds inf and is "
+                        "skipped; this one's gradients were finite: it "
+                        + ("found no inf" if skipped else "updated the parameters")])
+             + _seen_backward(record),
+             SCALE_HINT)
+    # A scale that is not a power of two: the scaled backward rounds differently from an unscaled one.
+    with replayer(api, device) as replay:
+        case, replays, shrink = _drawn(rng, odd_scale_case, replay, _backward_separation)
+    record = run_step(api, case, device)
+    update = _update(record["after"], case)
+    gaps = {k: _direction_gap(update, _update(r["after"], case)) for k, r in replays.items()}
+    tolerance = BACKWARD_MATCH * shrink
+    nearest = _nearest(gaps, tolerance)
+    if nearest not in ACCEPTED:
+        accepted = min(gaps[k] for k in ACCEPTED)
+        why = {"autocast/unscaled": "the loss was not scaled: backward ran on the loss itself, and "
+                                    "scaler.step then divided its gradients by the scale",
+               "float32/unscaled": "the loss was not scaled: backward ran on the loss itself, and scaler.step then "
+                                   "divided its gradients by the scale",
+               "autocast/scaled after": "backward ran on the unscaled loss (its gradients multiplied by the scale "
+                                        "after it, or never scaled): in 16 bits they round differently from those "
+                                        "of a backward pass from scaler.scale(loss)"}
+        problems.append(why.get(nearest or "", "the update matches none of the judge's replays of this step "
+                                "(forward under autocast or in float32; backward on the scaled loss, the unscaled "
+                                "one, or the unscaled one with the gradients scaled after)") + _seen_backward(record))
+        fail(case.describe(device), {}, f"the update of the judge's replay with backward on scaler.scale(loss) "
+             f"(direction within {tolerance:.1g})",
+             f"update direction {accepted:.3g} from it" + (f", {gaps[nearest]:.3g} from the replay "
+                                                          f"'{nearest}'" if nearest else ""),
+             "; ".join(problems), SCALE_HINT)
     if problems:
-        fail(case.describe(device), {}, expected, seen, "; ".join(problems), SCALE_HINT)
+        fail("amp_train_step (its cell, as the judge reads it)", {}, "backward after the `with` block",
+             problems, "; ".join(problems) + ": autocast is for the forward pass and the loss; backward runs each "
+             "operation in the dtype its forward pass used without it", SCALE_HINT)
 
 
 @check(task="amp_train_step", points=2)
@@ -294,9 +462,10 @@ def check_amp_skips_inf_and_nan_steps(api: Api, rng: torch.Generator, device: st
                  {n: show(record["after"][n]) for n in changed[:2]},
                  f"the update was applied although the gradients hold {poison}: {', '.join(changed)} changed",
                  STEP_HINT)
-        want = record["scale_before"] * case.scaler["backoff_factor"]
+        before = case.scaler["init_scale"]
+        want = before * case.scaler["backoff_factor"]
         if record["scale_after"] != want:
-            fail(call, {}, f"scale {want:g} (= {record['scale_before']:g} x backoff_factor "
+            fail(call, {}, f"scale {want:g} (= {before:g} x backoff_factor "
                  f"{case.scaler['backoff_factor']:g})", f"scale {record['scale_after']:g}",
                  "the scale was not lowered after a step with non-finite gradients: call scaler.update() "
                  "after scaler.step(optimizer), once per step", STEP_HINT)
@@ -328,20 +497,23 @@ def check_amp_clears_gradients(api: Api, rng: torch.Generator, device: str) -> N
              f"{name}.grad = {show(g)}", f"{len(left)} parameters still hold gradients after the step", ZERO_HINT)
 
 
+def _named(cell: str, line: int, name: str) -> str:
+    """Where the cell names a deprecated namespace: torch.cuda.amp in cell 'c', line 3 (torch.cuda.amp.autocast)."""
+    namespace = ".".join(name.split(".")[:3])
+    return f"{namespace} in cell '{cell}', line {line}" + (f" ({name})" if name != namespace else "")
+
+
 @check(task="amp_train_step", points=1)
 def check_amp_uses_current_api(api: Api, rng: torch.Generator, device: str) -> None:
-    """uses torch.autocast and torch.amp, not the deprecated torch.cuda.amp"""
-    used = references(api.student.submission, "torch.cuda.amp", cell="amp_train_step")
-    if used:  # the judge's own read of the cell: no warning filter can hide it
-        fail("amp_train_step", {}, "torch.autocast and torch.amp.GradScaler",
-             f"torch.cuda.amp in cell 'amp_train_step', line {used[0][1]}",
-             "the step uses the deprecated torch.cuda.amp API (read from your code)", API_HINT)
-    case = make_case(rng)
-    record = run_step(api, case, device)
-    deprecated = _deprecations(record["warnings"])
-    if deprecated:
-        fail(case.call(device), {}, "no deprecation warnings", deprecated[0][:300],
-             "the step uses the deprecated torch.cuda.amp API (PyTorch warned about it)", API_HINT)
+    """a step that runs, written with torch.autocast and torch.amp, not the deprecated torch.cuda.amp or
+    torch.cpu.amp (read from the cell)"""
+    used = deprecated_amp(api.student.submission, "amp_train_step")
+    if used:
+        fail("amp_train_step (its cell, as the judge reads it)", {}, "torch.autocast and torch.amp.GradScaler",
+             [_named(*use) for use in used],
+             f"the step uses a deprecated AMP API: {used[0][2]} (read from your code)",
+             API_HINT)
+    run_step(api, make_case(rng), device)  # the point is for a step that exists and runs
 
 
 # -- the speed-up on CUDA ---------------------------------------------------------------
@@ -431,72 +603,96 @@ def _unpack(record: BoardRecord, device: str, use_amp: bool) -> tuple[RemoteObje
     return result[0], float(result[1])
 
 
-def expect_learned(api: Api, record: BoardRecord, device: str, use_amp: bool) -> None:
+def _board_mse(api: Api, model: RemoteObject, final_loss: float, note: str = "") -> float:
+    """The judge's mean squared error of the returned model on the guide's board."""
+    inputs = grid(SIZE, SIZE).unsqueeze(0)
+    target = checker(SIZE, SIZE, FREQ).unsqueeze(0).unsqueeze(1)
+    out = api.student.method(model, [], inputs, timeout=SECONDS)["value"]
+    if not isinstance(out, Tensor) or out.shape != target.shape:
+        fail(f"model(grid({SIZE}, {SIZE}).unsqueeze(0)) with the returned model", {"inputs": inputs}, target, out,
+             "the model does not map a [1, 2, H, W] grid to a [1, 1, H, W] image" + note, BOARD_HINT)
+    return float(F.mse_loss(out.double(), target.double()))
+
+
+def expect_learned(api: Api, record: BoardRecord, device: str, use_amp: bool, note: str = "") -> None:
     """The reported final loss and the judge's own MSE of the returned model are under THRESHOLD."""
     call = _board_call(device, use_amp)
     model, final_loss = _unpack(record, device, use_amp)
     if not final_loss < THRESHOLD:
         found = f" (it is {final_loss})" if not math.isfinite(final_loss) else ""
         fail(call, {}, f"final_loss < {THRESHOLD}", final_loss,
-             f"the training loss did not get under {THRESHOLD}{found} (a constant prediction gives 0.25)", BOARD_HINT)
-    inputs = grid(SIZE, SIZE).unsqueeze(0)
-    target = checker(SIZE, SIZE, FREQ).unsqueeze(0).unsqueeze(1)
-    out = api.student.method(model, [], inputs, timeout=SECONDS)["value"]
-    if not isinstance(out, Tensor) or out.shape != target.shape:
-        fail(f"model(grid({SIZE}, {SIZE}).unsqueeze(0)) with the returned model", {"inputs": inputs}, target, out,
-             "the model does not map a [1, 2, H, W] grid to a [1, 1, H, W] image", BOARD_HINT)
-    mse = float(F.mse_loss(out.double(), target.double()))
+             f"the training loss did not get under {THRESHOLD}{found} (a constant prediction gives 0.25)" + note,
+             BOARD_HINT)
+    mse = _board_mse(api, model, final_loss, note)
     if not mse < THRESHOLD:
-        bad = nonfinite(out)
-        fail(f"model(grid({SIZE}, {SIZE}).unsqueeze(0)) with the returned model", {"inputs": inputs}, target, out,
-             (f"the model's output holds {bad}; " if bad else "") +
+        fail(f"model(grid({SIZE}, {SIZE}).unsqueeze(0)) with the returned model", {}, f"MSE under {THRESHOLD}", mse,
              f"the judge's mean squared error of the returned model is {mse:.4g}, not under {THRESHOLD} "
-             f"(you reported final_loss = {final_loss:.4g})",
+             f"(you reported final_loss = {final_loss:.4g})" + note,
              "Return the trained model itself, in the state it was trained to." + " " + BOARD_HINT)
 
 
 @check(task="train_checkerboard", points=3, visible=True)
-def check_checkerboard_learns_with_amp(api: Api, device: str, board_runs: dict[bool, BoardRecord]) -> None:
+def check_checkerboard_learns_with_amp(api: Api, device: str,
+                                       board_runs: dict[tuple[bool, bool], BoardRecord]) -> None:
     """with use_amp=True, 300 steps on a 16x16 grid bring the loss under 0.05 within 60 s"""
-    expect_learned(api, run_checkerboard(api, board_runs, device, use_amp=True), device, use_amp=True)
+    expect_learned(api, run_checkerboard(api, board_runs, device, use_amp=True, sham=False), device, use_amp=True)
+
+
+SHAM_FLOOR = 0.1  # the judge's MSE of a model that no step changed: about 0.25 to 0.5 (a constant gives 0.25)
+
+
+def _calls(record: BoardRecord, device: str) -> str:
+    """What the sham saw, for messages (noted inside the student's process)."""
+    low = str(low_dtype(device)).removeprefix("torch.")
+    asked = sum(c == {"device_type": device, "dtype": low} for c in record["amp_calls"])
+    return (f"amp_train_step was called {len(record['amp_calls'])} times, {asked} of them with "
+            f"device_type={device!r}, dtype=torch.{low} (as noted inside your process)")
 
 
 @check(task="train_checkerboard", points=2)
 def check_checkerboard_trains_with_amp_train_step(api: Api, device: str,
-                                                   board_runs: dict[bool, BoardRecord]) -> None:
-    """with use_amp=True, every step goes through amp_train_step with the device's low-precision dtype"""
-    record = run_checkerboard(api, board_runs, device, use_amp=True)
-    call = _board_call(device, True)
+                                                   board_runs: dict[tuple[bool, bool], BoardRecord]) -> None:
+    """with use_amp=True, every step goes through amp_train_step with the device's low-precision dtype (a sham
+    amp_train_step that does nothing leaves the model untrained), and no deprecated AMP API (read from the cell)"""
     low = str(low_dtype(device)).removeprefix("torch.")
-    want = {"device_type": device, "dtype": low}
-    calls = record["amp_calls"]
-    if len(calls) != STEPS or any(c != want for c in calls):
-        got = f"{len(calls)} calls" + (f", the first with {calls[0]}" if calls else "")
-        fail(call, {}, f"{STEPS} calls of amp_train_step, each with {want}", got,
-             "the training loop must take every step with your amp_train_step, on the given device, in "
-             f"{low} on {device}",
-             f"Call amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type=device, "
-             f"dtype={'torch.float16' if device == 'cuda' else 'torch.bfloat16'}) once per step.")
-    deprecated = _deprecations(record["warnings"])
-    if deprecated:
-        fail(call, {}, "no deprecation warnings", deprecated[0][:300],
-             "train_checkerboard uses the deprecated torch.cuda.amp API (PyTorch warned about it)", API_HINT)
+    used = deprecated_amp(api.student.submission, "train_checkerboard")
+    if used:
+        fail("train_checkerboard (its cell, as the judge reads it)", {}, "torch.autocast and torch.amp.GradScaler",
+             [_named(*use) for use in used],
+             f"train_checkerboard uses a deprecated AMP API: {used[0][2]} (read from your code)", API_HINT)
+    record = run_checkerboard(api, board_runs, device, use_amp=True, sham=True)
+    model, final_loss = _unpack(record, device, True)
+    mse = _board_mse(api, model, final_loss)
+    if mse < SHAM_FLOOR:
+        fail(f"{_board_call(device, True)}, with amp_train_step replaced by a step that does nothing when called "
+             f"with device_type={device!r}, dtype=torch.{low}", {}, f"an untrained model: MSE {SHAM_FLOOR} or more",
+             f"MSE {mse:.4g}; {_calls(record, device)}",
+             "the model learned although amp_train_step did nothing: the training steps did not all go through "
+             f"amp_train_step called with device_type={device!r} and dtype=torch.{low}",
+             f"Call amp_train_step(model, optimizer, scaler, inputs, targets, F.mse_loss, device_type=device_type, "
+             f"dtype={'torch.float16' if device == 'cuda' else 'torch.bfloat16'}) once per step, and train the "
+             "model by nothing else.")
 
 
 @check(task="train_checkerboard", points=1)
 def check_checkerboard_float32_without_amp(api: Api, device: str,
-                                           board_runs: dict[bool, BoardRecord]) -> None:
-    """with use_amp=False, it trains in float32 without autocast and still gets under 0.05"""
-    record = run_checkerboard(api, board_runs, device, use_amp=False)
-    call = _board_call(device, False)
-    if record["layer_dtypes"] != ["float32"] or record["autocast"]:
-        raise failure(call=call, expected="every Conv2d/Linear output in float32, autocast off",
-                      got=f"outputs in {record['layer_dtypes'] or 'no layer ran'}, autocast "
-                          f"{'on' if record['autocast'] else 'off'}",
-                      problem="use_amp=False must train in plain float32, as the guide's single-precision loop does",
-                      hint="With use_amp=False, skip autocast and the GradScaler: loss = loss_fn(model(inputs), "
-                           "targets); loss.backward(); optimizer.step(); optimizer.zero_grad().")
-    expect_learned(api, record, device, use_amp=False)
+                                           board_runs: dict[tuple[bool, bool], BoardRecord]) -> None:
+    """with use_amp=False, it trains in float32 without autocast (read from the cell) or amp_train_step (a sham
+    that does nothing) and still gets under 0.05"""
+    hint = ("With use_amp=False, skip autocast, the GradScaler and amp_train_step: loss = loss_fn(model(inputs), "
+            "targets); loss.backward(); optimizer.step(); optimizer.zero_grad().")
+    record = run_checkerboard(api, board_runs, device, use_amp=False, sham=True)
+    lines = unguarded_autocast(api.student.submission, "train_checkerboard", "train_checkerboard", 3)
+    if lines:
+        seen = (f"; the use_amp=False run's Conv2d/Linear layers gave outputs in {', '.join(record['layer_dtypes'])} "
+                "with autocast on (as noted inside your process)" if record["autocast"] else "")
+        fail("train_checkerboard (its cell, as the judge reads it)", {}, "no autocast block that runs with "
+             "use_amp=False", [f"`with ...autocast(...)` in cell 'train_checkerboard', line {line}" for line in lines],
+             "use_amp=False must train in plain float32, but this autocast block runs when use_amp is False (it "
+             f"is not inside an `if` on use_amp, after an early exit, or given enabled=use_amp){seen}", hint)
+    calls = (f"; {_calls(record, device)}: grading replaced amp_train_step with a step that does nothing, and "
+             "use_amp=False must not use it") if record["amp_calls"] else ""
+    expect_learned(api, record, device, use_amp=False, note=calls)
 
 
 # -- LossScaler (stretch, bonus): a dynamic loss scaler of the student's own --------------------------------

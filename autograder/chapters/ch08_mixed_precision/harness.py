@@ -1,21 +1,21 @@
-"""Kit code for 08_mixed_precision, run in the student's process beside the answer cells.
+"""Kit code for 08_mixed_precision, run in the student's process beside the answer cells, and in the judge's.
 
-It builds what the checks hand to the student's amp_train_step (model, optimizer,
-GradScaler, loss function) and watches the step from outside:
+It builds what the checks hand to the student's amp_train_step (model, optimizer, GradScaler, loss function),
+calls it and returns what the step produced: the returned value, the parameters and their gradients after it, the
+scaler's scale and growth tracker. The judge compares those with its own replays of the step (replay_steps: the
+same objects built from the same case, stepped in the right order and in the wrong ones), run in the judge's
+process on CPU and in a clean child (kit code only) on CUDA.
 
-- forward hooks record each Linear layer's output dtype and whether autocast was on;
-- the loss function records the loss's dtype and whether autocast was on;
-- an identity autograd Function on the loss records what its backward received
-  (the scale, for a scaled loss) and whether autocast was on then, and can
-  poison the gradients with inf or nan;
-- warnings raised during the call are recorded (torch.cuda.amp's deprecations).
+Two records are made inside the student's process, for failure messages only (student code can rewrite them):
+forward hooks note each Linear layer's output dtype and whether autocast was on, and an identity autograd
+Function on the loss notes what its backward received (the scale, for a scaled loss). The same Function can
+poison the gradients with inf or nan during backward, which is an input to the step, not a record.
 
-It returns plain records (dtype names, flags, floats, tensors); the judge decides. The records live in
-closures, never on the objects handed to student code.
+train_checkerboard runs with the kit's amp_train_step in place of the student's, or with a sham that changes
+nothing when it is called as the notebook asks (run_checkerboard).
 """
 
 import inspect
-import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,6 +25,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 LINEAR_OR_CONV = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+# The replays: (forward pass, backward pass). "autocast" runs the forward under torch.autocast, "float32" without;
+# "scaled" backpropagates scaler.scale(loss), "unscaled" the loss itself, "scaled after" the loss itself and then
+# multiplies every gradient by the scale. Each then unscales and clips when asked, steps, updates and zero_grads
+# through the scaler, as the notebook's step does.
+REPLAYS = [(forward, backward) for forward in ("autocast", "float32")
+           for backward in ("scaled", "unscaled", "scaled after")]
 
 
 def _student() -> dict[str, Any]:
@@ -42,19 +48,11 @@ def _name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _warning_texts(caught: list[warnings.WarningMessage]) -> list[str]:
-    return [f"{w.category.__name__}: {w.message}" for w in caught]
-
-
 def observed_loss(device_type: str, poison: float | None
-                  ) -> tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], list[dict[str, Any]],
-                             list[dict[str, Any]]]:
-    """F.mse_loss that records how it was called and backpropagated through: (loss_fn, calls, backward).
+                  ) -> tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], list[dict[str, Any]]]:
+    """F.mse_loss through an identity that notes what backpropagation brought the loss: (loss_fn, backward).
 
-    The records live in this closure, not on objects the student's code receives (loss_fn, the loss's
-    grad_fn): reaching them takes frames, closures or private attributes, which autograder/judging/scan.py flags.
-    """
-    calls: list[dict[str, Any]] = []
+    The notes are for messages; `poison` (inf or nan) multiplies the gradients passing through."""
     backward: list[dict[str, Any]] = []
 
     class Probe(torch.autograd.Function):
@@ -71,11 +69,9 @@ def observed_loss(device_type: str, poison: float | None
             return grad * poison if poison is not None else grad
 
     def loss_fn(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        loss = F.mse_loss(outputs, targets)
-        calls.append({"dtype": _name(loss.dtype), "autocast": torch.is_autocast_enabled(device_type)})
-        return Probe.apply(loss)
+        return Probe.apply(F.mse_loss(outputs, targets))
 
-    return loss_fn, calls, backward
+    return loss_fn, backward
 
 
 def _mlp(sizes: list[int]) -> nn.Sequential:
@@ -92,17 +88,36 @@ def _scaler(device_type: str, config: dict[str, Any]) -> torch.amp.GradScaler:
     return scaler
 
 
+def _built(case: Mapping[str, Any], device_type: str
+           ) -> tuple[nn.Sequential, dict[str, nn.Parameter], torch.optim.SGD, torch.amp.GradScaler]:
+    """The case's MLP with its weights, its parameters by name, SGD and the GradScaler."""
+    model = _mlp(case["sizes"]).to(case["inputs"].device)
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, p in params.items():
+            p.copy_(case["params"][name])
+    return model, params, torch.optim.SGD(model.parameters(), lr=case["lr"]), _scaler(device_type, case["scaler"])
+
+
+def _produced(returned: Any, params: dict[str, nn.Parameter], scaler: torch.amp.GradScaler) -> dict[str, Any]:
+    """What a step produced, read from the objects the kit built (the parameters it handed to the optimizer)."""
+    return {
+        "returned": returned if isinstance(returned, (float, int, torch.Tensor)) else None,
+        "returned_type": type(returned).__name__,
+        "after": {name: p.detach().clone() for name, p in params.items()},
+        "grads": {name: None if p.grad is None else p.grad.detach().clone() for name, p in params.items()},
+        "scale_after": float(scaler.get_scale()),
+        "growth_tracker": int(scaler.state_dict()["_growth_tracker"]),
+    }
+
+
 def observe_step(case: dict[str, Any], device_type: str, dtype: torch.dtype, max_grad_norm: float | None = None,
                  poison: float | None = None) -> dict[str, Any]:
-    """One call of the student's amp_train_step on an MLP with the judge's weights, watched from outside.
+    """One call of the student's amp_train_step on an MLP with the judge's weights: what it produced.
 
     `case` holds the MLP's `sizes` and weights (`params`), the batch (`inputs`, `targets`), SGD's `lr` and
     the GradScaler's settings (`scaler`)."""
-    inputs, targets = case["inputs"], case["targets"]
-    model = _mlp(case["sizes"]).to(inputs.device)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            p.copy_(case["params"][name])
+    model, params, optimizer, scaler = _built(case, device_type)
     forward: list[dict[str, Any]] = []
 
     def hook(module: nn.Module, args: Any, output: torch.Tensor) -> None:
@@ -111,27 +126,42 @@ def observe_step(case: dict[str, Any], device_type: str, dtype: torch.dtype, max
     for m in model.modules():
         if isinstance(m, LINEAR_OR_CONV):
             m.register_forward_hook(hook)
-    optimizer = torch.optim.SGD(model.parameters(), lr=case["lr"])
-    scaler = _scaler(device_type, case["scaler"])
-    loss_fn, loss_calls, loss_backward = observed_loss(device_type, poison)
-    scale_before = scaler.get_scale()
+    loss_fn, loss_backward = observed_loss(device_type, poison)
     kwargs = {} if max_grad_norm is None else {"max_grad_norm": max_grad_norm}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        returned = _function("amp_train_step")(model, optimizer, scaler, inputs, targets, loss_fn,
-                                                device_type=device_type, dtype=dtype, **kwargs)
-    return {
-        "returned": returned if isinstance(returned, (float, int, torch.Tensor)) else None,
-        "returned_type": type(returned).__name__,
-        "after": {name: p.detach().clone() for name, p in model.named_parameters()},
-        "grads": {name: p.grad for name, p in model.named_parameters()},
-        "scale_before": scale_before,
-        "scale_after": scaler.get_scale(),
-        "forward": forward,
-        "loss_calls": loss_calls,
-        "backward": loss_backward,
-        "warnings": _warning_texts(caught),
-    }
+    returned = _function("amp_train_step")(model, optimizer, scaler, case["inputs"], case["targets"], loss_fn,
+                                           device_type=device_type, dtype=dtype, **kwargs)
+    return {**_produced(returned, params, scaler), "forward": forward, "backward": loss_backward}
+
+
+def replay_step(case: Mapping[str, Any], device_type: str, dtype: torch.dtype, forward: str, backward: str,
+                max_grad_norm: float | None = None) -> dict[str, Any]:
+    """The judge's replay of amp_train_step on the case, in one order and precision (see REPLAYS)."""
+    model, params, optimizer, scaler = _built(case, device_type)
+    loss_fn, _ = observed_loss(device_type, None)  # the student's step gets this loss_fn too
+    with torch.autocast(device_type=device_type, dtype=dtype, enabled=forward == "autocast"):
+        loss = loss_fn(model(case["inputs"]), case["targets"])
+    if backward == "scaled":
+        scaler.scale(loss).backward()
+    else:
+        loss.backward()
+        if backward == "scaled after":
+            with torch.no_grad():
+                for p in params.values():
+                    if p.grad is not None:
+                        p.grad.mul_(scaler.get_scale())
+    if max_grad_norm is not None:
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+    return _produced(loss.item(), params, scaler)
+
+
+def replay_steps(case: Mapping[str, Any], device_type: str, dtype: torch.dtype,
+                 max_grad_norm: float | None = None) -> dict[str, dict[str, Any]]:
+    """Every replay of REPLAYS, by "forward/backward"."""
+    return {f"{f}/{b}": replay_step(case, device_type, dtype, f, b, max_grad_norm) for f, b in REPLAYS}
 
 
 def reference_amp_step(model: nn.Module, optimizer: Any, scaler: Any, inputs: torch.Tensor, targets: torch.Tensor,
@@ -151,18 +181,27 @@ def reference_amp_step(model: nn.Module, optimizer: Any, scaler: Any, inputs: to
     return loss.item()
 
 
-def run_checkerboard(steps: int, size: int, device: str, use_amp: bool) -> dict[str, Any]:
-    """The student's train_checkerboard, with the kit's amp_train_step (counted) and every layer's output seen."""
+def run_checkerboard(steps: int, size: int, device: str, use_amp: bool, sham: bool) -> dict[str, Any]:
+    """The student's train_checkerboard with the kit's amp_train_step in place of theirs, or (`sham`) with a step
+    that changes nothing when called with device_type=device and the device's low-precision dtype (it returns the
+    loss, computed without gradients) and is the kit's step otherwise. Every Conv/Linear output is noted for
+    messages, as is each call of the step."""
     train = _function("train_checkerboard")
     namespace = _student()
     had, original = "amp_train_step" in namespace, namespace.get("amp_train_step")
+    low = torch.float16 if device == "cuda" else torch.bfloat16
     amp_calls: list[dict[str, Any]] = []
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
+    def step(*args: Any, **kwargs: Any) -> Any:
         bound = inspect.signature(reference_amp_step).bind_partial(*args, **kwargs)
         bound.apply_defaults()
+        asked = bound.arguments.get("device_type") == device and bound.arguments.get("dtype") == low
         amp_calls.append({"device_type": str(bound.arguments.get("device_type")),
                           "dtype": _name(bound.arguments.get("dtype"))})
+        if sham and asked:
+            with torch.no_grad(), torch.autocast(device_type=device, dtype=low):
+                return float(bound.arguments["loss_fn"](bound.arguments["model"](bound.arguments["inputs"]),
+                                                        bound.arguments["targets"]))
         return reference_amp_step(*args, **kwargs)
 
     layers: set[tuple[str, bool]] = set()
@@ -172,19 +211,17 @@ def run_checkerboard(steps: int, size: int, device: str, use_amp: bool) -> dict[
             layers.add((_name(output.dtype), torch.is_autocast_enabled(device)))
 
     handle = nn.modules.module.register_module_forward_hook(hook)
-    namespace["amp_train_step"] = counted
+    namespace["amp_train_step"] = step
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result = train(steps, size, device, use_amp)
+        result = train(steps, size, device, use_amp)
     finally:
         if had:
             namespace["amp_train_step"] = original
         else:
             del namespace["amp_train_step"]
         handle.remove()
-    return {"result": result, "amp_calls": amp_calls, "warnings": _warning_texts(caught),
-            "layer_dtypes": sorted({dtype for dtype, _ in layers}), "autocast": any(on for _, on in layers)}
+    return {"result": result, "amp_calls": amp_calls, "layer_dtypes": sorted({dtype for dtype, _ in layers}),
+            "autocast": any(on for _, on in layers)}
 
 
 # -- the speed comparison on the guide's MLP (CUDA) --------------------------------

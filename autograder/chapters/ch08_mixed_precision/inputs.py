@@ -3,6 +3,12 @@
 A Case is what the judge hands the student's amp_train_step through the harness: an MLP's weights, a
 batch, SGD's learning rate and a GradScaler's settings. It sends them as a StepCase record (the harness
 builds the model, optimizer and scaler from it in the student's process) and names them in messages.
+
+Three variants make the right and the wrong steps differ measurably (the checks replay both on the same case):
+near_case puts the targets just off the model's outputs, so that the 16-bit rounding of the outputs moves the
+loss and the update by percents; odd_scale_case starts the scaler at a scale that is not a power of two, so that
+a backward pass of the scaled loss rounds differently from one of the unscaled loss; overflow_case makes the
+gradients large and the scale huge, so that the scaled gradients overflow and the step must be skipped.
 """
 
 from __future__ import annotations
@@ -75,6 +81,50 @@ def make_case(rng: torch.Generator) -> Case:
               "growth_interval": 1000}
     return Case(sizes, params, torch.randn(batch, sizes[0], generator=rng),
                 torch.randn(batch, sizes[-1], generator=rng), lr=0.05, scaler=scaler)
+
+
+def outputs64(case: Case) -> Tensor:
+    """The MLP's outputs at the case's weights and inputs, in float64."""
+    h = case.inputs.double()
+    layers = len(case.sizes) - 1
+    for i in range(layers):
+        h = h @ case.params[f"{2 * i}.weight"].double().T + case.params[f"{2 * i}.bias"].double()
+        if i < layers - 1:
+            h = h.relu()
+    return h
+
+
+NEAR = 0.01  # near_case: the targets' distance from the outputs (outputs are about 0.5 in size)
+
+
+def near_case(rng: torch.Generator) -> Case:
+    """A case whose targets are the float64 outputs plus NEAR * noise: the loss is made of small residuals, which
+    rounding the outputs to 16 bits (autocast) changes by percents."""
+    case = make_case(rng)
+    noise = torch.randn(case.targets.shape, generator=rng, dtype=torch.float64)
+    case.targets = (outputs64(case) + NEAR * noise).float()
+    return case
+
+
+def odd_scale_case(rng: torch.Generator) -> Case:
+    """A case whose scaler starts at 2**k * (1 + m/128), m odd from 65 to 127: exact in float32, far from a power
+    of two (the nearer, the fewer gradients round differently when scaled)."""
+    case = make_case(rng)
+    k, m = int(torch.randint(8, 13, (), generator=rng)), 2 * int(torch.randint(32, 64, (), generator=rng)) + 1
+    case.scaler = {**case.scaler, "init_scale": 2.0**k * (1 + m / 128)}
+    return case
+
+
+OVERFLOW_SCALE = 2.0**127  # float32's largest power of two: any gradient of 2 or more overflows when scaled
+OVERFLOW_TARGETS = 1e4  # the targets' size in overflow_case: its gradients are in the hundreds or more
+
+
+def overflow_case(rng: torch.Generator) -> Case:
+    """A case with targets far from the outputs (large gradients) and the scale at OVERFLOW_SCALE."""
+    case = make_case(rng)
+    case.targets = case.targets * OVERFLOW_TARGETS
+    case.scaler = {**case.scaler, "init_scale": OVERFLOW_SCALE}
+    return case
 
 
 def grid(width: int, height: int) -> Tensor:

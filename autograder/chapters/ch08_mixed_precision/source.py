@@ -1,0 +1,407 @@
+"""The judge's own reading of 08's answer cells: the rules that only the source can show.
+
+Each rule reads a task's cell (api.student.submission.cells, each {"id": task, "source": code}) with `ast`;
+nothing is run, and a rule costs only the check of that task that states it:
+
+- deprecated_amp: the task's cell, or a helper function or class of another answer cell that it uses, names
+  torch.cuda.amp or torch.cpu.amp (the deprecated namespaces): through an import, an attribute chain, an alias
+  (from any answer cell or the imports cell), getattr with a constant name, or a string naming the module;
+- backward_inside_autocast: .backward() (or torch.autograd.backward, or a function of the cells that calls it)
+  runs inside an autocast block of the cell: a `with ...autocast(...)` not given enabled=False, or what follows
+  an enter_context(...autocast(...)) or torch.set_autocast_enabled(..., True);
+- unguarded_autocast: train_checkerboard enters an autocast block (itself, or through a function of its cell)
+  that its use_amp flag does not switch off, by an `if`, a conditional expression, an early exit, or the
+  block's `enabled=` argument.
+
+Names are resolved as far as the code spells them; what only running could tell is given the benefit of the doubt.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from autograder.judging.scan import folded
+
+DEPRECATED = ("torch.cuda.amp", "torch.cpu.amp")
+UNKNOWN = object()  # a value the reading cannot fold
+DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")  # a string that names a module
+
+
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _cells(submission: Any) -> dict[str, ast.Module]:
+    return {c["id"]: tree for c in submission.cells if (tree := _parse(c["source"])) is not None}
+
+
+def _dotted(node: ast.AST, origin: dict[str, str]) -> str | None:
+    """The dotted name an expression stands for (torch.cuda.amp, an alias of it, getattr(torch.cuda, "amp")),
+    else None."""
+    if isinstance(node, ast.Name):
+        return origin.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value, origin)
+        return f"{base}.{node.attr}" if base else None
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+            and len(node.args) >= 2):
+        base, attr = _dotted(node.args[0], origin), folded(node.args[1])
+        return f"{base}.{attr}" if base and attr else None
+    return None
+
+
+def _origin(submission: Any, trees: list[ast.Module]) -> dict[str, str]:
+    """Names bound by imports, and by assignments from dotted names, in the trees and the imports cell -> what
+    they stand for."""
+    preamble = _parse(submission.chapter.preamble)
+    trees = [*trees, *([preamble] if preamble else [])]
+    origin: dict[str, str] = {}
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    origin[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for a in node.names:
+                    origin[a.asname or a.name] = f"{node.module}.{a.name}"
+    modules = {n.split(".")[0] for n in origin.values()}
+    for _ in range(3):  # aliases of aliases
+        for tree in trees:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    dotted = _dotted(node.value, origin)
+                    if dotted and dotted.split(".")[0] in modules:
+                        origin[node.targets[0].id] = dotted
+    return origin
+
+
+def _defs(trees: dict[str, ast.Module]) -> dict[str, tuple[str, ast.AST]]:
+    """Top-level functions and classes of every cell, by name: (cell, node)."""
+    return {n.name: (cell, n) for cell, tree in trees.items() for n in tree.body if isinstance(n, DEFS)}
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _under(dotted: str, prefixes: tuple[str, ...]) -> str | None:
+    return next((p for p in prefixes if dotted == p or dotted.startswith(p + ".")), None)
+
+
+def deprecated_amp(submission: Any, task: str) -> list[tuple[str, int, str]]:
+    """(cell, line, what the code names) of each use of torch.cuda.amp or torch.cpu.amp in the task's cell and in
+    the functions and classes of other answer cells that it uses (by name, and what those use in turn)."""
+    trees = _cells(submission)
+    if task not in trees:
+        return []
+    origin, defs = _origin(submission, list(trees.values())), _defs(trees)
+    searched: list[tuple[str, ast.AST]] = [(task, trees[task])]
+    seen = {task}
+    for _, node in searched:  # grows while it is read
+        for name in sorted(_names(node) - seen - set(trees)):  # another task's own function is its own business
+            if name in defs and defs[name][0] != task:
+                seen.add(name)
+                searched.append(defs[name])
+    found: dict[tuple[str, int], str] = {}
+    for cell, root in searched:
+        for node in ast.walk(root):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+                names = [d for d in [_dotted(node, origin)] if d]
+            if isinstance(node, ast.Call):  # import_module("torch.cuda.amp"), __import__(...)
+                names += [s for s in (folded(a) for a in node.args) if s and _MODULE.fullmatch(s)]
+            elif isinstance(node, ast.Subscript):  # sys.modules["torch.cuda.amp"]
+                names += [s for s in [folded(node.slice)] if s and _MODULE.fullmatch(s)]
+            for name in names:
+                key = (cell, getattr(node, "lineno", 0))
+                if _under(name, DEPRECATED) and key not in found:
+                    found[key] = name
+    return sorted((cell, line, name) for (cell, line), name in found.items())
+
+
+def _autocast_call(node: ast.AST, origin: dict[str, str]) -> ast.Call | None:
+    """A call of torch.autocast, torch.amp.autocast, torch.cuda.amp.autocast, ... (any name ending in autocast)."""
+    if isinstance(node, ast.Call):
+        dotted = _dotted(node.func, origin)
+        if dotted is not None and dotted.split(".")[-1] == "autocast":
+            return node
+    return None
+
+
+def _enabled_arg(call: ast.Call) -> ast.AST | None:
+    """The `enabled` argument of an autocast call (keyword, or third positional), if given."""
+    for kw in call.keywords:
+        if kw.arg == "enabled":
+            return kw.value
+    return call.args[2] if len(call.args) > 2 else None
+
+
+def _switch(statement: ast.stmt, origin: dict[str, str]) -> tuple[bool, ast.Call] | None:
+    """(on, call) when a statement switches autocast on or off for the statements after it:
+    stack.enter_context(torch.autocast(...)), torch.set_autocast_enabled(..., True/False)."""
+    call = statement.value if isinstance(statement, (ast.Expr, ast.Assign)) else None
+    if not isinstance(call, ast.Call):
+        return None
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "enter_context" and call.args:
+        inner = _autocast_call(call.args[0], origin)
+        return (True, inner) if inner is not None else None
+    if (_dotted(call.func, origin) or "").split(".")[-1] == "set_autocast_enabled" and call.args:
+        last = call.args[-1]
+        return (not (isinstance(last, ast.Constant) and last.value is False), call)
+    return None
+
+
+def _autocast_on(call: ast.Call) -> bool:
+    """Whether an autocast call, or a set_autocast_enabled, switches autocast on: not given a constant False."""
+    setter = (_dotted(call.func, {}) or "").split(".")[-1] == "set_autocast_enabled"
+    flag = (call.args[-1] if call.args else None) if setter else _enabled_arg(call)
+    return not (isinstance(flag, ast.Constant) and flag.value is False)
+
+
+def _calls_backward(defs: dict[str, ast.AST], origin: dict[str, str]) -> set[str]:
+    """The functions (by name) whose body calls .backward() or torch.autograd.backward, or such a function."""
+
+    def direct(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Call) and ((isinstance(n.func, ast.Attribute) and n.func.attr == "backward")
+                                                or _dotted(n.func, origin) == "torch.autograd.backward")
+                   for n in ast.walk(node))
+
+    found = {name for name, node in defs.items() if direct(node)}
+    for _ in range(len(defs)):
+        more = {name for name, node in defs.items() if _names(node) & found} - found
+        if not more:
+            break
+        found |= more
+    return found
+
+
+def backward_inside_autocast(submission: Any, task: str) -> list[int]:
+    """The lines of the task's cell where backward runs inside an autocast block: .backward(),
+    torch.autograd.backward, or a call of a function of the cells that (in turn) calls one of them."""
+    trees = _cells(submission)
+    tree = trees.get(task)
+    if tree is None:
+        return []
+    origin = _origin(submission, [tree])
+    defs = {name: node for name, (_, node) in _defs(trees).items()}
+    defs.update({n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))})
+    backward = _calls_backward(defs, origin)
+    lines: list[int] = []
+
+    def block(statements: list[ast.stmt], inside: bool) -> None:
+        for statement in statements:
+            visit(statement, inside)
+            switch = _switch(statement, origin)
+            if switch is not None:
+                inside = switch[0] and _autocast_on(switch[1])
+
+    def visit(node: ast.AST, inside: bool) -> None:
+        if isinstance(node, (*DEFS, ast.Lambda)):
+            inside = False  # a function defined in the block runs where it is called
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                visit(item.context_expr, inside)
+                call = _autocast_call(item.context_expr, origin)
+                if call is not None:
+                    inside = _autocast_on(call)
+            block(node.body, inside)
+            return
+        if isinstance(node, ast.Call) and inside:
+            func = node.func
+            if ((isinstance(func, ast.Attribute) and func.attr == "backward")
+                    or _dotted(func, origin) == "torch.autograd.backward"
+                    or (isinstance(func, ast.Name) and func.id in backward)):
+                lines.append(node.lineno)
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                block(value, inside)
+            elif isinstance(value, list):
+                for child in value:
+                    if isinstance(child, ast.AST):
+                        visit(child, inside)
+            elif isinstance(value, ast.AST) and field != "ctx":
+                visit(value, inside)
+
+    block(tree.body, False)
+    return sorted(set(lines))
+
+
+# -- use_amp in train_checkerboard -------------------------------------------------------------------
+
+
+def _fold(node: ast.AST, env: dict[str, Any]) -> Any:
+    """The value of an expression given the flag-derived names in env, or UNKNOWN."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env.get(node.id, UNKNOWN)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        value = _fold(node.operand, env)
+        return UNKNOWN if value is UNKNOWN else not value
+    if isinstance(node, ast.BoolOp):
+        values = [_fold(v, env) for v in node.values]
+        stop = (lambda v: not v) if isinstance(node.op, ast.And) else bool
+        for v in values:  # short-circuit: a known deciding value decides, wherever it stands
+            if v is not UNKNOWN and stop(v):
+                return v
+        return UNKNOWN if any(v is UNKNOWN for v in values) else values[-1]
+    if isinstance(node, ast.IfExp):
+        test = _fold(node.test, env)
+        return UNKNOWN if test is UNKNOWN else _fold(node.body if test else node.orelse, env)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = _fold(node.left, env), _fold(node.comparators[0], env)
+        if left is UNKNOWN or right is UNKNOWN:
+            return UNKNOWN
+        op = node.ops[0]
+        if isinstance(op, (ast.Is, ast.Eq)):
+            return left == right
+        if isinstance(op, (ast.IsNot, ast.NotEq)):
+            return left != right
+    return UNKNOWN
+
+
+def _mentions(node: ast.AST, tainted: set[str]) -> bool:
+    return bool(_names(node) & tainted)
+
+
+def _flag_env(function: ast.AST, flags: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """(values with the flags as given, names derived from the flags) for the function's plain assignments."""
+    env, tainted = dict(flags), set(flags)
+    assigned: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name) \
+                and node.value is not None:
+            assigned.setdefault(node.target.id, []).append(node.value)
+    for _ in range(3):
+        for name, values in assigned.items():
+            if name not in flags and any(_mentions(v, tainted) for v in values):
+                tainted.add(name)
+                values_folded = [_fold(v, env) for v in values]  # one value if every assignment gives it
+                same = all(v is not UNKNOWN for v in values_folded) and \
+                    all(v == values_folded[0] for v in values_folded)
+                env[name] = values_folded[0] if same else UNKNOWN
+    return env, tainted
+
+
+def _terminates(body: list[ast.stmt]) -> bool:
+    last = body[-1] if body else None
+    if isinstance(last, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+        return True
+    return isinstance(last, ast.If) and _terminates(last.body) and _terminates(last.orelse)
+
+
+def _switched_off(test: ast.AST, branch: str, env: dict[str, Any], tainted: set[str]) -> bool:
+    """Whether, with the flag False, a branch ("body" or "orelse") of a test is skipped, or may be (a test that
+    depends on the flag in a way the reading cannot fold)."""
+    if not _mentions(test, tainted):
+        return False
+    value = _fold(test, env)
+    return value is UNKNOWN or (not value if branch == "body" else bool(value))
+
+
+def _unguarded(function: ast.FunctionDef | ast.AsyncFunctionDef, flags: dict[str, Any], origin: dict[str, str],
+               helpers: dict[str, ast.AST], known: dict[str, bool]) -> Iterator[int]:
+    """The lines in the function's body where autocast is entered while the flags have their given values (a flag
+    of UNKNOWN value guards whatever it tests): `with` blocks, enter_context, set_autocast_enabled, and calls of
+    helpers that do so whatever their own arguments."""
+    env, tainted = _flag_env(function, flags)
+
+    def may_switch_on(call: ast.Call) -> bool:
+        """An autocast call (or set_autocast_enabled) that is on whatever the flags: none of its arguments depends
+        on them in a way that could switch it off."""
+        return _autocast_on(call) and not any(
+            _mentions(a, tainted) and (_fold(a, env) is UNKNOWN or _fold(a, env) is False)
+            for a in [*call.args, *(kw.value for kw in call.keywords)])
+
+    def helper_enters(name: str) -> bool:
+        node = helpers.get(name)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        if name not in known:
+            known[name] = False  # while it is read: a recursive call adds nothing
+            params = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+            flags = {**dict.fromkeys(tainted, UNKNOWN), **dict.fromkeys(params, UNKNOWN)}  # none known: lenient
+            known[name] = any(True for _ in _unguarded(node, flags, origin, helpers, known))
+        return known[name]
+
+    def block(statements: list[ast.stmt], guarded: bool) -> Iterator[int]:
+        for statement in statements:
+            yield from visit(statement, guarded)
+            switch = _switch(statement, origin)
+            if switch is not None and switch[0] and not guarded and may_switch_on(switch[1]):
+                yield statement.lineno
+            if isinstance(statement, ast.If) and (
+                    (_switched_off(statement.test, "orelse", env, tainted) and _terminates(statement.body)) or
+                    (_switched_off(statement.test, "body", env, tainted) and _terminates(statement.orelse))):
+                guarded = True  # an early exit taken when the flag is False: what follows runs only when it is True
+
+    def visit(node: ast.AST, guarded: bool) -> Iterator[int]:
+        if isinstance(node, (*DEFS, ast.Lambda)):
+            return  # read where it is called
+        if isinstance(node, (ast.If, ast.While)):
+            yield from visit(node.test, guarded)
+            yield from block(node.body, guarded or _switched_off(node.test, "body", env, tainted))
+            yield from block(node.orelse, guarded or _switched_off(node.test, "orelse", env, tainted))
+            return
+        if isinstance(node, ast.IfExp):
+            yield from visit(node.test, guarded)
+            yield from visit(node.body, guarded or _switched_off(node.test, "body", env, tainted))
+            yield from visit(node.orelse, guarded or _switched_off(node.test, "orelse", env, tainted))
+            return
+        if isinstance(node, (ast.With, ast.AsyncWith)) and not guarded:
+            for item in node.items:
+                call = _autocast_call(item.context_expr, origin)
+                if call is not None and may_switch_on(call):
+                    yield node.lineno
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not guarded \
+                and helper_enters(node.func.id):
+            yield node.lineno
+        for value in (v for _, v in ast.iter_fields(node)):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                yield from block(value, guarded)
+            elif isinstance(value, list):
+                for child in value:
+                    if isinstance(child, ast.AST):
+                        yield from visit(child, guarded)
+            elif isinstance(value, ast.AST):
+                yield from visit(value, guarded)
+
+    yield from block(function.body, False)
+
+
+def unguarded_autocast(submission: Any, task: str, function: str, position: int) -> list[int]:
+    """The lines of `function` (defined in the task's cell) where autocast is entered when its flag parameter (the
+    one at `position`) is False: a `with ...autocast(...)` block, an enter_context or set_autocast_enabled, or a
+    call of a function of the cell (or one nested in it) that enters autocast whatever its arguments."""
+    tree = _cells(submission).get(task)
+    if tree is None:
+        return []
+    defs: dict[str, ast.AST] = {n.name: n for n in tree.body if isinstance(n, DEFS)}
+    for node in tree.body:  # train_checkerboard = other_def
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in defs:
+            defs.update({t.id: defs[node.value.id] for t in node.targets if isinstance(t, ast.Name)})
+    fn = defs.get(function)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    positional = [*fn.args.posonlyargs, *fn.args.args]
+    if len(positional) <= position:
+        return []
+    helpers = {**defs, **{n.name: n for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                          and n is not fn}}
+    return sorted(set(_unguarded(fn, {positional[position].arg: False}, _origin(submission, [tree]), helpers,
+                                 {function: False})))
