@@ -112,16 +112,17 @@ def batch_scatter_add(values, indices, n):
     return torch.from_numpy(out)
 '''
 
-# (chapter, cell, code, the checks it must fail: each earned its points on d532b0b)
+# (chapter, cell, code, the checks it must fail). On d532b0b each earned points: the row_sum and batch_gather
+# loops in numpy passed check_*_vectorized (traces) and check_*_speed (bars against torch loops), now one clock
+# check_*_speed; the Python loop over batch_gather's numbers passed check_batch_gather_vectorized; the pairwise
+# and scatter_add loops passed their check_*_vectorized.
 LOOPS = {
-    "row_sum numpy loop": ("04_overloaded_ops", "row_sum", NUMPY_ROW_LOOP,
-                           ("check_row_sum_vectorized", "check_row_sum_speed")),
+    "row_sum numpy loop": ("04_overloaded_ops", "row_sum", NUMPY_ROW_LOOP, ("check_row_sum_speed",)),
     "pairwise numpy rows": ("04_overloaded_ops", "pairwise_sq_distances", NUMPY_PAIRWISE_LOOP,
                             ("check_pairwise_vectorized",)),
-    "batch_gather numpy loop": ("05_batch_gather", "batch_gather", NUMPY_GATHER_LOOP,
-                                ("check_batch_gather_vectorized", "check_batch_gather_speed")),
+    "batch_gather numpy loop": ("05_batch_gather", "batch_gather", NUMPY_GATHER_LOOP, ("check_batch_gather_speed",)),
     "batch_gather python loop": ("05_batch_gather", "batch_gather", PYTHON_GATHER_LOOP,
-                                 ("check_batch_gather_vectorized", "check_batch_gather_speed")),
+                                 ("check_batch_gather_speed",)),
     "scatter_add numpy loop": ("05_batch_gather", "batch_scatter_add", NUMPY_SCATTER_LOOP,
                                ("check_scatter_add_vectorized",)),
 }
