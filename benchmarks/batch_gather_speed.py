@@ -1,5 +1,5 @@
-"""Figures behind chapter 05's speed check: the guide's loop, the loop scripted or compiled, and the
-vectorized batch_gather (the solution in the source notebook).
+"""Figures behind chapter 05's speed checks: the guide's loop, the loop scripted or compiled or moved to numpy,
+and the vectorized batch_gather (the solution in the source notebook).
 
     .venv/bin/python benchmarks/batch_gather_speed.py                 # under a minute
     .venv/bin/python benchmarks/batch_gather_speed.py --compile       # also torch.compile the loop (B = 64: ~45 s)
@@ -7,8 +7,8 @@ vectorized batch_gather (the solution in the source notebook).
 1. In-process timings on one thread, as the grader's child runs: torch.utils.benchmark
    (CUDA events too where there is a GPU, and the solution's achieved memory bandwidth against the
    GPU's, as `python -m autograder selftest --device cuda` reports it).
-2. The ratio the grader itself measures (autograder.judging.timing.compare_speed, as
-   check_batch_gather_speed calls it), three times.
+2. The ratio the grader itself measures (autograder.judging.timing.compare_speed against the vectorized
+   reference, as check_batch_gather_speed calls it), three times for the solution and for the guide's loop.
 
 Stability under load: benchmarks/timing_stability.py --chapter 05_batch_gather.
 """
@@ -29,23 +29,41 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from autograder.chapters.ch05_batch_gather.checks import (  # noqa: E402
-    LOOP_SRC,
-    SPEED_SHAPE,
-    SPEEDUP,
+    AT_MOST,
+    GATHER_TIMED,
+    REFERENCE,
     Api,
-    Loop,
+    Reference,
     gather_oracle,
 )
 from autograder.course.reference import solution_cells, source_path  # noqa: E402
 from autograder.course.selftest import cuda_ms, gather_bandwidth, peak_bandwidth  # noqa: E402
+from autograder.judging.api import StudentApi, answer  # noqa: E402
 from autograder.judging.notebook import load_submission  # noqa: E402
 from autograder.judging.remote import Student  # noqa: E402
-from autograder.judging.timing import compare_speed, randint, randn, reference_process  # noqa: E402
+from autograder.judging.timing import compare_speed, reference_process  # noqa: E402
 from autograder.sandbox import launcher  # noqa: E402
 from autograder.sandbox.limits import Limits  # noqa: E402
 
 CH = "05_batch_gather"
 Gather = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+LOOP_SRC = """
+def batch_gather_loop(tensor, indices):
+    output = []
+    for i in range(tensor.size(0)):
+        output += [tensor[i][indices[i]]]
+    return torch.stack(output)
+"""
+NUMPY_LOOP_SRC = """
+import numpy as np
+
+
+def batch_gather_numpy(tensor, indices):
+    t, i = tensor.numpy(), indices.numpy()
+    return torch.from_numpy(np.stack([t[b].take(i[b], axis=0) for b in range(t.shape[0])]))
+"""
+B, N, D = GATHER_TIMED[0]["shape"]
+K = GATHER_TIMED[1]["shape"][1]
 
 
 def load(code: str, name: str) -> Gather:
@@ -58,8 +76,7 @@ def load(code: str, name: str) -> Gather:
 
 
 def inputs(batch: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
-    _, n, d, k = SPEED_SHAPE
-    return torch.randn(batch, n, d, device=device), torch.randint(0, n, (batch, k), device=device)
+    return torch.randn(batch, N, D, device=device), torch.randint(0, N, (batch, K), device=device)
 
 
 def cpu_ms(fn: Gather, batch: int) -> float:
@@ -78,16 +95,17 @@ def in_process(try_compile: bool) -> None:
     torch.set_num_threads(1)
     loop = load(LOOP_SRC, "batch_gather_loop")
     fns: dict[str, Gather] = {"loop": loop, "jit.script loop": torch.jit.script(loop),
+                              "numpy loop": load(NUMPY_LOOP_SRC, "batch_gather_numpy"),
                               "vectorized": load(solution_cells(CH)["batch_gather"], "batch_gather")}
-    _, n, d, k = SPEED_SHAPE
-    print(f"In-process, one thread: tensor [B, {n}, {d}], indices [B, {k}], median ms per call")
+    print(f"In-process, one thread: tensor [B, {N}, {D}], indices [B, {K}], median ms per call")
     devices = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
     for device in devices:
         timer = cpu_ms if device == "cpu" else gpu_ms
-        for batch in (64, 1024):
+        for batch in (64, B):
             times = {name: timer(fn, batch) for name, fn in fns.items()}
             line = ", ".join(f"{name} {ms:.3f}" for name, ms in times.items())
-            print(f"  {device} B = {batch:4}: {line}; loop / vectorized = {times['loop'] / times['vectorized']:.1f}x")
+            print(f"  {device} B = {batch:4}: {line}; loop / vectorized = {times['loop'] / times['vectorized']:.1f}x, "
+                  f"numpy loop / vectorized = {times['numpy loop'] / times['vectorized']:.1f}x")
     if torch.cuda.is_available():
         achieved, ms = gather_bandwidth(fns["vectorized"])
         peak = peak_bandwidth(torch.cuda.get_device_properties(0))
@@ -104,18 +122,23 @@ def in_process(try_compile: bool) -> None:
           f"then {cpu_ms(compiled, 64):.3f} ms per call; B = 1024 not attempted (1024 unrolled iterations)")
 
 
+class Loop(StudentApi):
+    @answer
+    def batch_gather_loop(self, tensor: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:  # type: ignore[empty-body]
+        """The guide's loop (LOOP_SRC)."""
+
+
 def grader_ratio(repeats: int = 3) -> None:
-    b, n, d, k = SPEED_SHAPE
-    print(f"The grader's own measurement (compare_speed as in check_batch_gather_speed; threshold {SPEEDUP:g}x):")
+    print(f"The grader's own measurement (compare_speed as in check_batch_gather_speed, against the reference in "
+          f"a clean process; the bar: at most {AT_MOST:g}x its time):")
     student = Student(load_submission(source_path(CH)), "cpu", Limits(), time.monotonic() + 600, launcher.zygote())
     try:
-        with reference_process(student, LOOP_SRC) as ref:
-            for r in range(repeats):
-                rng = torch.Generator().manual_seed(r)
-                speed = compare_speed(Api(student).batch_gather, Loop(ref).batch_gather_loop,
-                                      [randn(b, n, d), randint(0, n, b, k)], gather_oracle, rng,
-                                      count=5, rounds=9, warmup=2)
-                print(f"  {speed.describe('batch_gather', 'loop')}")
+        with reference_process(student, REFERENCE) as ref, reference_process(student, LOOP_SRC) as loop:
+            for name, fn in (("solution", Api(student).batch_gather), ("guide's loop", Loop(loop).batch_gather_loop)):
+                for r in range(repeats):
+                    speed = compare_speed(fn, Reference(ref).gather_reference, GATHER_TIMED, gather_oracle,
+                                          torch.Generator().manual_seed(r), count=10, rounds=15, warmup=2)
+                    print(f"  {name}: {speed.describe('batch_gather', 'the reference')}")
     finally:
         student.close()
 

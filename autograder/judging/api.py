@@ -190,9 +190,11 @@ class Remote(Generic[P, R]):
             return Function.apply
         return at
 
-    def timed(self, specs: list[dict[str, Any]], seed: int, count: int) -> dict[str, Any]:
-        """One request making `count` input sets from `seed` in the child and calling this on each (timing.py)."""
-        return self.student.timed_run(self.declared.target, specs, seed, count, self.options.timeout)
+    def timed(self, specs: list[list[dict[str, Any]]], seed: int, count: int, constants: tuple[int | float, ...] = ()
+              ) -> dict[str, Any]:
+        """One request making `count` input sets from `seed` in the child and calling this on each, call j on
+        inputs made from `specs[j % len(specs)]`, then `constants` (timing.py)."""
+        return self.student.timed_run(self.declared.target, specs, seed, count, self.options.timeout, constants)
 
 
 class StudentApi:

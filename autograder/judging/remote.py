@@ -93,6 +93,7 @@ class Student:
         self.restarts = 0
         self.environment_error: str | None = None  # the grading machine failed, not the student
         self.crashes: dict[str, int] = {}
+        self.arrived = 0.0  # time.perf_counter() when the last reply had arrived, before the judge read it
         self.protections: dict[str, list[str]] = {}
         # Input files that checks make (images, archives); the child may read them.
         self.data_dir = Path(tempfile.mkdtemp(prefix="grade-data-"))
@@ -218,6 +219,7 @@ class Student:
             raise StudentError("The time limit for grading this notebook ran out before this check.", Outcome.TIMEOUT)
         try:
             reply, out = sandbox.request(header, buffers, min(timeout or self.limits.call_seconds, left), during)
+            self.arrived = time.perf_counter()
         except ChildTimeout as e:
             self.broken[name] = StudentError(f"`{during}` did not finish within {e.seconds:g} s (an infinite loop, "
                                               "or far too slow?). Later checks of it were not run.", Outcome.TIMEOUT)
@@ -307,16 +309,17 @@ class Student:
         header.update(op="set_parameters", object=obj.handle)
         self._request(obj.type_name, header, buffers, f"setting the parameters of your {obj.type_name}", None)
 
-    def timed_run(self, name: str | None, specs: list[dict[str, Any]], seed: int, count: int,
-                  timeout: float | None = None) -> dict[str, Any]:
-        """One request that makes `count` input sets from `seed` in the child and calls `name` on each.
+    def timed_run(self, name: str | None, specs: list[list[dict[str, Any]]], seed: int, count: int,
+                  timeout: float | None = None, constants: tuple[int | float, ...] = ()) -> dict[str, Any]:
+        """One request that makes `count` input sets from `seed` in the child and calls `name` on each, call j
+        on inputs made from `specs[j % len(specs)]`, then `constants`.
 
-        The judge times the whole request. Returns {"digests": one per call (see child.digest),
-        "events_ms": CUDA-event time of the calls as the child reports it, or None on CPU}. With
-        `name` None the child only makes the inputs (no digests), to time that part alone.
+        The judge times the whole request. Returns {"outputs": what each call returned, whole, to compare
+        with the judge's oracle, "events_ms": CUDA-event time of the calls as the child reports it, or None
+        on CPU}. With `name` None the child only makes the inputs (no outputs), to time that part alone.
         """
         header, buffers = wire.encode(None)
-        header.update(op="run", name=name, specs=specs, seed=seed, count=count)
+        header.update(op="run", name=name, specs=specs, seed=seed, count=count, constants=list(constants))
         during = f"timed calls of {name}" if name else "making the inputs of a timed run"
         return self._request(name or "kit.make_inputs", header, buffers, during, timeout, RUN_REPLY)
 
@@ -352,11 +355,6 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _is_digest(d: Any) -> bool:
-    """A child.digest record; the sums must be numbers wherever timing compares them."""
-    return isinstance(d, dict) and ("shape" not in d or (_is_number(d.get("sum")) and _is_number(d.get("abs"))))
-
-
 # The fields each kind of reply must have, checked before any check reads them.
 CALL_REPLY: dict[str, Callable[[Any], bool]] = {
     "value": lambda v: True,
@@ -366,7 +364,7 @@ CALL_REPLY: dict[str, Callable[[Any], bool]] = {
 TRACED_REPLY = {**CALL_REPLY, "ops": _list_of(str)}
 ERROR_FIELDS = ("type", "message", "where")  # strings, where present
 INSPECT_REPLY = {"parameters": _dict_of(torch.Tensor), "state_dict": _list_of(str), "modules": _dict_of(str)}
-RUN_REPLY = {"digests": lambda d: isinstance(d, list) and all(map(_is_digest, d)),
+RUN_REPLY = {"outputs": lambda o: isinstance(o, list),
              "events_ms": lambda e: e is None or _is_number(e)}
 
 

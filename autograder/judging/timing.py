@@ -17,28 +17,38 @@ torch.utils.benchmark:
   timed request: they do not exist before the judge's timer starts, so no work
   on them can be done outside it. Making them costs the same everywhere; the
   judge times that alone in the clean reference child and subtracts it;
-- outputs are verified against the judge's oracle from digests computed
-  inside the timed request, so caching or deferring work cannot help;
-- the verdict uses the median per-call time over rounds;
+- every output of every timed call comes back whole inside the timed request (the timer stops once the
+  reply has arrived) and the judge compares it with its own oracle (torch.allclose with the check's
+  tolerance): nothing the student's process says about its outputs is taken on trust, and caching or
+  deferring work cannot help. Checks keep the outputs small, so that sending them costs little beside
+  the calls (benchmarks/timing_stability.py --transfer measures the share);
+- the verdict uses each request's fastest round: on a busy machine noise only ever adds time, so the
+  fastest round is the closest to the cost of the calls (as timeit's documentation advises), and a spike
+  that slows some rounds of the reference or of input making cannot inflate the ratio either way;
 - on CUDA the child synchronizes before it answers, so queued kernels count.
+
+Since the clock sees all the work a call does, in torch, numpy or plain Python, it also decides whether
+code is vectorized: a loop over rows pays a fixed cost per row, which a bar against the vectorized reference
+(at a size where rows are many and each is small) exposes whatever library the loop uses.
 """
 
 from __future__ import annotations
 
 import contextlib
-import statistics
+import itertools
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import torch
 
 from autograder.judging.api import Remote
 from autograder.judging.expect import failure
 from autograder.judging.notebook import Submission
-from autograder.judging.remote import Student
+from autograder.judging.remote import Student, StudentError
 from autograder.judging.results import (
     CUDA_EVENTS_RATIO,
     NEEDED_RATIO,
@@ -48,26 +58,27 @@ from autograder.judging.results import (
     RecordProperty,
     record_measured,
 )
-from autograder.sandbox.runtime.child import digest, make_input
+from autograder.sandbox.runtime.child import make_input
 
 T = TypeVar("T")
+Spec = dict[str, Any]  # one input tensor, made in the child from the round's seed (child.make_input)
 
 
-def randn(*shape: int, dtype: str = "float32") -> dict[str, Any]:
+def randn(*shape: int, dtype: str = "float32") -> Spec:
     return {"kind": "randn", "shape": list(shape), "dtype": dtype}
 
 
-def randint(low: int, high: int, *shape: int, dtype: str = "int64") -> dict[str, Any]:
+def randint(low: int, high: int, *shape: int, dtype: str = "int64") -> Spec:
     return {"kind": "randint", "low": low, "high": high, "shape": list(shape), "dtype": dtype}
 
 
 @dataclass
 class Speed:
-    student: float  # median seconds per call, on the judge's clock, input making subtracted
+    student: float  # seconds per call in the fastest round, on the judge's clock, input making subtracted
     reference: float
     rounds: int
-    making: float = 0.0  # median seconds per input set to make the inputs (subtracted from both)
-    student_events: float | None = None  # median per call from CUDA events (child-reported, informative)
+    making: float = 0.0  # seconds per input set to make the inputs, fastest round (subtracted from both)
+    student_events: float | None = None  # per call from CUDA events, fastest round (child-reported, informative)
     reference_events: float | None = None
 
     @property
@@ -81,13 +92,18 @@ class Speed:
             return None
         return self.reference_events / max(self.student_events, 1e-12)
 
+    @property
+    def slowdown(self) -> float:
+        """The student's time per call over the reference's."""
+        return self.student / self.reference
+
     def describe(self, student_name: str, reference_name: str) -> str:
         text = (f"your {student_name}: {self.student * 1e3:.3g} ms per call; {reference_name}: "
-                f"{self.reference * 1e3:.3g} ms per call; {self.speedup:.1f}x "
-                f"(median of {self.rounds} interleaved rounds, fresh inputs each round)")
+                f"{self.reference * 1e3:.3g} ms per call: {self.slowdown:.2g}x its time "
+                f"(fastest of {self.rounds} interleaved rounds, fresh inputs each round)")
         if self.student_events is not None and self.reference_events is not None:
             text += (f"; CUDA events: {self.student_events * 1e3:.3g} ms vs {self.reference_events * 1e3:.3g} ms "
-                     f"({self.events_speedup:.1f}x)")
+                     f"({self.student_events / max(self.reference_events, 1e-12):.2g}x its time)")
         return text
 
 
@@ -103,13 +119,16 @@ def reference_process(student: Student, code: str) -> Iterator[Student]:
         ref.close()
 
 
-def _close(got: dict[str, Any], want: dict[str, Any], rtol: float) -> bool:
-    if got.get("shape") != want["shape"] or got.get("dtype") != want["dtype"]:
-        return False
-    scale = want["abs"] + 1e-6
-    return (abs(got["sum"] - want["sum"]) <= rtol * scale and abs(got["abs"] - want["abs"]) <= rtol * scale
-            and isinstance(got.get("sample"), torch.Tensor)
-            and bool(torch.allclose(got["sample"], want["sample"], rtol=rtol, atol=rtol * scale / 16)))
+def _mismatch(got: Any, want: torch.Tensor, rtol: float, atol: float) -> str | None:
+    """What is wrong with one output of a timed call, or None when it matches the oracle's."""
+    if not isinstance(got, torch.Tensor):
+        return f"a {type(got).__name__}, not a tensor"
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return (f"shape {list(got.shape)} {str(got.dtype).removeprefix('torch.')} where the oracle gives "
+                f"{list(want.shape)} {str(want.dtype).removeprefix('torch.')}")
+    if not torch.allclose(got, want, rtol=rtol, atol=atol):
+        return "values that differ from the oracle's"
+    return None
 
 
 @dataclass(frozen=True)
@@ -121,13 +140,17 @@ class Run(Generic[T]):
 
 
 def interleave(runs: Sequence[Run[T]], rng: torch.Generator, rounds: int, warmup: int,
-               verify: Callable[[int, list[T]], None]) -> list[list[tuple[float, T]]]:
+               verify: Callable[[int, list[T]], None], budget: float = math.inf) -> list[list[tuple[float, T]]]:
     """The timing engine: each round draws a fresh seed from `rng` and times every run once on it, on the
     judge's clock, in an order that rotates every round; then `verify(seed, replies in the runs' order)`.
-    Every other run's process is frozen from before a run's timer starts until after it stops.
-    For each run, (seconds, reply) of every round after the `warmup` rounds."""
+    Every other run's process is frozen from before a run's timer starts until after it stops; the timer stops
+    when the run's last reply has arrived (Student.arrived), before the judge decodes it.
+    For each run, (seconds, reply) of every round after the `warmup` rounds. Once the first run's requests
+    have taken `budget` seconds in all, warm-up ends and two measured rounds are enough (code that slow is
+    far from any bar, and its cost does not shrink with more rounds)."""
     timed: list[list[tuple[float, T]]] = [[] for _ in runs]
-    for r in range(warmup + rounds):
+    spent = 0.0
+    for r in itertools.count():
         seed = int(torch.randint(0, 2**62, (), generator=rng))
         replies: dict[int, tuple[float, T]] = {}
         for i in [*range(r % len(runs), len(runs)), *range(r % len(runs))]:
@@ -137,11 +160,16 @@ def interleave(runs: Sequence[Run[T]], rng: torch.Generator, rounds: int, warmup
                     stack.enter_context(process.frozen())
                 started = time.perf_counter()
                 reply = runs[i].call(seed)
-                replies[i] = (time.perf_counter() - started, reply)
+                arrived = runs[i].process.arrived  # before the judge decoded the reply
+                replies[i] = ((arrived if arrived > started else time.perf_counter()) - started, reply)
         verify(seed, [replies[i][1] for i in range(len(runs))])
-        if r >= warmup:
+        spent += replies[0][0]
+        over = spent > budget
+        if r >= warmup or over:
             for i, t in replies.items():
                 timed[i].append(t)
+        if len(timed[0]) >= rounds or (over and len(timed[0]) >= 2):
+            break
     return timed
 
 
@@ -154,58 +182,98 @@ def _events(reply: dict[str, Any], count: int) -> float | None:
 # Subtracting input making removes at most this share of a request's time: when the calls themselves cost
 # less than the noise of that subtraction, the figure stays finite instead of jumping to thousands of x.
 MAX_SUBTRACTED = 0.9
+# Seconds of the student's timed requests after which a comparison takes no more rounds than it must.
+STUDENT_BUDGET = 3.0
+
+
+def input_sets(specs: list[Spec] | list[list[Spec]]) -> list[list[Spec]]:
+    """The spec lists that timed calls take their inputs from in turn: `specs` is one input set, or several."""
+    return [cast(list[Spec], specs)] if all(isinstance(s, dict) for s in specs) else cast(list[list[Spec]], specs)
 
 
 def compare_speed(
-    student: Remote[..., Any], reference: Remote[..., Any], specs: list[dict[str, Any]],
+    student: Remote[..., Any], reference: Remote[..., Any], specs: list[Spec] | list[list[Spec]],
     oracle: Callable[..., torch.Tensor], rng: torch.Generator,
-    *, count: int = 5, rounds: int = 7, warmup: int = 2, rtol: float = 1e-4,
+    *, constants: tuple[int | float, ...] = (), count: int = 5, rounds: int = 7, warmup: int = 2, rtol: float = 1e-4,
+    atol: float = 0.0, budget: float = STUDENT_BUDGET,
 ) -> Speed:
-    """Median per-call times of the student's function and a reference (in a clean process, see
-    reference_process) over interleaved rounds.
+    """Per-call times of the student's function and a reference (in a clean process, see reference_process),
+    each from its fastest of `rounds` interleaved rounds.
 
-    Each round times three requests on the same fresh seed, in a rotating order: the student's
-    calls, the reference's calls, and input making alone in the reference's clean process.
-    The last is subtracted from the first two, round by round.
+    `specs` describes the inputs of one call (a list of specs), or of several kinds of call that the `count`
+    calls of a request take in turn (a list of such lists). Each round times three requests on the same
+    fresh seed, in a rotating order: the student's calls, the reference's calls, and input making alone in
+    the reference's clean process. The fastest round of the last is subtracted from the fastest of the first
+    two. Every output of the first two must match `oracle` on the same inputs (torch.allclose with `rtol` and
+    `atol`). Once the student's requests have taken `budget` seconds, two measured rounds are enough (interleave).
     """
+    sets = input_sets(specs)
+
     def verify(seed: int, replies: list[dict[str, Any]]) -> None:
         gen = torch.Generator().manual_seed(seed)
-        expected = [digest(oracle(*[make_input(spec, gen) for spec in specs])) for _ in range(count)]
+        calls = [[make_input(spec, gen) for spec in sets[j % len(sets)]] for j in range(count)]
+        expected = [oracle(*inputs, *constants) for inputs in calls]
         for fn, reply in zip((student, reference), replies, strict=False):
-            digests = reply["digests"]
-            if len(digests) != count or not all(_close(g, w, rtol) for g, w in zip(digests, expected, strict=True)):
+            outputs = reply["outputs"]
+            problems = [(j, m) for j, (got, want) in enumerate(zip(outputs, expected, strict=False))
+                        if (m := _mismatch(got, want, rtol, atol)) is not None]
+            if len(outputs) != count:
+                problems.insert(0, (count, f"{len(outputs)} outputs for {count} calls"))
+            if problems:
+                j, problem = problems[0]
+                shapes = ", ".join(str(list(t.shape)) for t in calls[min(j, count - 1)])
                 raise failure(problem=f"`{fn.name}` gave wrong results during the timed run (fresh random inputs "
-                                      "each round).",
+                                      f"each round): on inputs of shape {shapes} it returned {problem}.",
                               hint="Compute every result from its inputs; caching or reusing earlier outputs does "
                                    "not work here.")
 
-    timed = interleave([Run(student.student, lambda seed: student.timed(specs, seed, count)),
-                        Run(reference.student, lambda seed: reference.timed(specs, seed, count)),
-                        Run(reference.student, lambda seed: reference.student.timed_run(None, specs, seed, count))],
-                       rng, rounds, warmup, verify)
-    making = [t / count for t, _ in timed[2]]
+    timed = interleave([Run(student.student, lambda seed: student.timed(sets, seed, count, constants)),
+                        Run(reference.student, lambda seed: reference.timed(sets, seed, count, constants)),
+                        Run(reference.student, lambda seed: reference.student.timed_run(None, sets, seed, count))],
+                       rng, rounds, warmup, verify, budget)
+    # Noise on a busy machine only ever adds time: the fastest round of each request is the closest to its cost.
+    fastest = [min(t for t, _ in runs) / count for runs in timed]
+    making = fastest[2]
 
-    def net(runs: list[tuple[float, dict[str, Any]]]) -> float:
-        return statistics.median(t / count - min(m, MAX_SUBTRACTED * t / count)
-                                 for (t, _), m in zip(runs, making, strict=True))
+    def net(seconds: float) -> float:
+        return seconds - min(making, MAX_SUBTRACTED * seconds)
 
     def events(runs: list[tuple[float, dict[str, Any]]]) -> float | None:
         values = [e for _, reply in runs if (e := _events(reply, count)) is not None]
-        return statistics.median(values) if values else None
+        return min(values) if values else None
 
-    return Speed(net(timed[0]), net(timed[1]), rounds, statistics.median(making), events(timed[0]),
-                 events(timed[1]))
+    return Speed(net(fastest[0]), net(fastest[1]), rounds, making, events(timed[0]), events(timed[1]))
 
 
-def expect_speedup(speed: Speed, at_least: float, student_name: str, reference_name: str, hint: str,
-                   record_property: RecordProperty) -> None:
-    """Fail below `at_least`; either way the measured figures go in the check's output, and in its
-    `measured` (autograder/judging/results.py)."""
-    record_property("note", f"Timing:   {speed.describe(student_name, reference_name)} (needs {at_least:g}x)")
+def expect_within(speed: Speed, at_most: float, student_name: str, reference_name: str, problem: str, hint: str,
+                  record_property: RecordProperty, explain: Callable[[], str] | None = None) -> None:
+    """Fail when the student's calls take more than `at_most` times the reference's, saying `problem` and, if
+    given, what `explain()` adds (asked only then); either way the measured figures go in the check's output,
+    and in its `measured` (autograder/judging/results.py: the ratio is the reference's time over the
+    student's, so the check needs at least 1 / at_most)."""
+    timing = speed.describe(student_name, reference_name)
+    record_property("note", f"Timing:   {timing} (allowed: at most {at_most:g}x its time)")
     events = speed.events_speedup
-    record_measured(record_property, **{RATIO: speed.speedup, NEEDED_RATIO: at_least, STUDENT_SECONDS: speed.student,
-                                        REFERENCE_SECONDS: speed.reference},
+    record_measured(record_property, **{RATIO: speed.speedup, NEEDED_RATIO: 1 / at_most,
+                                        STUDENT_SECONDS: speed.student, REFERENCE_SECONDS: speed.reference},
                     **({CUDA_EVENTS_RATIO: events} if events is not None else {}))
-    if speed.speedup < at_least:
-        raise failure(timing=speed.describe(student_name, reference_name),
-                      problem=f"needs to be at least {at_least:g}x faster than {reference_name}.", hint=hint)
+    if speed.student > at_most * speed.reference:
+        more = explain() if explain is not None else ""
+        raise failure(timing=timing, problem=f"took more than {at_most:g}x the time of {reference_name}: {problem}"
+                                             + (f" {more}" if more else ""), hint=hint)
+
+
+def operations_growth(fn: Remote[..., Any], small: tuple[Any, ...], large: tuple[Any, ...], sizes: tuple[str, str]
+                      ) -> str:
+    """What the tensor operations `fn` issues on small and on large inputs say about a slow call. The trace is
+    made in the student's process: it may shape a message, never a verdict."""
+    try:
+        ops_small, ops_large = fn.traced(*small)[1], fn.traced(*large)[1]
+    except StudentError:
+        return ""
+    if len(ops_large) > len(ops_small):
+        return (f"It issued {len(ops_small)} tensor operations for {sizes[0]} and {len(ops_large)} for {sizes[1]}: "
+                "a loop of torch operations.")
+    return (f"Its tensor operations do not grow with the input ({len(ops_small)} for {sizes[0]}, {len(ops_large)} "
+            f"for {sizes[1]}), so the work that grows happens elsewhere: loops in numpy or over Python numbers "
+            "(.tolist(), .item()) count too.")

@@ -193,7 +193,8 @@ def test_patched_clocks_cannot_hide_slow_code(tmp_path: Path) -> None:
 
 def test_outputs_memoized_across_calls_fail_the_timed_run(tmp_path: Path) -> None:
     # Fresh inputs every round: a cache keyed on shape and storage address returns stale answers
-    # whenever an address is reused, and the digests catch it; if none is reused the cache never hits.
+    # whenever an address is reused, and the judge's comparison of the outputs catches it; if none is reused the
+    # cache never hits.
     try:
         speedup = _speed(tmp_path, MEMOIZED_BY_SHAPE)
     except CheckFailure as e:

@@ -14,7 +14,7 @@ from autograder.course.cases import right, wrong
 # -- row_sum -------------------------------------------------------------------------------------------------------
 
 
-@wrong("row loop", fails={"check_row_sum_vectorized": "grows with the input"})
+@wrong("row loop", fails={"check_row_sum_speed": "a loop of torch operations"})
 def row_loop():
     def row_sum(x):
         z = torch.zeros_like(x[0])
@@ -23,13 +23,31 @@ def row_loop():
         return z
 
 
-@wrong("row loop is slow", fails={"check_row_sum_speed": "faster than the slicing loop"})
-def row_loop_is_slow():
+@wrong("numpy row loop", fails={"check_row_sum_speed": "loops in numpy"})
+def numpy_row_loop():
+    import numpy as np
+
     def row_sum(x):
-        z = torch.zeros_like(x[0])
-        for i in range(x.shape[0]):
-            z = z + x[i]
-        return z
+        a = x.numpy()
+        z = np.zeros(a.shape[1], dtype=a.dtype)
+        for i in range(a.shape[0]):
+            z += a[i]
+        return torch.from_numpy(z)
+
+
+@wrong("python numbers loop", fails={"check_row_sum_speed": "over Python numbers"})
+def python_numbers_loop():
+    def row_sum(x):
+        z = [0] * x.shape[1]
+        for row in x.tolist():
+            z = [a + b for a, b in zip(z, row, strict=True)]
+        return torch.tensor(z, dtype=x.dtype)
+
+
+@wrong("column loop", fails={"check_row_sum_speed": "took more than 8x the time of x.sum(dim=0)"})
+def column_loop():
+    def row_sum(x):
+        return torch.stack([x[:, j].sum() for j in range(x.shape[1])])
 
 
 @wrong("wrong axis", fails={"check_row_sum_random": "dim=0"})
@@ -48,10 +66,25 @@ def view_on_strided_input():
 # -- pairwise_sq_distances -----------------------------------------------------------------------------------------
 
 
-@wrong("distance loop", fails={"check_pairwise_vectorized": "grows with the input"})
+@wrong("distance loop", fails={"check_pairwise_vectorized": "a loop of torch operations"})
 def distance_loop():
     def pairwise_sq_distances(x, y):
         return torch.stack([((y - xi) ** 2).sum(dim=1) for xi in x])
+
+
+@wrong("distance rows in numpy", fails={"check_pairwise_vectorized": "loops in numpy"})
+def distance_rows_in_numpy():
+    import numpy as np
+
+    def pairwise_sq_distances(x, y):
+        a, b = x.detach().numpy(), y.detach().numpy()
+        return torch.from_numpy(np.stack([((b - row) ** 2).sum(axis=1) for row in a]))
+
+
+@wrong("distance loop over y", fails={"check_pairwise_vectorized": "a loop of torch operations"})
+def distance_loop_over_y():
+    def pairwise_sq_distances(x, y):
+        return torch.stack([((x - yj) ** 2).sum(dim=1) for yj in y], dim=1)
 
 
 @wrong("not squared", fails={"check_pairwise_random": "no square root"})
@@ -66,7 +99,7 @@ def cross_term_sign():
         return (x ** 2).sum(1, keepdim=True) + (y ** 2).sum(1) + 2 * x @ y.T
 
 
-@wrong("library cdist", fails={"check_pairwise_vectorized": "_cdist_forward"})
+@wrong("library cdist", fails={"check_pairwise_vectorized": "it names cdist (line 2)"})
 def library_cdist():
     def pairwise_sq_distances(x, y):
         return torch.cdist(x, y) ** 2

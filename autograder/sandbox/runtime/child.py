@@ -158,31 +158,34 @@ class Child:
     def run(self, req: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
         """Make `count` input sets from `seed`, then call the target once per set; the judge times this request.
 
-        The inputs do not exist in this process before the request starts, so no work on them can
-        happen outside the judge's timer. Making them costs the same in every process; with no `name`
-        the request only makes them, and the judge subtracts that time (measured in its clean reference
-        process). Digests are computed here, inside the timed request, so that work the code defers
-        until after it returns still counts. On CUDA the child also reports CUDA-event time, for
-        information only: the verdict uses the judge's clock, which student code cannot touch.
+        Call j takes its inputs from the spec list `specs[j % len(specs)]`, then `constants` (plain numbers).
+        The inputs do not exist in this process before the request starts, so no work on them can happen
+        outside the judge's timer. Making them costs the same in every process; with no `name` the request
+        only makes them, and the judge subtracts that time (measured in its clean reference process). Every
+        output goes back whole, inside the timed request: the judge compares it with its own oracle, so work
+        the code defers until after it returns still counts. On CUDA the child also reports CUDA-event time,
+        for information only: the verdict uses the judge's clock, which student code cannot touch.
         """
         gen = torch.Generator().manual_seed(int(req["seed"]))
-        inputs = [[make_input(spec, gen).to(self.device) for spec in req["specs"]] for _ in range(int(req["count"]))]
+        sets = req["specs"]
+        inputs = [[make_input(spec, gen).to(self.device) for spec in sets[j % len(sets)]]
+                  for j in range(int(req["count"]))]
         if req.get("name") is None:
             if self.device == "cuda":
                 torch.cuda.synchronize()
-            return wire.encode({"digests": [], "events_ms": None})
-        target = self._target(req)
+            return wire.encode({"outputs": [], "events_ms": None})
+        target, constants = self._target(req), req.get("constants", [])
         if self.device == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            outputs = [target(*args) for args in inputs]
+            outputs = [target(*args, *constants) for args in inputs]
             end.record()
             torch.cuda.synchronize()
             events_ms = start.elapsed_time(end)
         else:
-            outputs = [target(*args) for args in inputs]
+            outputs = [target(*args, *constants) for args in inputs]
             events_ms = None
-        return wire.encode({"digests": [digest(out) for out in outputs], "events_ms": events_ms})
+        return wire.encode({"outputs": outputs, "events_ms": events_ms})
 
 
 def make_input(spec: dict[str, Any], gen: torch.Generator) -> torch.Tensor:
@@ -192,21 +195,6 @@ def make_input(spec: dict[str, Any], gen: torch.Generator) -> torch.Tensor:
     if spec["kind"] == "randint":
         return torch.randint(int(spec["low"]), int(spec["high"]), shape, generator=gen, dtype=dtype)
     return torch.randn(shape, generator=gen, dtype=dtype)
-
-
-def digest(out: Any) -> Any:
-    """A small fingerprint of an output: its shape, dtype, sum, sum of |x| and 16 sampled values."""
-    if not _is_tensor(out):
-        return {"type": type(out).__name__}
-    flat = out.detach().reshape(-1).double()
-    picks = torch.linspace(0, max(flat.numel() - 1, 0), 16).long() if flat.numel() else torch.zeros(0).long()
-    return {
-        "shape": list(out.shape),
-        "dtype": str(out.dtype).removeprefix("torch."),
-        "sum": float(flat.sum()),
-        "abs": float(flat.abs().sum()),
-        "sample": flat[picks.to(flat.device)].cpu(),
-    }
 
 
 def serve(channel_in: Any, channel_out: Any) -> None:
