@@ -453,13 +453,15 @@ class BoxControl:
             _write(mark, "0")  # the mark starts again from the usage now
             start = int(_read(mark))
             return lambda: ("cgroup v1 memory.max_usage_in_bytes", int(_read(mark)) - start)
+        fd = -1
         if group is not None:
-            fd = os.open(group.path / "memory.peak", os.O_RDWR)
-            try:
-                os.write(fd, b"reset")  # kernels before 6.12 refuse: their mark cannot be reset
+            try:  # kernels before 6.12 refuse to open it for writing: their mark cannot be reset
+                fd = os.open(group.path / "memory.peak", os.O_RDWR)
+                os.write(fd, b"reset")
                 start = int(os.pread(fd, 64, 0))
             except (OSError, ValueError):
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
             else:
                 def stop_v2() -> tuple[str, int]:
                     try:

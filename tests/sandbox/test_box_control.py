@@ -443,3 +443,24 @@ def test_the_judge_reads_the_cpu_time_a_call_used(tmp_path: Path, monkeypatch: p
         assert 0.28 <= spent_on[30] < 0.6 and spent_on[1] < 0.05, spent_on
     finally:
         student.close()
+
+
+def test_a_v2_memory_mark_that_cannot_be_reset_falls_back_to_vmhwm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                    ) -> None:
+    """As on kernels before 6.12, where memory.peak refuses to be opened for writing."""
+    roles = control.machine()
+    monkeypatch.setattr(control, "machine", lambda: {**roles, "memory": None})
+    student, sandbox = _started(tmp_path, HOLDS_MEMORY)
+    hold = sandbox.control
+    assert hold is not None
+    try:
+        fake = tmp_path / "v2-group"
+        (fake / "memory.peak").mkdir(parents=True)  # opening it for writing fails
+        hold.groups.append(control.Group(fake, 2, {"memory"}))
+        with student.peak_memory() as peak:
+            student.call("softmax", torch.zeros(100))
+        assert peak.how is not None and "VmHWM" in peak.how and peak.grown is not None
+        assert 90 <= peak.grown >> 20 < 120, peak.grown
+    finally:
+        hold.groups = [g for g in hold.groups if g.path.parent != tmp_path]
+        student.close()
