@@ -416,10 +416,9 @@ def check_amp_backward_scaled_outside_autocast(api: Api, rng: torch.Generator, d
     nearest = _nearest(gaps, tolerance)
     if nearest not in ACCEPTED:
         accepted = min(gaps[k] for k in ACCEPTED)
-        why = {"autocast/unscaled": "the loss was not scaled: backward ran on the loss itself, and "
-                                    "scaler.step then divided its gradients by the scale",
-               "float32/unscaled": "the loss was not scaled: backward ran on the loss itself, and scaler.step then "
-                                   "divided its gradients by the scale",
+        unscaled = ("the loss was not scaled: backward ran on the loss itself, and scaler.step then divided its "
+                    "gradients by the scale")
+        why = {"autocast/unscaled": unscaled, "float32/unscaled": unscaled,
                "autocast/scaled after": "backward ran on the unscaled loss (its gradients multiplied by the scale "
                                         "after it, or never scaled): in 16 bits they round differently from those "
                                         "of a backward pass from scaler.scale(loss)"}
