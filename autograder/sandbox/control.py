@@ -228,17 +228,35 @@ class CpuTime:
 TICK = 1.0 / os.sysconf("SC_CLK_TCK") if LINUX else 0.01  # the unit of CPU times in /proc/PID/stat
 
 
-def _process_cpu(pid: int) -> float:
-    """Seconds of CPU a process used: its live threads to the nanosecond (schedstat), or its whole count in clock
-    ticks when more (threads that ended), plus its reaped children's."""
+@dataclass(frozen=True)
+class _ProcessCpu:
+    """One process's CPU accounting in /proc: each live thread's to the nanosecond (schedstat), the whole process's
+    (threads that ended included) and its reaped children's in clock ticks."""
+
+    threads: dict[int, int]  # tid -> ns
+    ticks: int  # utime + stime
+    children: int  # cutime + cstime
+
+
+def _process_cpu(pid: int) -> _ProcessCpu:
     fields = _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[1].split()
     utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
-    live = 0
+    threads: dict[int, int] = {}
     with contextlib.suppress(OSError):
         for tid in _tids(pid):
             with contextlib.suppress(OSError, ValueError, IndexError):
-                live += int(_read(Path(f"/proc/{pid}/task/{tid}/schedstat")).split()[0])
-    return max(live * 1e-9, (utime + stime) * TICK) + (cutime + cstime) * TICK
+                threads[tid] = int(_read(Path(f"/proc/{pid}/task/{tid}/schedstat")).split()[0])
+    return _ProcessCpu(threads, utime + stime, cutime + cstime)
+
+
+def _cpu_between(before: _ProcessCpu | None, after: _ProcessCpu) -> float:
+    """Seconds a process used between two readings (None: it started since). Its threads alive at the end count to
+    the nanosecond; threads that ended in between only in its tick count, so that part counts where it is over
+    two ticks (what the two readings' rounding can make up); its reaped children's ticks count whole."""
+    start = before or _ProcessCpu({}, 0, 0)
+    live = sum(ns - start.threads.get(tid, 0) for tid, ns in after.threads.items()) * 1e-9
+    ended = (after.ticks - start.ticks) * TICK - live
+    return live + (ended if ended > 2 * TICK else 0.0) + (after.children - start.children) * TICK
 
 
 def _status_kib(pid: int, field: str) -> int:
@@ -489,9 +507,9 @@ class BoxControl:
     @contextlib.contextmanager
     def cpu_time(self) -> Iterator[CpuTime]:
         """The CPU time the box used during the block (CpuTime), from the kernel's accounting: its v2 group's cpu.stat
-        (every process that was in it, to the microsecond), else each process's in /proc, summed over those alive at
-        either end (a process that started and ended within the block counts once reaped by one of them). Never
-        raises."""
+        (every process that was in it, to the microsecond), else each process's in /proc (_cpu_between), summed over
+        those alive at the end (one that started and ended within the block counts once reaped by one of them).
+        Never raises."""
         spent = CpuTime()
         read: Callable[[], tuple[str, float]] | None = None
         group = next((g for g in self.groups if g.version == 2), None)
@@ -501,12 +519,19 @@ class BoxControl:
                 return "cgroup v2 cpu.stat", int(usage.split()[1]) * 1e-6
             read = read_v2
         elif LINUX and self.box is not None:
-            def read_proc() -> tuple[str, float]:
-                total = 0.0
+            def snapshot() -> dict[int, _ProcessCpu]:
+                found: dict[int, _ProcessCpu] = {}
                 for pid in self.members():
                     with contextlib.suppress(OSError, ValueError, IndexError):
-                        total += _process_cpu(pid)
-                return "per-process CPU time in /proc", total
+                        found[pid] = _process_cpu(pid)
+                return found
+
+            before = snapshot()
+
+            def read_proc() -> tuple[str, float]:
+                after = snapshot()
+                used = sum(_cpu_between(before.get(pid), cpu) for pid, cpu in after.items())
+                return "the per-thread accounting in /proc", used
             read = read_proc
         start: tuple[str, float] | None = None
         with contextlib.suppress(OSError, ValueError, StopIteration):

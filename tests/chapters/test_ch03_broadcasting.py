@@ -159,3 +159,17 @@ def test_without_a_memory_group_tiling_still_loses_and_broadcasting_keeps_its_po
     for r in by_name(grade_fast(tiled, limits=limits_for(CH), only=checks)).values():
         assert r.score == 0, r.output
         assert ("rose by" in r.output) == (accounting == "VmHWM"), r.output
+
+
+def test_without_a_v2_group_the_loop_is_read_from_each_processs_cpu_time(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """No v2 group (the only one here is the freezer's): /proc's per-thread CPU time, a loop in a thread that has
+    ended by the time the call returns included."""
+    roles = control.machine()
+    monkeypatch.setattr(control, "machine", lambda: {**roles, "freezer": None})
+    check = "check_additive_scores_never_tiles"
+    honest = by_name(grade_fast(solved(tmp_path, CH), limits=limits_for(CH), only=check))[check]
+    assert honest.score == 1 and "/proc" in honest.output, honest.output
+    looped = solved(tmp_path, CH, additive_scores=ADDITIVE_TILERS["padding filled in a loop, in another thread"])
+    r = by_name(grade_fast(looped, limits=limits_for(CH), only=check))[check]
+    assert r.score == 0 and "loops in Python" in r.output, r.output
