@@ -81,29 +81,25 @@ def test_a_notebook_whose_code_cannot_run_is_not_run(tmp_path: Path) -> None:
     assert "not valid notebook JSON" in g.results[0].output
 
 
-def test_evidence_from_code_that_reaches_into_the_grader_is_not_scored_and_its_counts_are_kept(
-        tmp_path: Path) -> None:
+def test_evidence_from_code_that_reaches_into_the_grader_is_not_scored(tmp_path: Path) -> None:
     path = solved(tmp_path, "05_batch_gather", batch_gather="import gc\n" + solution_cells("05_batch_gather")[
         "batch_gather"])
-    g = grade_fast(path, only="check_batch_gather_vectorized")
+    g = grade_fast(path, only="check_batch_gather_device")
     (result,) = g.results
     assert result.outcome is Outcome.NOT_SCORED and result.status == "failed" and result.score == 0
     assert result.output == check_message(scan_submission(load_submission(path)))  # the message, unchanged
-    assert result.measured[fmt.OPS_SMALL] == result.measured[fmt.OPS_LARGE] > 0
 
 
 def test_a_speed_checks_figures_arrive_in_measured_and_in_results_json(tmp_path: Path) -> None:
-    g = grade_fast(solved(tmp_path, "04_overloaded_ops"), only="check_row_sum_speed or check_row_sum_vectorized")
-    checks = by_name(g)
-    speed = checks["check_row_sum_speed"]
+    g = grade_fast(solved(tmp_path, "04_overloaded_ops"), only="check_row_sum_speed")
+    speed = by_name(g)["check_row_sum_speed"]
     assert speed.outcome is Outcome.PASSED
     figures = speed.measured
-    assert figures[fmt.NEEDED_RATIO] == 4.0 and figures[fmt.RATIO] >= 4.0
+    # The bar is at most 8x the reference's time: the ratio (the reference's time over the student's) >= 1 / 8.
+    assert figures[fmt.NEEDED_RATIO] == 1 / 8 and figures[fmt.RATIO] >= 1 / 8
     assert figures[fmt.RATIO] == pytest.approx(figures[fmt.REFERENCE_SECONDS] / figures[fmt.STUDENT_SECONDS])
-    assert f"{figures[fmt.RATIO]:.1f}x (median" in speed.output  # the note the student reads, as before
+    assert f"{1 / figures[fmt.RATIO]:.2g}x its time (fastest" in speed.output  # the note the student reads
     assert fmt.CUDA_EVENTS_RATIO not in figures  # on CPU there are no CUDA events
-    ops = checks["check_row_sum_vectorized"].measured
-    assert ops[fmt.OPS_SMALL] == ops[fmt.OPS_LARGE] > 0
     tests = _tests(g)
     assert fmt.measured(tests["check_row_sum_speed"]) == figures
     assert fmt.outcome(tests["check_row_sum_speed"]) is Outcome.PASSED
