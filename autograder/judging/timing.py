@@ -246,7 +246,7 @@ def compare_speed(
         values = [e for _, reply in runs if (e := _events(reply, count)) is not None]
         return min(values) if values else None
 
-    return Speed(net(fastest[0]), net(fastest[1]), rounds, making, events(timed[0]), events(timed[1]))
+    return Speed(net(fastest[0]), net(fastest[1]), len(timed[0]), making, events(timed[0]), events(timed[1]))
 
 
 def expect_within(speed: Speed, at_most: float, student_name: str, reference_name: str, problem: str, hint: str,
