@@ -184,6 +184,8 @@ def _events(reply: dict[str, Any], count: int) -> float | None:
 MAX_SUBTRACTED = 0.9
 # Seconds of the student's timed requests after which a comparison takes no more rounds than it must.
 STUDENT_BUDGET = 3.0
+# The time limit of one timed request of the student's (`count` calls).
+TIMED_REQUEST_SECONDS = 60.0
 
 
 def input_sets(specs: list[Spec] | list[list[Spec]]) -> list[list[Spec]]:
@@ -208,6 +210,8 @@ def compare_speed(
     `atol`). Once the student's requests have taken `budget` seconds, two measured rounds are enough (interleave).
     """
     sets = input_sets(specs)
+    # A loop can take seconds per request: it fails the bar, not the grading's limit on one call.
+    student = student.using(timeout=max(student.options.timeout or 0.0, TIMED_REQUEST_SECONDS))
 
     def verify(seed: int, replies: list[dict[str, Any]]) -> None:
         gen = torch.Generator().manual_seed(seed)
@@ -242,7 +246,7 @@ def compare_speed(
         values = [e for _, reply in runs if (e := _events(reply, count)) is not None]
         return min(values) if values else None
 
-    return Speed(net(fastest[0]), net(fastest[1]), rounds, making, events(timed[0]), events(timed[1]))
+    return Speed(net(fastest[0]), net(fastest[1]), len(timed[0]), making, events(timed[0]), events(timed[1]))
 
 
 def expect_within(speed: Speed, at_most: float, student_name: str, reference_name: str, problem: str, hint: str,

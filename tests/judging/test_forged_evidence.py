@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.chapters.ch04_overloaded_ops.checks import library_distances
 from tests.kit import by_name, grade_fast, solved
 
 # The slicing loop, as slow as the loop it is timed against, made to look fast: while the child serves a timed
@@ -136,3 +137,29 @@ def test_a_loop_outside_torch_earns_no_vectorized_or_speed_points(tmp_path: Path
     assert sorted(results) == sorted(checks)
     for name in checks:
         assert results[name].status == "failed", (name, results[name].output)
+
+
+# The library rule of pairwise_sq_distances is read from the source of its own cell (no trace decides it).
+NAMES_CDIST = {
+    "a call": "def pairwise_sq_distances(x, y):\n    return torch.cdist(x, y) ** 2\n",
+    "an import": "from torch import cdist\n\n\ndef pairwise_sq_distances(x, y):\n    return cdist(x, y) ** 2\n",
+    "a name as a string": 'def pairwise_sq_distances(x, y):\n    return getattr(torch, "cdist")(x, y) ** 2\n',
+    "pdist's kernel": "def pairwise_sq_distances(x, y):\n    return torch._cdist_forward(x, y, 2.0, None) ** 2\n",
+}
+HONEST = {
+    "a docstring that names it": 'def pairwise_sq_distances(x, y):\n    """torch.cdist(x, y) ** 2, by hand."""\n'
+                                 "    return ((x[:, None] - y[None]) ** 2).sum(-1)\n",
+    "a comment": "def pairwise_sq_distances(x, y):\n    # unlike cdist, no square root\n"
+                 "    return ((x[:, None] - y[None]) ** 2).sum(-1)\n",
+}
+
+
+@pytest.mark.parametrize("case", NAMES_CDIST)
+def test_a_cell_that_names_the_library_distance_is_found(case: str) -> None:
+    assert library_distances([{"id": "pairwise_sq_distances", "source": NAMES_CDIST[case]}], "pairwise_sq_distances")
+
+
+@pytest.mark.parametrize("case", HONEST)
+def test_a_cell_that_only_mentions_it_in_prose_is_not(case: str) -> None:
+    assert not library_distances([{"id": "pairwise_sq_distances", "source": HONEST[case]}], "pairwise_sq_distances")
+    assert not library_distances([{"id": "row_sum", "source": NAMES_CDIST["a call"]}], "pairwise_sq_distances")

@@ -83,11 +83,9 @@ def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_ty
 
 def test_the_loop_that_precomputed_and_hid_its_operations_earns_nothing(tmp_path: Path) -> None:
     g = grade_fast(solved(tmp_path, "05_batch_gather", batch_gather=GATHER_ATTACK), only="vectorized or speed")
-    checks = by_name(g)
     assert g.score == 0 and g.max_score == 7, [(r.name, r.output) for r in g.results]  # +7 before the fix
-    vectorized = checks["check_batch_gather_vectorized"].output
-    assert "Not scored" in vectorized and "line 11: sys.modules" in vectorized, vectorized
-    assert "faster than the guide's loop" in checks["check_batch_gather_speed"].output  # timed honestly
+    # The judge's clock sees the loop, whatever it hid from the operation trace.
+    assert "took more than 8x the time" in by_name(g)["check_batch_gather_speed"].output
     assert any("torch.utils._python_dispatch" in flag for flag in g.integrity), g.integrity
 
 
@@ -110,11 +108,11 @@ def test_the_float32_step_that_rewrote_the_harness_records_earns_nothing(tmp_pat
 
 def test_a_flagged_submission_keeps_its_honestly_verified_points(tmp_path: Path) -> None:
     code = "import gc\n" + solution_cells("05_batch_gather")["batch_gather"]
-    g = grade_fast(solved(tmp_path, "05_batch_gather", batch_gather=code), only="vectorized or notebook_example")
+    g = grade_fast(solved(tmp_path, "05_batch_gather", batch_gather=code), only="device or notebook_example")
     checks = by_name(g)
     assert checks["check_batch_gather_notebook_example"].status == "passed"
-    assert checks["check_batch_gather_vectorized"].status == "failed"
-    assert "cell 'batch_gather', line 1: import gc" in checks["check_batch_gather_vectorized"].output
+    assert checks["check_batch_gather_device"].status == "failed"
+    assert "cell 'batch_gather', line 1: import gc" in checks["check_batch_gather_device"].output
 
 
 DEPRECATED_QUIET = '''

@@ -94,17 +94,15 @@ def test_a_broken_rule_voids_its_task_alone_and_each_check_says_how_it_did_on_it
 
 
 def test_a_speed_checks_figures_arrive_in_measured_and_in_results_json(tmp_path: Path) -> None:
-    g = grade_fast(solved(tmp_path, "04_overloaded_ops"), only="check_row_sum_speed or check_row_sum_vectorized")
-    checks = by_name(g)
-    speed = checks["check_row_sum_speed"]
+    g = grade_fast(solved(tmp_path, "04_overloaded_ops"), only="check_row_sum_speed")
+    speed = by_name(g)["check_row_sum_speed"]
     assert speed.outcome is Outcome.PASSED
     figures = speed.measured
-    assert figures[fmt.NEEDED_RATIO] == 4.0 and figures[fmt.RATIO] >= 4.0
+    # The bar is at most 8x the reference's time: the ratio (the reference's time over the student's) >= 1 / 8.
+    assert figures[fmt.NEEDED_RATIO] == 1 / 8 and figures[fmt.RATIO] >= 1 / 8
     assert figures[fmt.RATIO] == pytest.approx(figures[fmt.REFERENCE_SECONDS] / figures[fmt.STUDENT_SECONDS])
-    assert f"{figures[fmt.RATIO]:.1f}x (median" in speed.output  # the note the student reads, as before
+    assert f"{1 / figures[fmt.RATIO]:.2g}x its time (fastest" in speed.output  # the note the student reads
     assert fmt.CUDA_EVENTS_RATIO not in figures  # on CPU there are no CUDA events
-    ops = checks["check_row_sum_vectorized"].measured
-    assert ops[fmt.OPS_SMALL] == ops[fmt.OPS_LARGE] > 0
     tests = _tests(g)
     assert fmt.measured(tests["check_row_sum_speed"]) == figures
     assert fmt.outcome(tests["check_row_sum_speed"]) is Outcome.PASSED
