@@ -25,7 +25,8 @@ from torch import Tensor
 from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
 from autograder.judging.plugin import check
-from autograder.judging.source import listed, names_used, subclasses, task_code, unreadable
+from autograder.judging.notebook import Submission
+from autograder.judging.source import Use, listed, names_used, subclasses, task_code, unreadable
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
 
@@ -141,20 +142,25 @@ RULE_HINT = ("Build it from tensor operations (amax or max, exp, sum, log, torch
 EXAMPLES = {"softmax": SOFTMAX_EXAMPLE, "softmax_cross_entropy": XENT_EXAMPLE, "log_softmax": LOG_SOFTMAX_EXAMPLE}
 
 
+def rule_breaks(submission: Submission, task: str) -> tuple[list[Use], list[Use]]:
+    """What breaks the rule in the code `task` reaches: (library softmaxes it names, names the judge cannot read).
+    softmax_cross_entropy runs with the kit's softmax (harness.py), so its reach stops at `softmax`: a library
+    softmax there costs the softmax task alone."""
+    code = task_code(submission, task, stop={"softmax"} if task == "softmax_cross_entropy" else set())
+    return names_used(code, LIBRARY_SHORTCUTS), unreadable(code)
+
+
 def expect_by_hand(api: Api, task: str) -> None:
     """The rule that only the source can show: the task's code (its cell and the answer cells it reaches) names
-    no library softmax, and nothing the judge cannot read. softmax_cross_entropy runs with the kit's softmax
-    (harness.py), so its reach stops at `softmax`: a library softmax there costs the softmax task alone.
+    no library softmax, and nothing the judge cannot read (rule_breaks).
     The task must run on the notebook's example first: a stub earns no point for keeping a rule."""
     getattr(api, task)(*EXAMPLES[task])
-    code = task_code(api.student.submission, task, stop={"softmax"} if task == "softmax_cross_entropy" else set())
-    used = names_used(code, LIBRARY_SHORTCUTS)
+    used, hidden = rule_breaks(api.student.submission, task)
     if used:
         raise failure(call=f"the judge's reading of the code of `{task}`",
                       expected="no torch.softmax, log_softmax, cross_entropy or other library softmax",
                       got=listed(used), problem="the exercise is to compute it yourself; this notebook's rule "
                       "forbids the library's versions, so none of this exercise's checks counts.", hint=RULE_HINT)
-    hidden = unreadable(code)
     if hidden:
         raise failure(call=f"the judge's reading of the code of `{task}`",
                       expected="every function called by its name", got=listed(hidden),

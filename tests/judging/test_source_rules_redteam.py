@@ -1,0 +1,168 @@
+"""Attacks on 07's rule read from the source (autograder/judging/source.py), with the code in hand.
+
+Each attack is a submission whose softmax (or cross entropy) calls a library softmax and that scored full marks
+on that task at 7eaac52, the first commit of the rule: hidden from the judge's reading (a name it did not know,
+code in another cell that it did not reach, a lookup it could not read) or from the rule check itself (an
+error on the notebook's example, the kit's softmax kept from the cross entropy's grading). The reading of each
+must now break the rule; a few go through a whole grading.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autograder.chapters.ch07_numerical_stability.checks import rule_breaks
+from autograder.judging.notebook import Submission
+from autograder.judging.registry import CHAPTERS
+from tests.kit import by_name, grade_fast, solution_cells, solved, task_scores
+
+CHAPTER = "07_numerical_stability"
+
+
+def submission(**cells: str) -> Submission:
+    return Submission(Path("x.ipynb"), CHAPTERS[CHAPTER], [{"id": k, "source": v} for k, v in cells.items()])
+
+
+def softmax_calling(body: str) -> str:
+    return f"def softmax(logits, dim=-1):\n    return {body}\n"
+
+
+def xent_calling(body: str) -> str:
+    return f"def softmax_cross_entropy(labels, logits, dim=-1):\n    return {body}\n"
+
+
+# Library functions that compute a softmax, its log or a cross entropy under names that were not on the list.
+OTHER_NAMES = {
+    "private torch": softmax_calling("torch._softmax(logits, dim, False)"),
+    "aten's private op": softmax_calling("torch.ops.aten._log_softmax(logits, dim, False).exp()"),
+    "masked": softmax_calling("torch._masked_softmax(logits, torch.zeros_like(logits, dtype=torch.bool), dim)"),
+    "adaptive log softmax": "def softmax(logits, dim=-1):\n    m = torch.nn.AdaptiveLogSoftmaxWithLoss(4, 4, [2])\n"
+                            "    return m.log_prob(logits).exp()\n",
+}
+OTHER_LOSSES = {
+    "the C loss": xent_calling("torch._C._nn.cross_entropy_loss(logits, labels, None, 0, -100, 0.0)"),
+    "linear cross entropy": xent_calling("F.linear_cross_entropy(logits, torch.eye(logits.shape[-1]), labels)"),
+}
+# Another answer cell (the stretch task's, worth no core point) arranges what the task's own code calls: code
+# that runs when that cell loads, or a definition the reading did not follow.
+SACRIFICE = {
+    "setattr on Tensor": (softmax_calling("logits.normalized(dim)"),
+                          "setattr(torch.Tensor, 'normalized', torch.Tensor.softmax)\n"),
+    "attribute assignment on Tensor": (softmax_calling("logits.normalized(dim)"),
+                                       "torch.Tensor.normalized = torch.Tensor.softmax\n"),
+    "a container filled later": ("OPS = {}\n\n\n" + softmax_calling("OPS['f'](logits, dim)"),
+                                 "OPS.update(f=torch.softmax)\n"),
+    "a name bound inside an if": (softmax_calling("helper(logits, dim)"), "if True:\n    helper = torch.softmax\n"),
+    "a name bound by a for loop": (softmax_calling("helper(logits, dim)"),
+                                   "for helper in [torch.softmax]:\n    pass\n"),
+    "a name bound by a walrus": (softmax_calling("helper(logits, dim)"), "(helper := torch.softmax)\n"),
+    "a name bound by with": (softmax_calling("helper(logits, dim)"),
+                             "import contextlib\n\nwith contextlib.nullcontext(F.softmax) as helper:\n    pass\n"),
+    "a global set by a function run at load": (softmax_calling("helper(logits, dim)"),
+                                               "def _install():\n    global helper\n    helper = F.softmax\n\n\n"
+                                               "_install()\n"),
+    "the task redefined later": (softmax_calling("logits"), softmax_calling("torch.softmax(logits, dim)")),
+    "a class body run at load": (softmax_calling("logits.normalized(dim)"),
+                                 "class _Installer:\n    torch.Tensor.normalized = torch.Tensor.softmax\n"),
+    "a default argument run at load": (softmax_calling("logits.normalized(dim)"),
+                                       "def _unused(x=setattr(torch.Tensor, 'normalized', torch.Tensor.softmax)):\n"
+                                       "    pass\n"),
+    "a decorator run at load": (softmax_calling("logits.normalized(dim)"),
+                                "@lambda f: setattr(torch.Tensor, 'normalized', torch.Tensor.softmax)\n"
+                                "def _unused():\n    pass\n"),
+    "a global forward hook": ("class Norm(torch.nn.Module):\n    def forward(self, x, dim):\n        return x\n\n\n"
+                              "_norm = Norm()\n\n\n" + softmax_calling("_norm(logits, dim)"),
+                              "torch.nn.modules.module.register_module_forward_hook(\n"
+                              "    lambda m, a, out: F.softmax(a[0], a[1]))\n"),
+    "a star import rebinding the task": (softmax_calling("logits"), "from torch.special import *\n"),
+}
+# Lookups by a name in a string, or names the reading could not see.
+UNREAD = {
+    "star import": "from torch import *\n\n\n" + softmax_calling("log_softmax(logits, dim).exp()"),
+    "getattr passed as a value": softmax_calling("next(map(getattr, [torch], ['softmax']))(logits, dim)"),
+    "reduce over getattr": "import functools\n\n\n"
+                           + softmax_calling("functools.reduce(getattr, ['nn', 'functional', 'softmax'], torch)"
+                                             "(logits, dim)"),
+    "an op namespace's __getattr__": softmax_calling("torch.ops.aten.__getattr__('softmax')(logits, dim)"),
+    "pickle": "import pickle\n\n\n" + softmax_calling("pickle.loads(b'ctorch\\nsoftmax\\n.')(logits, dim)"),
+    "pydoc": "import pydoc\n\n\n" + softmax_calling("pydoc.locate('torch.softmax')(logits, dim)"),
+    "pkgutil": "import pkgutil\n\n\n" + softmax_calling("pkgutil.resolve_name('torch:softmax')(logits, dim)"),
+    "getattr_static": "import inspect\n\n\n" + softmax_calling("inspect.getattr_static(torch, 'softmax')(logits, dim)"),
+    "getmembers": "import inspect\n\n\n"
+                  + softmax_calling("dict(inspect.getmembers(torch))['soft' + 'max'](logits, dim)"),
+    "type hints": "import typing\n\n\ndef _h(x: typing.ForwardRef(''.join(reversed('xamtfos.hcrot')))):\n    pass\n\n\n"
+                  + softmax_calling("typing.get_type_hints(_h)['x'](logits, dim)"),
+    "torch's catalogue of functions": softmax_calling(
+        "[f for f in torch.overrides.get_overridable_functions()[torch] if f.__name__[::-1] == 'xamtfos'][0]"
+        "(logits, dim)"),
+    "a function's code object": "def _lib(x, d):\n    return x\n\n\n" + softmax_calling("_lib.__code__"),
+}
+
+
+def _cells(form: str) -> dict[str, str]:
+    if form in SACRIFICE:
+        own, other = SACRIFICE[form]
+        return {"softmax": own, "log_softmax": other}
+    if form in OTHER_LOSSES:
+        return {"softmax_cross_entropy": OTHER_LOSSES[form]}
+    return {"softmax": {**OTHER_NAMES, **UNREAD}[form]}
+
+
+@pytest.mark.parametrize("form", [*OTHER_NAMES, *OTHER_LOSSES, *SACRIFICE, *UNREAD])
+def test_a_library_softmax_the_reading_missed_breaks_the_rule(form: str) -> None:
+    cells = {**solution_cells(CHAPTER), **_cells(form)}
+    task = "softmax_cross_entropy" if form in OTHER_LOSSES else "softmax"
+    assert any(rule_breaks(submission(**cells), task)), form
+
+
+def test_another_cells_library_code_at_load_reaches_every_task_but_its_unused_definitions_do_not() -> None:
+    own, other = SACRIFICE["setattr on Tensor"]
+    cells = {**solution_cells(CHAPTER), "softmax": own, "log_softmax": other}
+    assert any(rule_breaks(submission(**cells), "softmax_cross_entropy"))  # it runs before every task is graded
+    unused = "def _compare(x):\n    return torch.softmax(x, -1)\n"
+    cells = {**solution_cells(CHAPTER), "log_softmax": solution_cells(CHAPTER)["log_softmax"] + "\n\n" + unused}
+    assert not any(rule_breaks(submission(**cells), "softmax"))
+    assert any(rule_breaks(submission(**cells), "log_softmax"))
+
+
+# Whole gradings: the attack's points on that task at 7eaac52 -> now.
+GRADED = {
+    # the rule check ran the example first: an error there was the student's, and voided nothing
+    "an error on the example only": ({"softmax": "def softmax(logits, dim=-1):\n"
+                                                 "    if logits.shape == (2,) and float(logits[0]) == 1000.0:\n"
+                                                 "        raise ValueError('no')\n"
+                                                 "    return torch.softmax(logits, dim)\n"}, "softmax"),  # 8 -> 0
+    # the kit's softmax, lent to the cross entropy while it is graded, kept for the softmax task's checks
+    "the kit's softmax kept": ({"softmax": "_box = []\n\n\n" + softmax_calling("_box[0](logits, dim) if _box else logits"),
+                                "softmax_cross_entropy": "def softmax_cross_entropy(labels, logits, dim=-1):\n"
+                                                         "    _box.append(softmax)\n"
+                                                         "    return -(labels * (logits - torch.logsumexp(logits, dim, "
+                                                         "keepdim=True))).sum(dim)\n"}, "softmax"),  # 10 -> 0
+    "a star import": ({"softmax": UNREAD["star import"]}, "softmax"),  # 10 -> 0
+    "the stretch cell's setattr": (_cells("setattr on Tensor"), "softmax"),  # 10 -> 0
+    # a line nested deeper than the judge's recursive reading: the scan crashed the whole grading
+    "code nested too deeply to read": ({"softmax": softmax_calling("torch.softmax(logits, dim)")
+                                        + "\n_pad = getattr(torch, 'exp' + " + " + ".join(['""'] * 1200) + ")\n"},
+                                       "softmax"),  # RecursionError -> 0
+}
+
+
+@pytest.mark.parametrize("form", GRADED)
+def test_the_attack_scores_nothing_on_its_task(tmp_path: Path, form: str) -> None:
+    cells, task = GRADED[form]
+    g = grade_fast(solved(tmp_path, CHAPTER, **cells))
+    assert task_scores(g)[task] == 0, [(r.name, r.outcome, r.output[:200]) for r in g.results if r.task == task]
+    other = "softmax_cross_entropy" if task == "softmax" else "softmax"
+    if form != "the stretch cell's setattr":  # code run at load counts for every task
+        assert task_scores(g)[other] == 10, [(r.name, r.output[:300]) for r in g.results if r.task == other]
+
+
+def test_a_rule_check_runs_with_its_tasks_checks_whatever_the_selection(tmp_path: Path) -> None:
+    g = grade_fast(solved(tmp_path, CHAPTER, softmax=softmax_calling("torch.softmax(logits, dim)")),
+                   only="random_batches")
+    checks = by_name(g)
+    assert checks["check_softmax_by_hand"].score == 0 and checks["check_softmax_random_batches"].score == 0, [
+        (r.name, r.outcome) for r in g.results]
+    assert checks["check_xent_random_batches"].score == checks["check_xent_random_batches"].points
