@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,8 +83,37 @@ CALLS = {
 DYNAMIC = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 LIBRARY_SETTINGS = ("torch.backends.",)  # library attributes that ordinary code sets (cudnn.benchmark, tf32)
 MAX_FLAGS = 20  # flags a report lists; it counts them all
+# Levels of syntax the judge reads (the course's own code nests at most 19). Its readers recurse once or a few
+# times a level, so deeper code (1 + 1 + ... a thousand times) would overflow Python's stack in the judge while
+# the child, which only compiles it, runs it.
+MAX_DEPTH = 100
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _GRADER_NAME = re.compile(r"\b(autograder|__harness__|kit)\.[A-Za-z_]|^\s*(autograder|__harness__)\s*$")
+
+
+class TooDeep(Exception):
+    """Code nested deeper than the judge reads (MAX_DEPTH)."""
+
+
+def parse_cell(source: str) -> ast.Module:
+    """The cell's syntax tree. SyntaxError when it does not parse (it fails to load in the child as well);
+    TooDeep when it nests past MAX_DEPTH, which the judge does not read (the child may still run it)."""
+    try:
+        tree = ast.parse(source)
+    except ValueError as e:  # null bytes
+        raise SyntaxError(str(e)) from None
+    except (RecursionError, MemoryError):  # building the tree recursed too deep here: compile() may not
+        raise TooDeep from None
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise TooDeep
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return tree
+
+
+TOO_DEEP = f"code nested more than {MAX_DEPTH} levels deep, which the judge does not read"
 
 
 @dataclass(frozen=True)
@@ -445,7 +475,7 @@ def _own(trees: list[ast.AST], classes: set[str]) -> Own:
     return Own(classes, private, {k: v for k, v in loops.items() if stores.get(k) == constant_loops[k]})
 
 
-def _aliases(trees: list[ast.AST]) -> dict[str, str]:
+def aliases(trees: list[ast.AST]) -> dict[str, str]:
     """Import-bound names, and names assigned from them (t = torch; s = sys), -> dotted names."""
     origin: dict[str, str] = {}
     for tree in trees:
@@ -472,17 +502,26 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 @functools.lru_cache(maxsize=64)
 def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ...]:
-    trees: dict[str, ast.AST] = {}
+    trees: dict[str, ast.Module] = {}
+    unread: list[Flag] = []
     for cell, source in sources:
         try:
-            trees[cell] = ast.parse(source)
-        except (SyntaxError, ValueError):  # the cell fails to load anyway: it earns nothing to forge
+            trees[cell] = parse_cell(source)
+        except SyntaxError:  # the cell fails to load anyway: it earns nothing to forge
             continue
+        except TooDeep:
+            unread.append(Flag(cell, 1, "the whole cell", TOO_DEEP))
+    order = {cell: i for i, (cell, _) in enumerate(sources)}
+    return tuple(sorted(unread + scan_trees(trees, preamble), key=lambda f: (order[f.cell], f.line)))
+
+
+def scan_trees(trees: Mapping[str, ast.Module], preamble: str = "") -> list[Flag]:
+    """The flags of parsed cells (parse_cell), by cell id; a tree may hold part of a cell's statements."""
     try:
         extra: list[ast.AST] = [ast.parse(preamble)]
     except SyntaxError:
         extra = []
-    origin = _aliases(list(trees.values()) + extra)
+    origin = aliases([*trees.values(), *extra])
     import_bound = set(origin)
     bound: set[str] = set()
     classes: set[str] = set()
@@ -490,7 +529,7 @@ def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ..
         b, c = _bound(tree)
         bound |= b
         classes |= c
-    own = _own(list(trees.values()), classes)
+    own = _own([*trees.values()], classes)
     flags: list[Flag] = []
     for cell, tree in trees.items():
         scanner = _Scanner(cell, import_bound, bound - import_bound, own, _docstrings(tree), origin)
@@ -499,7 +538,7 @@ def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ..
     seen: dict[tuple[str, int, str], Flag] = {}
     for f in flags:  # one flag per reason and line: a.b.c and a.b are one construct
         seen.setdefault((f.cell, f.line, f.why), f)
-    return tuple(seen.values())
+    return list(seen.values())
 
 
 def scan_cells(cells: list[dict[str, str]], preamble: str = "") -> list[Flag]:
@@ -523,7 +562,7 @@ def references(submission: Any, dotted: str, cell: str | None = None) -> list[tu
             tree = ast.parse(c["source"])
         except (SyntaxError, ValueError):
             continue
-        origin = _aliases([tree, ast.parse(submission.chapter.preamble)])
+        origin = aliases([tree, ast.parse(submission.chapter.preamble)])
         for node in ast.walk(tree):
             names: list[str] = []
             if isinstance(node, ast.Import):

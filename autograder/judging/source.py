@@ -4,28 +4,43 @@ Some rules of an exercise are about how it is written, not what it returns:
 07's softmax is built by hand, not with torch.softmax; 08's step uses torch.amp,
 not the deprecated torch.cuda.amp. Nothing measured inside the student's process
 can show them honestly, so the judge reads the code itself, with `ast` (nothing
-is run). A rule is checked on the code the task can reach: its own answer cell and
-every definition it uses from other answer cells, transitively. It costs that task alone
-(a check declared `@check(..., rule=True)`, autograder/judging/plugin.py).
+is run). A rule is checked on the code the task can reach: its own answer cell
+whole; the code of the other answer cells that runs when they load (everything
+but the bodies of functions and methods, which run only when called: a line
+there can patch torch or fill a table the task reads); and every function or
+class it uses from other answer cells, transitively. It costs that task alone (a
+check declared `@check(..., rule=True)`, autograder/judging/plugin.py).
 
 Names the judge cannot read (an attribute looked up by a computed string, exec,
-__import__) would hide a forbidden call, so where a rule applies they break it
-too; the notebook states both.
+__import__, a star import, the tools that find objects by a name in a string,
+and every construct the review scan flags, autograder/judging/scan.py) would
+hide a forbidden call, so where a rule applies they break it too; the notebook
+states both.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from autograder.judging.notebook import Submission
-from autograder.judging.scan import folded
+from autograder.judging.scan import TOO_DEEP, TooDeep, aliases, folded, parse_cell, scan_trees
 
 DYNAMIC_LOOKUPS = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 RUNS_STRINGS = {"exec", "eval", "compile", "__import__", "globals", "locals", "vars", "import_module"}
-NAMESPACES = {"__dict__", "__getattribute__", "__builtins__", "__globals__"}
+NAMESPACES = {"__dict__", "__getattribute__", "__getattr__", "__builtins__", "__globals__", "__annotations__"}
+# Modules, and names anywhere, that find an object from a name in a string or data (beyond what the review scan
+# flags: gc, inspect, importlib, pickle, ...), or list every function of a library to pick one by behaviour.
+RESOLVER_MODULES = {"pydoc", "pkgutil", "runpy", "code", "codeop", "timeit", "shelve", "types", "unittest", "logging",
+                    "string", "torch.load", "torch.serialization", "torch.jit", "torch.hub", "torch.package",
+                    "torch.utils.cpp_extension", "torch.overrides", "numpy.load"}
+RESOLVERS = {"getattr_static", "getmembers", "resolve_name", "locate", "run_path", "run_module", "get_type_hints",
+             "ForwardRef", "CompilationUnit", "load_inline", "get_overridable_functions", "get_testing_overrides",
+             "get_ignored_functions", "load", "loads"}
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -40,11 +55,13 @@ class Use:
 
 @dataclass(frozen=True)
 class TaskCode:
-    """The code a task can reach, parsed: (cell id, tree) of its own cell, then of the definitions it uses from
-    other answer cells."""
+    """The code a task can reach, parsed: (cell id, tree) of its own cell, then of what it reaches in the other
+    answer cells; the answer cells nested too deeply to read (scan.parse_cell); the chapter's preamble."""
 
     task: str
     cells: tuple[tuple[str, ast.Module], ...]
+    unread: tuple[str, ...] = ()
+    preamble: str = ""
 
     def walk(self) -> Iterator[tuple[str, ast.AST]]:
         for cell, tree in self.cells:
@@ -52,16 +69,27 @@ class TaskCode:
                 yield cell, node
 
 
-def _binds(node: ast.stmt) -> set[str]:
-    """Names a top-level statement binds (def, class, assignment, import)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
-    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return {a.asname or a.name.split(".")[0] for a in node.names}
-    return set()
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _statement(node: ast.expr) -> ast.stmt:
+    return ast.copy_location(ast.Expr(value=node), node)
+
+
+def _load_time(node: ast.stmt) -> list[ast.stmt]:
+    """What a definition runs when its cell loads: a function's decorators, defaults and annotations; a class's
+    decorators, bases and keywords, and its body but for the bodies of its methods."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = node.args
+        parts = [*node.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None),
+                 *(arg.annotation for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+                   if arg is not None and arg.annotation is not None),
+                 *([node.returns] if node.returns else [])]
+        return [_statement(p) for p in parts]
+    if isinstance(node, ast.ClassDef):
+        head = [_statement(p) for p in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]]
+        return head + [s for item in node.body for s in _load_time(item)]
+    return [node]
 
 
 def _loaded(tree: ast.AST) -> set[str]:
@@ -69,43 +97,70 @@ def _loaded(tree: ast.AST) -> set[str]:
 
 
 def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozenset()) -> TaskCode:
-    """The task's own cell, whole, and from the other answer cells every top-level definition of a name it
-    loads, transitively, except the names in `stop` (ones the grading replaces). A cell that does not parse is
-    left out: it fails to load, and every check of its task fails with it."""
+    """The task's own cell, whole; from the other answer cells, the code that runs when they load, and every
+    top-level function or class that binds a name the reached code loads or the task's own name (which a later
+    cell may define again), transitively, except the names in `stop` (ones the grading replaces). A cell that
+    does not parse is left out: it fails to load, and every check of its task fails with it."""
     trees: dict[str, ast.Module] = {}
+    unread: list[str] = []
     for cell in submission.cells:
         try:
-            trees[cell["id"]] = ast.parse(cell["source"])
-        except (SyntaxError, ValueError):
+            trees[cell["id"]] = parse_cell(cell["source"])
+        except SyntaxError:
             continue
+        except TooDeep:
+            unread.append(cell["id"])
+    preamble = submission.chapter.preamble
     if task not in trees:
-        return TaskCode(task, ())
+        return TaskCode(task, (), tuple(unread), preamble)
     taken: dict[str, list[ast.stmt]] = {task: list(trees[task].body)}
-    todo: list[ast.AST] = [trees[task]]
-    while todo:
-        wanted = _loaded(todo.pop()) - stop
-        for name, tree in trees.items():
-            if name == task:
-                continue
+    definitions: dict[str, list[tuple[str, ast.stmt]]] = {}
+    for name, tree in trees.items():
+        if name != task:
             for node in tree.body:
-                if wanted & _binds(node) and node not in taken.setdefault(name, []):
-                    taken[name].append(node)
-                    todo.append(node)
+                taken.setdefault(name, []).extend(_load_time(node))
+                if isinstance(node, DEFINITIONS):
+                    definitions.setdefault(node.name, []).append((name, node))
+    todo: list[ast.AST] = [s for body in taken.values() for s in body]
+    followed: set[str] = set(stop)
+    wanted = {task}
+    while wanted or todo:
+        wanted = (wanted | {n for t in todo for n in _loaded(t)}) - followed
+        found = [(where, node) for name in wanted for where, node in definitions.get(name, [])]
+        for where, node in found:
+            taken[where].append(node)
+        todo = [node for _, node in found]
+        followed |= wanted
+        wanted = set()
     return TaskCode(task, tuple((name, ast.Module(body=body, type_ignores=[])) for name, body in taken.items()
-                                if body))
+                                if body), tuple(unread), preamble)
 
 
 def _imported(code: TaskCode) -> dict[str, str]:
-    """Names bound by imports in the reached cells -> the dotted name each stands for."""
-    names: dict[str, str] = {}
-    for _, node in code.walk():
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                names[a.asname or a.name] = f"{node.module or ''}.{a.name}"
-    return names
+    """Names bound by imports in the reached cells and the preamble (and names assigned from them) -> the
+    dotted name each stands for."""
+    try:
+        preamble = [ast.parse(code.preamble)]
+    except SyntaxError:
+        preamble = []
+    return aliases([*preamble, *(tree for _, tree in code.cells)])
+
+
+def _words(name: str) -> tuple[str, ...]:
+    """A name's words, lower case: AdaptiveLogSoftmaxWithLoss, _adaptive_log_softmax_with_loss -> adaptive log
+    softmax with loss."""
+    return tuple(w.lower() for w in _WORD.findall(name))
+
+
+def _names(wanted: Iterable[str]) -> list[tuple[str, ...]]:
+    return [_words(n) for n in wanted]
+
+
+def _names_one(name: str, wanted: list[tuple[str, ...]]) -> bool:
+    """Whether `name` is one of the wanted names or holds one among its words (torch._log_softmax,
+    cross_entropy_loss, nn.AdaptiveLogSoftmaxWithLoss for softmax, cross_entropy)."""
+    words = _words(name)
+    return any(words[i:i + len(w)] == w for w in wanted for i in range(len(words) - len(w) + 1))
 
 
 def _lookup_names(node: ast.Call) -> list[str | None]:
@@ -121,36 +176,40 @@ def _lookup_names(node: ast.Call) -> list[str | None]:
 
 
 def names_used(code: TaskCode, names: Iterable[str]) -> list[Use]:
-    """Every place the reached code names one of `names`: as an attribute of anything (torch.softmax,
-    x.softmax, F.cross_entropy), an import (from torch import softmax), or a getattr-like lookup with a name
-    built from constants (getattr(torch, "soft" + "max")). The student's own functions of that name are not
-    counted (07's softmax cell defines `softmax`)."""
-    wanted = set(names)
+    """Every place the reached code names one of `names`, or a name holding one among its words: as an attribute
+    of anything (torch.softmax, x.softmax, F.cross_entropy, torch._log_softmax), an import (from torch import
+    softmax), or a getattr-like lookup with a name built from constants (getattr(torch, "soft" + "max")). The
+    student's own functions of that name are not counted (07's softmax cell defines `softmax`); an attribute of
+    the student's own objects is, since the judge cannot tell it from a tensor's."""
+    wanted = _names(names)
     imported = _imported(code)
+
+    def named(dotted: str) -> bool:
+        return any(_names_one(part, wanted) for part in re.split(r"[.:]", dotted))
+
     found: list[Use] = []
     for cell, node in code.walk():
         hits: list[str] = []
-        if isinstance(node, ast.Attribute) and node.attr in wanted:
-            hits.append(ast.unparse(node))
+        if isinstance(node, ast.Attribute) and _names_one(node.attr, wanted):
+            hits.append(_unparsed(node))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
-            hits += [f"import {a.name}" for a in node.names
-                     if wanted & set(f"{module}.{a.name}".split("."))]
-        elif isinstance(node, ast.Name) and node.id in imported and wanted & set(imported[node.id].split(".")):
+            hits += [f"import {a.name}" for a in node.names if named(f"{module}.{a.name}")]
+        elif isinstance(node, ast.Name) and node.id in imported and named(imported[node.id]):
             hits.append(f"{node.id} (imported as {imported[node.id]})")
         elif isinstance(node, ast.Call):
-            for looked in _lookup_names(node):
-                if looked is not None and wanted & set(looked.split(".")):
-                    hits.append(ast.unparse(node))
+            hits += [_unparsed(node) for looked in _lookup_names(node) if looked is not None and named(looked)]
         found += [Use(cell, getattr(node, "lineno", 0), _short(text)) for text in hits]
     return _unique(found)
 
 
 def unreadable(code: TaskCode) -> list[Use]:
     """Places where the reached code names something the judge cannot read: an attribute looked up by a name
-    computed at run time (except on the student's own `self`), code run from strings, imports by name, and
-    namespaces used as dictionaries."""
-    found: list[Use] = []
+    computed at run time (except on the student's own `self`), code run from strings, imports by name, star
+    imports, namespaces used as dictionaries, tools that find objects by a name in a string or data, every
+    construct the review scan flags, and cells nested too deeply to read."""
+    imported = _imported(code)
+    found = [Use(cell, 1, f"the whole cell: {TOO_DEEP}") for cell in code.unread]
     for cell, node in code.walk():
         text = None
         if isinstance(node, ast.Call):
@@ -159,14 +218,47 @@ def unreadable(code: TaskCode) -> list[Use]:
             looked = _lookup_names(node)
             own = bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id in {"self", "cls"}
             if any(n is None for n in looked) and not own:
-                text = f"{ast.unparse(node)}: an attribute name computed at run time"
+                text = f"{_unparsed(node)}: an attribute name computed at run time"
             elif name in RUNS_STRINGS:
-                text = f"{ast.unparse(node)}: code or names from strings"
+                text = f"{_unparsed(node)}: code or names from strings"
         elif isinstance(node, ast.Attribute) and node.attr in NAMESPACES:
-            text = f"{ast.unparse(node)}: a namespace used as a dictionary"
+            text = f"{_unparsed(node)}: a namespace used as a dictionary"
+        elif (isinstance(node, ast.Attribute) and node.attr in RESOLVERS) or (
+                isinstance(node, ast.Name) and imported.get(node.id, "").split(".")[-1] in RESOLVERS):
+            text = f"{_unparsed(node)}: finds an object by a name in a string or data"
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            text = f"from {node.module} import *: binds names the judge cannot list"
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            paths = [f"{module}.{a.name}".lstrip(".") for a in node.names]
+            if any(_within(p, RESOLVER_MODULES) for p in paths):
+                text = f"{_unparsed(node)}: a module that finds objects by names in strings"
+        elif isinstance(node, ast.Attribute):
+            root, attrs = _chain(node)
+            if isinstance(root, ast.Name) and root.id in imported and _within(
+                    ".".join([imported[root.id], *attrs]), RESOLVER_MODULES):
+                text = f"{_unparsed(node)}: finds objects by names in strings"
         if text:
             found.append(Use(cell, getattr(node, "lineno", 0), _short(text)))
-    return _unique(found)
+    flags = scan_trees(dict(code.cells), code.preamble)
+    found += [Use(f.cell, f.line, _short(f"{f.construct}: {f.why}")) for f in flags]
+    first: dict[tuple[str, int], Use] = {}
+    for use in _unique(found):  # one reason a line is enough
+        first.setdefault((use.cell, use.line), use)
+    return list(first.values())
+
+
+def _chain(node: ast.AST) -> tuple[ast.AST, list[str]]:
+    attrs: list[str] = []
+    while isinstance(node, ast.Attribute):
+        attrs.insert(0, node.attr)
+        node = node.value
+    return node, attrs
+
+
+def _within(dotted: str, modules: AbstractSet[str]) -> bool:
+    parts = dotted.split(".")
+    return any(".".join(parts[:i]) in modules for i in range(1, len(parts) + 1))
 
 
 def subclasses(code: TaskCode, base: str) -> list[tuple[str, ast.ClassDef]]:
@@ -177,14 +269,14 @@ def subclasses(code: TaskCode, base: str) -> list[tuple[str, ast.ClassDef]]:
     for cell, node in code.walk():
         if isinstance(node, ast.ClassDef):
             for b in node.bases:
-                root = b
-                attrs: list[str] = []
-                while isinstance(root, ast.Attribute):
-                    attrs.insert(0, root.attr)
-                    root = root.value
+                root, attrs = _chain(b)
                 if isinstance(root, ast.Name) and ".".join([imported.get(root.id, root.id), *attrs]) == base:
                     found.append((cell, node))
     return found
+
+
+def _unparsed(node: ast.AST) -> str:
+    return ast.unparse(node)
 
 
 def _short(text: str) -> str:

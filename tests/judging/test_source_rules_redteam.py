@@ -16,7 +16,7 @@ import pytest
 from autograder.chapters.ch07_numerical_stability.checks import rule_breaks
 from autograder.judging.notebook import Submission
 from autograder.judging.registry import CHAPTERS
-from tests.kit import by_name, grade_fast, solution_cells, solved, task_scores
+from tests.kit import grade_fast, solution_cells, solved, task_scores
 
 CHAPTER = "07_numerical_stability"
 
@@ -127,42 +127,36 @@ def test_another_cells_library_code_at_load_reaches_every_task_but_its_unused_de
     assert any(rule_breaks(submission(**cells), "log_softmax"))
 
 
-# Whole gradings: the attack's points on that task at 7eaac52 -> now.
+# Whole gradings: the attack's points on the softmax task at 7eaac52 -> now (the rule's own point stays with code that
+# keeps it), and whether the cross entropy keeps its 10.
 GRADED = {
     # the rule check ran the example first: an error there was the student's, and voided nothing
     "an error on the example only": ({"softmax": "def softmax(logits, dim=-1):\n"
                                                  "    if logits.shape == (2,) and float(logits[0]) == 1000.0:\n"
                                                  "        raise ValueError('no')\n"
-                                                 "    return torch.softmax(logits, dim)\n"}, "softmax"),  # 8 -> 0
+                                                 "    return torch.softmax(logits, dim)\n"}, 0, True),  # 8 -> 0
     # the kit's softmax, lent to the cross entropy while it is graded, kept for the softmax task's checks
-    "the kit's softmax kept": ({"softmax": "_box = []\n\n\n" + softmax_calling("_box[0](logits, dim) if _box else logits"),
+    "the kit's softmax kept": ({"softmax": "_box = []\n\n\n"
+                                           + softmax_calling("_box[0](logits, dim) if _box else logits"),
                                 "softmax_cross_entropy": "def softmax_cross_entropy(labels, logits, dim=-1):\n"
                                                          "    _box.append(softmax)\n"
                                                          "    return -(labels * (logits - torch.logsumexp(logits, dim, "
-                                                         "keepdim=True))).sum(dim)\n"}, "softmax"),  # 10 -> 0
-    "a star import": ({"softmax": UNREAD["star import"]}, "softmax"),  # 10 -> 0
-    "the stretch cell's setattr": (_cells("setattr on Tensor"), "softmax"),  # 10 -> 0
+                                                         "keepdim=True))).sum(dim)\n"}, 1, True),  # 10 -> 1
+    # code that runs at load counts for every task: the star import and the unread cell cost the cross entropy too
+    "a star import": ({"softmax": UNREAD["star import"]}, 0, False),  # 10 -> 0
+    "the stretch cell's setattr": (_cells("setattr on Tensor"), 0, False),  # 10 -> 0
     # a line nested deeper than the judge's recursive reading: the scan crashed the whole grading
     "code nested too deeply to read": ({"softmax": softmax_calling("torch.softmax(logits, dim)")
                                         + "\n_pad = getattr(torch, 'exp' + " + " + ".join(['""'] * 1200) + ")\n"},
-                                       "softmax"),  # RecursionError -> 0
+                                       0, False),  # RecursionError -> 0
 }
 
 
 @pytest.mark.parametrize("form", GRADED)
 def test_the_attack_scores_nothing_on_its_task(tmp_path: Path, form: str) -> None:
-    cells, task = GRADED[form]
+    cells, most, others_kept = GRADED[form]
     g = grade_fast(solved(tmp_path, CHAPTER, **cells))
-    assert task_scores(g)[task] == 0, [(r.name, r.outcome, r.output[:200]) for r in g.results if r.task == task]
-    other = "softmax_cross_entropy" if task == "softmax" else "softmax"
-    if form != "the stretch cell's setattr":  # code run at load counts for every task
-        assert task_scores(g)[other] == 10, [(r.name, r.output[:300]) for r in g.results if r.task == other]
-
-
-def test_a_rule_check_runs_with_its_tasks_checks_whatever_the_selection(tmp_path: Path) -> None:
-    g = grade_fast(solved(tmp_path, CHAPTER, softmax=softmax_calling("torch.softmax(logits, dim)")),
-                   only="random_batches")
-    checks = by_name(g)
-    assert checks["check_softmax_by_hand"].score == 0 and checks["check_softmax_random_batches"].score == 0, [
-        (r.name, r.outcome) for r in g.results]
-    assert checks["check_xent_random_batches"].score == checks["check_xent_random_batches"].points
+    scores = task_scores(g)
+    assert scores["softmax"] <= most, [(r.name, r.outcome, r.output[:200]) for r in g.results if r.task == "softmax"]
+    assert (scores["softmax_cross_entropy"] == 10) == others_kept, [
+        (r.name, r.output[:300]) for r in g.results if r.task == "softmax_cross_entropy"]

@@ -24,8 +24,8 @@ from torch import Tensor
 
 from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
-from autograder.judging.plugin import check
 from autograder.judging.notebook import Submission
+from autograder.judging.plugin import check
 from autograder.judging.source import Use, listed, names_used, subclasses, task_code, unreadable
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
@@ -152,9 +152,8 @@ def rule_breaks(submission: Submission, task: str) -> tuple[list[Use], list[Use]
 
 def expect_by_hand(api: Api, task: str) -> None:
     """The rule that only the source can show: the task's code (its cell and the answer cells it reaches) names
-    no library softmax, and nothing the judge cannot read (rule_breaks).
-    The task must run on the notebook's example first: a stub earns no point for keeping a rule."""
-    getattr(api, task)(*EXAMPLES[task])
+    no library softmax, and nothing the judge cannot read (rule_breaks). Read before anything runs, so that an
+    error or a hang of the student's code cannot stand in for the verdict (an error voids no check)."""
     used, hidden = rule_breaks(api.student.submission, task)
     if used:
         raise failure(call=f"the judge's reading of the code of `{task}`",
@@ -168,16 +167,23 @@ def expect_by_hand(api: Api, task: str) -> None:
                       "is kept; the notebook asks for every call written out.", hint=RULE_HINT)
 
 
+def expect_runs(api: Api, task: str) -> None:
+    """The task answers the notebook's example: a stub earns no point for keeping a rule."""
+    getattr(api, task)(*EXAMPLES[task])
+
+
 @check(task="softmax", points=1, rule=True)
 def check_softmax_by_hand(api: Api) -> None:
     """rule: built by hand, with no library softmax (read from your code)"""
     expect_by_hand(api, "softmax")
+    expect_runs(api, "softmax")
 
 
 @check(task="softmax_cross_entropy", points=1, rule=True)
 def check_xent_by_hand(api: Api) -> None:
     """rule: built by hand, with no library softmax or cross entropy (read from your code)"""
     expect_by_hand(api, "softmax_cross_entropy")
+    expect_runs(api, "softmax_cross_entropy")
 
 
 # -- softmax -------------------------------------------------------------------
@@ -496,3 +502,4 @@ def check_log_softmax_own_backward(api: Api, rng: torch.Generator) -> None:
         raise failure(call=where, expected="the output (or softmax, computed from it) saved",
                       got=f"the logits saved: ctx.save_for_backward({saved.id})", problem="your backward "
                       "recomputes from the input what the forward already computed.", hint=OWN_BACKWARD_HINT)
+    expect_runs(api, "log_softmax")
