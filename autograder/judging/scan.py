@@ -475,6 +475,11 @@ def _own(trees: list[ast.AST], classes: set[str]) -> Own:
     return Own(classes, private, {k: v for k, v in loops.items() if stores.get(k) == constant_loops[k]})
 
 
+def constant_loops(trees: list[ast.AST]) -> dict[str, tuple[str, ...]]:
+    """Names bound only as the target of loops over constant strings -> those strings."""
+    return _own(trees, set()).loops
+
+
 def aliases(trees: list[ast.AST]) -> dict[str, str]:
     """Import-bound names, and names assigned from them (t = torch; s = sys), -> dotted names."""
     origin: dict[str, str] = {}

@@ -27,7 +27,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from autograder.judging.notebook import Submission
-from autograder.judging.scan import TOO_DEEP, TooDeep, aliases, folded, parse_cell, scan_trees
+from autograder.judging.scan import TOO_DEEP, TooDeep, aliases, constant_loops, folded, parse_cell, scan_trees
 
 DYNAMIC_LOOKUPS = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 RUNS_STRINGS = {"exec", "eval", "compile", "__import__", "globals", "locals", "vars", "import_module"}
@@ -163,16 +163,22 @@ def _names_one(name: str, wanted: list[tuple[str, ...]]) -> bool:
     return any(words[i:i + len(w)] == w for w in wanted for i in range(len(words) - len(w) + 1))
 
 
-def _lookup_names(node: ast.Call) -> list[str | None]:
-    """The attribute names a getattr-like call looks up (None: computed at run time)."""
+def _lookup_names(node: ast.Call, loops: dict[str, tuple[str, ...]]) -> list[str | None]:
+    """The attribute names a getattr-like call looks up (None: computed at run time); a name that only loops over
+    constant strings (for name in ("amax", "exp"): getattr(torch, name)) looks each of them up."""
     func = node.func
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
     if name in {"attrgetter", "methodcaller"}:
         args = node.args[:1] if name == "methodcaller" else node.args
-        return [folded(a) for a in args]
-    if name in DYNAMIC_LOOKUPS and len(node.args) > 1:
-        return [folded(node.args[1])]
-    return []
+    elif name in DYNAMIC_LOOKUPS and len(node.args) > 1:
+        args = node.args[1:2]
+    else:
+        return []
+    return [v for a in args for v in (loops[a.id] if isinstance(a, ast.Name) and a.id in loops else [folded(a)])]
+
+
+def _loops(code: TaskCode) -> dict[str, tuple[str, ...]]:
+    return constant_loops([tree for _, tree in code.cells])
 
 
 def names_used(code: TaskCode, names: Iterable[str]) -> list[Use]:
@@ -183,6 +189,7 @@ def names_used(code: TaskCode, names: Iterable[str]) -> list[Use]:
     the student's own objects is, since the judge cannot tell it from a tensor's."""
     wanted = _names(names)
     imported = _imported(code)
+    loops = _loops(code)
 
     def named(dotted: str) -> bool:
         return any(_names_one(part, wanted) for part in re.split(r"[.:]", dotted))
@@ -198,7 +205,7 @@ def names_used(code: TaskCode, names: Iterable[str]) -> list[Use]:
         elif isinstance(node, ast.Name) and node.id in imported and named(imported[node.id]):
             hits.append(f"{node.id} (imported as {imported[node.id]})")
         elif isinstance(node, ast.Call):
-            hits += [_unparsed(node) for looked in _lookup_names(node) if looked is not None and named(looked)]
+            hits += [_unparsed(node) for looked in _lookup_names(node, loops) if looked is not None and named(looked)]
         found += [Use(cell, getattr(node, "lineno", 0), _short(text)) for text in hits]
     return _unique(found)
 
@@ -209,13 +216,14 @@ def unreadable(code: TaskCode) -> list[Use]:
     imports, namespaces used as dictionaries, tools that find objects by a name in a string or data, every
     construct the review scan flags, and cells nested too deeply to read."""
     imported = _imported(code)
+    loops = _loops(code)
     found = [Use(cell, 1, f"the whole cell: {TOO_DEEP}") for cell in code.unread]
     for cell, node in code.walk():
         text = None
         if isinstance(node, ast.Call):
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            looked = _lookup_names(node)
+            looked = _lookup_names(node, loops)
             own = bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id in {"self", "cls"}
             if any(n is None for n in looked) and not own:
                 text = f"{_unparsed(node)}: an attribute name computed at run time"

@@ -160,3 +160,56 @@ def test_the_attack_scores_nothing_on_its_task(tmp_path: Path, form: str) -> Non
     assert scores["softmax"] <= most, [(r.name, r.outcome, r.output[:200]) for r in g.results if r.task == "softmax"]
     assert (scores["softmax_cross_entropy"] == 10) == others_kept, [
         (r.name, r.output[:300]) for r in g.results if r.task == "softmax_cross_entropy"]
+
+
+# Honest code the reading must not count against the rule (false positives).
+HAND = ("def softmax(logits, dim=-1):\n"
+        "    shifted = logits - logits.amax(dim=dim, keepdim=True)\n"
+        "    e = shifted.exp()\n"
+        "    return e / e.sum(dim=dim, keepdim=True)\n")
+HONEST = {
+    "the library named in a docstring and a comment": {
+        "softmax": 'def softmax(logits, dim=-1):\n    """Like torch.softmax, without calling it."""\n'
+                   "    # not F.softmax: subtract the max first\n" + HAND.split("\n", 1)[1]},
+    "messages naming softmax": {
+        "softmax": HAND + "\n\nassert softmax(torch.zeros(2)).sum() == 1, 'softmax must sum to 1'\n"
+                   "print(f'softmax: {softmax(torch.zeros(3))}')\n"},
+    "the stretch task's own log_softmax used by the cross entropy": {
+        "softmax_cross_entropy": xent_calling("-(labels * log_softmax(logits, dim)).sum(dim)")},
+    "a local named distributions": {
+        "softmax": "def softmax(logits, dim=-1):\n    distributions = (logits - logits.amax(dim, keepdim=True)).exp()\n"
+                   "    return distributions / distributions.sum(dim, keepdim=True)\n"},
+    "getattr with a constant name": {
+        "softmax": "def softmax(logits, dim=-1):\n    e = getattr(torch, 'exp')(logits - logits.amax(dim, True))\n"
+                   "    return e / e.sum(dim, keepdim=True)\n"},
+    "getattr over a literal tuple of names": {
+        "softmax": HAND + "\n\nfor name in ('amax', 'exp'):\n    assert hasattr(torch, name), getattr(torch, name)\n"},
+    "typing and future annotations": {
+        "softmax": "from __future__ import annotations\n\nfrom typing import Optional\n\n\n"
+                   "def softmax(logits: torch.Tensor, dim: Optional[int] = -1) -> torch.Tensor:\n"
+                   + HAND.split("\n", 1)[1]},
+    "other tensor functions with soft or log in their names": {
+        "softmax_cross_entropy": xent_calling("-(labels * (logits - torch.special.logsumexp(logits, dim, keepdim=True)"
+                                              ")).sum(dim) + 0 * F.softplus(logits).sum(dim)")},
+    "test code at load in every cell": {
+        "softmax": HAND + "\n\nx = torch.randn(3)\nprint(softmax(x), softmax(x).sum())\n",
+        "softmax_cross_entropy": solution_cells(CHAPTER)["softmax_cross_entropy"]
+        + "\n\nprint(softmax_cross_entropy(torch.full((2,), 0.5), torch.tensor([1000.0, 0.0])))\n",
+        "log_softmax": solution_cells(CHAPTER)["log_softmax"] + "\n\nprint(log_softmax(torch.randn(4)))\n"},
+    "numpy and math": {
+        "softmax": "import numpy as np\n\n\n" + HAND + "\n\nassert math.isclose(float(np.exp(0.0)), 1.0)\n"},
+    "a class of the student's own": {
+        "softmax": "class Stable(torch.nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+                   "        self.dim = dim\n        self.register_buffer('shift', torch.zeros(()))\n\n"
+                   "    def forward(self, logits):\n        e = (logits - logits.amax(self.dim, keepdim=True)).exp()\n"
+                   "        return e / e.sum(self.dim, keepdim=True)\n\n\n"
+                   "def softmax(logits, dim=-1):\n    return Stable(dim)(logits)\n"},
+}
+
+
+@pytest.mark.parametrize("form", HONEST)
+def test_honest_code_keeps_the_rule(form: str) -> None:
+    cells = {**solution_cells(CHAPTER), **HONEST[form]}
+    for task in ("softmax", "softmax_cross_entropy", "log_softmax"):
+        used, hidden = rule_breaks(submission(**cells), task)
+        assert not used and not hidden, (task, [str(u) for u in used + hidden])
