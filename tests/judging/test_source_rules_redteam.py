@@ -40,6 +40,11 @@ OTHER_NAMES = {
     "masked": softmax_calling("torch._masked_softmax(logits, torch.zeros_like(logits, dtype=torch.bool), dim)"),
     "adaptive log softmax": "def softmax(logits, dim=-1):\n    m = torch.nn.AdaptiveLogSoftmaxWithLoss(4, 4, [2])\n"
                             "    return m.log_prob(logits).exp()\n",
+    # attention is a softmax of scores: with identity keys and values, of the logits themselves (9 of 10 points)
+    "attention": "def softmax(logits, dim=-1):\n    x = logits.movedim(dim, -1)\n"
+                 "    eye = torch.eye(x.shape[-1], dtype=x.dtype)\n"
+                 "    return F.scaled_dot_product_attention(x.unsqueeze(-2), eye, eye, scale=1.0).squeeze(-2)"
+                 ".movedim(-1, dim)\n",
 }
 OTHER_LOSSES = {
     "the C loss": xent_calling("torch._C._nn.cross_entropy_loss(logits, labels, None, 0, -100, 0.0)"),
@@ -97,8 +102,34 @@ UNREAD = {
     "torch's catalogue of functions": softmax_calling(
         "[f for f in torch.overrides.get_overridable_functions()[torch] if f.__name__[::-1] == 'xamtfos'][0]"
         "(logits, dim)"),
+    "a match on a keyword attribute": "def softmax(logits, dim=-1):\n    match torch:\n"
+                                      "        case object(softmax=sm):\n            return sm(logits, dim)\n",
+    "a match on __match_args__": "class T(torch.Tensor):\n    __match_args__ = ('softmax',)\n\n\n"
+                                 "def softmax(logits, dim=-1):\n    match logits.as_subclass(T):\n"
+                                 "        case T(sm):\n            return sm(dim).as_subclass(torch.Tensor)\n",
     "a function's code object": "def _lib(x, d):\n    return x\n\n\n" + softmax_calling("_lib.__code__"),
 }
+
+
+# The cross entropy's reading stops at `softmax` (the kit's while it is graded), but not where the student's own
+# softmax is taken at load, before the kit lends its own: that one runs during the cross entropy's grading.
+CAPTURED = {
+    "softmax": "def softmax(logits, dim=-1, log=False):\n"
+               "    return F.log_softmax(logits, dim) if log else F.softmax(logits, dim)\n",
+    "at load": "_mine = softmax\n\n\n" + xent_calling("-(labels * _mine(logits, dim, log=True)).sum(dim)"),
+    "as a default": "def softmax_cross_entropy(labels, logits, dim=-1, _mine=softmax):\n"
+                    "    return -(labels * _mine(logits, dim, log=True)).sum(dim)\n",
+    "by a function run at load": "def _grab():\n    return softmax\n\n\n_mine = _grab()\n\n\n"
+                                 + xent_calling("-(labels * _mine(logits, dim, log=True)).sum(dim)"),
+}
+
+
+@pytest.mark.parametrize("form", ["at load", "as a default", "by a function run at load"])
+def test_the_students_own_softmax_taken_at_load_is_read_for_the_cross_entropy(form: str) -> None:
+    cells = {**solution_cells(CHAPTER), "softmax": CAPTURED["softmax"], "softmax_cross_entropy": CAPTURED[form]}
+    assert any(rule_breaks(submission(**cells), "softmax_cross_entropy")), form
+    called = xent_calling("-(labels * softmax(logits, dim).log()).sum(dim)")  # the kit's, while graded
+    assert not any(rule_breaks(submission(**{**cells, "softmax_cross_entropy": called}), "softmax_cross_entropy"))
 
 
 def _cells(form: str) -> dict[str, str]:
