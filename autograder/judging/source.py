@@ -32,6 +32,7 @@ from autograder.judging.scan import TOO_DEEP, TooDeep, aliases, constant_loops, 
 DYNAMIC_LOOKUPS = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 RUNS_STRINGS = {"exec", "eval", "compile", "__import__", "globals", "locals", "vars", "import_module"}
 NAMESPACES = {"__dict__", "__getattribute__", "__getattr__", "__builtins__", "__globals__", "__annotations__"}
+MATCH_ARGS = "__match_args__"  # the attribute names a class pattern looks up, as strings
 # Modules, and names anywhere, that find an object from a name in a string or data (beyond what the review scan
 # flags: gc, inspect, importlib, pickle, ...), or list every function of a library to pick one by behaviour.
 RESOLVER_MODULES = {"pydoc", "pkgutil", "runpy", "code", "codeop", "timeit", "shelve", "types", "unittest", "logging",
@@ -97,10 +98,12 @@ def _loaded(tree: ast.AST) -> set[str]:
 
 
 def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozenset()) -> TaskCode:
-    """The task's own cell, whole; from the other answer cells, the code that runs when they load, and every
-    top-level function or class that binds a name the reached code loads or the task's own name (which a later
-    cell may define again), transitively, except the names in `stop` (ones the grading replaces). A cell that
-    does not parse is left out: it fails to load, and every check of its task fails with it."""
+    """The task's own cell, whole; from the other answer cells, the code that runs when they load; and every
+    top-level function or class, in any answer cell, that binds a name the reached code loads or the task's own
+    name (which a later cell may define again), transitively. The names in `stop` (ones the grading replaces
+    while the task runs) are not followed from code that runs when the task is called; they are from code that
+    runs at load, which sees the student's own. A cell that does not parse is left out: it fails to load, and
+    every check of its task fails with it."""
     trees: dict[str, ast.Module] = {}
     unread: list[str] = []
     for cell in submission.cells:
@@ -114,24 +117,30 @@ def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozen
     if task not in trees:
         return TaskCode(task, (), tuple(unread), preamble)
     taken: dict[str, list[ast.stmt]] = {task: list(trees[task].body)}
+    at_load: list[ast.AST] = []
     definitions: dict[str, list[tuple[str, ast.stmt]]] = {}
     for name, tree in trees.items():
-        if name != task:
-            for node in tree.body:
+        for node in tree.body:
+            at_load += _load_time(node)
+            if name != task:
                 taken.setdefault(name, []).extend(_load_time(node))
-                if isinstance(node, DEFINITIONS):
-                    definitions.setdefault(node.name, []).append((name, node))
-    todo: list[ast.AST] = [s for body in taken.values() for s in body]
-    followed: set[str] = set(stop)
-    wanted = {task}
-    while wanted or todo:
-        wanted = (wanted | {n for t in todo for n in _loaded(t)}) - followed
-        found = [(where, node) for name in wanted for where, node in definitions.get(name, [])]
-        for where, node in found:
-            taken[where].append(node)
-        todo = [node for _, node in found]
-        followed |= wanted
-        wanted = set()
+            if isinstance(node, DEFINITIONS):
+                definitions.setdefault(node.name, []).append((name, node))
+
+    def follow(wanted: set[str], todo: list[ast.AST], followed: set[str]) -> None:
+        while wanted or todo:
+            wanted = (wanted | {n for t in todo for n in _loaded(t)}) - followed
+            found = [(where, node) for name in wanted for where, node in definitions.get(name, [])]
+            for where, node in found:
+                if where != task:  # the task's own cell is taken whole
+                    taken.setdefault(where, []).append(node)
+            todo = [node for _, node in found]
+            followed |= wanted
+            wanted = set()
+
+    followed: set[str] = set()
+    follow(set(), at_load, followed)  # what runs at load, and what it calls: the student's own names
+    follow({task}, [trees[task]], followed | set(stop))  # what runs when the task is called
     return TaskCode(task, tuple((name, ast.Module(body=body, type_ignores=[])) for name, body in taken.items()
                                 if body), tuple(unread), preamble)
 
@@ -206,6 +215,8 @@ def names_used(code: TaskCode, names: Iterable[str]) -> list[Use]:
             hits.append(f"{node.id} (imported as {imported[node.id]})")
         elif isinstance(node, ast.Call):
             hits += [_unparsed(node) for looked in _lookup_names(node, loops) if looked is not None and named(looked)]
+        elif isinstance(node, ast.MatchClass):  # case object(softmax=f) looks f up as an attribute
+            hits += [f"case ...({a}=...)" for a in node.kwd_attrs if _names_one(a, wanted)]
         found += [Use(cell, getattr(node, "lineno", 0), _short(text)) for text in hits]
     return _unique(found)
 
@@ -231,6 +242,8 @@ def unreadable(code: TaskCode) -> list[Use]:
                 text = f"{_unparsed(node)}: code or names from strings"
         elif isinstance(node, ast.Attribute) and node.attr in NAMESPACES:
             text = f"{_unparsed(node)}: a namespace used as a dictionary"
+        elif MATCH_ARGS in {getattr(node, "id", None), getattr(node, "attr", None)}:
+            text = f"{MATCH_ARGS}: attribute names a match looks up, from strings"
         elif (isinstance(node, ast.Attribute) and node.attr in RESOLVERS) or (
                 isinstance(node, ast.Name) and imported.get(node.id, "").split(".")[-1] in RESOLVERS):
             text = f"{_unparsed(node)}: finds an object by a name in a string or data"

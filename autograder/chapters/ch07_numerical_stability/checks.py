@@ -133,8 +133,11 @@ def _gradcheck(fn: Callable[[Tensor], Tensor], x: Tensor, name: str, hint: str) 
 # -- the rule of the notebook: no library softmax, read from the code ---------------------
 
 # Every library function (or module, method) that computes a softmax, its log or a cross entropy for you.
+# A name holding one of these among its words counts too (judging/source.py): torch._log_softmax, cross_entropy_loss,
+# nn.AdaptiveLogSoftmaxWithLoss; attention (F.scaled_dot_product_attention, nn.MultiheadAttention) is a softmax.
 LIBRARY_SHORTCUTS = ("softmax", "log_softmax", "softmin", "gumbel_softmax", "Softmax", "LogSoftmax", "Softmin",
-                     "Softmax2d", "cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss", "distributions")
+                     "Softmax2d", "cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss", "distributions",
+                     "attention")
 RULE_HINT = ("Build it from tensor operations (amax or max, exp, sum, log, torch.logsumexp) and write every call "
              "out by name. The rule is read from your code: the task's cell and every answer cell it uses.")
 
