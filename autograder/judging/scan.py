@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,7 +246,8 @@ class _Scanner(ast.NodeVisitor):
             return "the interpreter's module table or exceptions' frames, which reach the grader's runtime"
         if f"{dotted}.{name}".startswith("torch.library"):
             return "custom operators, which hide their inner operations from the grader's trace"
-        if _private(name) and name not in self.own.private and not self._own_root(root):
+        library = isinstance(root, ast.Name) and root.id in self.aliases  # a module: never the student's object
+        if _private(name) and (library or name not in self.own.private) and not self._own_root(root):
             return "a private attribute of an object your code did not define (hooks, records, internals)"
         return None
 
@@ -405,16 +406,15 @@ class _Scanner(ast.NodeVisitor):
             self.generic_visit(node)
 
 
-def _imports(tree: ast.AST) -> dict[str, str]:
-    """Names bound by import statements -> the dotted name each stands for."""
+def _import_names(node: ast.AST) -> dict[str, str]:
+    """Names an import statement binds -> the dotted name each stands for."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                names[a.asname or a.name] = f"{node.module or ''}.{a.name}"
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+    elif isinstance(node, ast.ImportFrom):
+        for a in node.names:
+            names[a.asname or a.name] = f"{node.module or ''}.{a.name}"
     return names
 
 
@@ -444,54 +444,63 @@ class Own:
     loops: dict[str, tuple[str, ...]]
 
 
-def _own(trees: list[ast.AST], classes: set[str]) -> Own:
+def _walk(trees: Iterable[ast.AST]) -> Iterator[ast.AST]:
+    for tree in trees:
+        yield from ast.walk(tree)
+
+
+def _own(nodes: Iterable[ast.AST], classes: set[str]) -> Own:
+    """Own, from every node of the cells (_walk)."""
     classes = set(classes)
     private: set[str] = set()
     loops: dict[str, tuple[str, ...]] = {}
     stores: dict[str, int] = {}  # every binding of a name
     constant_loops: dict[str, int] = {}  # bindings as the target of a loop over constant strings
-    for tree in trees:
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in classes
-                    and all(isinstance(t, ast.Name) for t in node.targets)):
-                classes |= {t.id for t in node.targets if isinstance(t, ast.Name)}  # Alias = OwnClass
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _private(node.attr):
-                private.add(node.attr)
-            elif isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    names = ([item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else
-                             [t.id for t in getattr(item, "targets", [getattr(item, "target", None)])
-                              if isinstance(t, ast.Name)])
-                    private |= {n for n in names if _private(n)}
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                stores[node.id] = stores.get(node.id, 0) + 1
-            if (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
-                    and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set))):
-                values = [folded(e) for e in node.iter.elts]
-                if all(isinstance(v, str) for v in values):
-                    name = node.target.id
-                    loops[name] = loops.get(name, ()) + tuple(v for v in values if v is not None)
-                    constant_loops[name] = constant_loops.get(name, 0) + 1
+    for node in nodes:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in classes
+                and all(isinstance(t, ast.Name) for t in node.targets)):
+            classes |= {t.id for t in node.targets if isinstance(t, ast.Name)}  # Alias = OwnClass
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _private(node.attr):
+            private.add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                names = ([item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else
+                         [t.id for t in getattr(item, "targets", [getattr(item, "target", None)])
+                          if isinstance(t, ast.Name)])
+                private |= {n for n in names if _private(n)}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        if (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
+                and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set))):
+            values = [folded(e) for e in node.iter.elts]
+            if all(isinstance(v, str) for v in values):
+                name = node.target.id
+                loops[name] = loops.get(name, ()) + tuple(v for v in values if v is not None)
+                constant_loops[name] = constant_loops.get(name, 0) + 1
     return Own(classes, private, {k: v for k, v in loops.items() if stores.get(k) == constant_loops[k]})
 
 
-def constant_loops(trees: list[ast.AST]) -> dict[str, tuple[str, ...]]:
-    """Names bound only as the target of loops over constant strings -> those strings."""
-    return _own(trees, set()).loops
+def constant_loops(nodes: Iterable[ast.AST]) -> dict[str, tuple[str, ...]]:
+    """Names bound only as the target of loops over constant strings -> those strings, from every node of the
+    cells (_walk)."""
+    return _own(nodes, set()).loops
 
 
-def aliases(trees: list[ast.AST]) -> dict[str, str]:
-    """Import-bound names, and names assigned from them (t = torch; s = sys), -> dotted names."""
+def aliases(nodes: Iterable[ast.AST]) -> dict[str, str]:
+    """Import-bound names, and names assigned from them (t = torch; s = sys), -> dotted names, from every node
+    of the cells (_walk)."""
     origin: dict[str, str] = {}
-    for tree in trees:
-        origin.update(_imports(tree))
+    assigned: list[tuple[str, ast.Name, list[str]]] = []  # (target, root, attrs) of every x = a.b.c
+    for node in nodes:
+        origin.update(_import_names(node))
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            root, attrs = _chain(node.value)
+            if isinstance(root, ast.Name):
+                assigned.append((node.targets[0].id, root, attrs))
     for _ in range(3):  # aliases of aliases
-        for tree in trees:
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    root, attrs = _chain(node.value)
-                    if isinstance(root, ast.Name) and root.id in origin:
-                        origin[node.targets[0].id] = ".".join([origin[root.id], *attrs])
+        for target, root, attrs in assigned:
+            if root.id in origin:
+                origin[target] = ".".join([origin[root.id], *attrs])
     return origin
 
 
@@ -521,12 +530,12 @@ def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ..
 
 
 def scan_trees(trees: Mapping[str, ast.Module], preamble: str = "") -> list[Flag]:
-    """The flags of parsed cells (parse_cell), by cell id; a tree may hold part of a cell's statements."""
+    """The flags of parsed cells (parse_cell), by cell id."""
     try:
         extra: list[ast.AST] = [ast.parse(preamble)]
     except SyntaxError:
         extra = []
-    origin = aliases([*trees.values(), *extra])
+    origin = aliases(_walk([*trees.values(), *extra]))
     import_bound = set(origin)
     bound: set[str] = set()
     classes: set[str] = set()
@@ -534,7 +543,7 @@ def scan_trees(trees: Mapping[str, ast.Module], preamble: str = "") -> list[Flag
         b, c = _bound(tree)
         bound |= b
         classes |= c
-    own = _own([*trees.values()], classes)
+    own = _own(_walk(trees.values()), classes)
     flags: list[Flag] = []
     for cell, tree in trees.items():
         scanner = _Scanner(cell, import_bound, bound - import_bound, own, _docstrings(tree), origin)
@@ -567,7 +576,7 @@ def references(submission: Any, dotted: str, cell: str | None = None) -> list[tu
             tree = ast.parse(c["source"])
         except (SyntaxError, ValueError):
             continue
-        origin = aliases([tree, ast.parse(submission.chapter.preamble)])
+        origin = aliases(_walk([tree, ast.parse(submission.chapter.preamble)]))
         for node in ast.walk(tree):
             names: list[str] = []
             if isinstance(node, ast.Import):

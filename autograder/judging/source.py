@@ -21,13 +21,14 @@ states both.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from autograder.judging.notebook import Submission
-from autograder.judging.scan import TOO_DEEP, TooDeep, aliases, constant_loops, folded, parse_cell, scan_trees
+from autograder.judging.scan import TOO_DEEP, TooDeep, aliases, constant_loops, folded, parse_cell, scan_cells
 
 DYNAMIC_LOOKUPS = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 RUNS_STRINGS = {"exec", "eval", "compile", "__import__", "globals", "locals", "vars", "import_module"}
@@ -63,11 +64,34 @@ class TaskCode:
     cells: tuple[tuple[str, ast.Module], ...]
     unread: tuple[str, ...] = ()
     preamble: str = ""
+    sources: tuple[tuple[str, str], ...] = ()  # every answer cell: (id, source)
+
+    @functools.cached_property
+    def lines(self) -> set[tuple[str, int]]:
+        """(cell, line) of every line the reached code spans."""
+        return {(cell, line) for cell, tree in self.cells for node in tree.body
+                for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+
+    @functools.cached_property
+    def nodes(self) -> list[tuple[str, ast.AST]]:
+        return [(cell, node) for cell, tree in self.cells for node in ast.walk(tree)]
 
     def walk(self) -> Iterator[tuple[str, ast.AST]]:
-        for cell, tree in self.cells:
-            for node in ast.walk(tree):
-                yield cell, node
+        yield from self.nodes
+
+    @functools.cached_property
+    def imported(self) -> dict[str, str]:
+        """Names bound by imports in the reached cells and the preamble (and names assigned from them) -> the
+        dotted name each stands for."""
+        try:
+            preamble = list(ast.walk(ast.parse(self.preamble)))
+        except SyntaxError:
+            preamble = []
+        return aliases([*preamble, *(node for _, node in self.nodes)])
+
+    @functools.cached_property
+    def loops(self) -> dict[str, tuple[str, ...]]:
+        return constant_loops(node for _, node in self.nodes)
 
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -97,6 +121,21 @@ def _loaded(tree: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+@functools.lru_cache(maxsize=1)  # the rule checks of one grading read the same cells
+def _parsed(sources: tuple[tuple[str, str], ...]) -> tuple[dict[str, ast.Module], tuple[str, ...]]:
+    """(trees of the cells that parse, ids of the cells too deep to read); the trees are shared: never changed."""
+    trees: dict[str, ast.Module] = {}
+    unread: list[str] = []
+    for cell, source in sources:
+        try:
+            trees[cell] = parse_cell(source)
+        except SyntaxError:
+            continue
+        except TooDeep:
+            unread.append(cell)
+    return trees, tuple(unread)
+
+
 def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozenset()) -> TaskCode:
     """The task's own cell, whole; from the other answer cells, the code that runs when they load; and every
     top-level function or class, in any answer cell, that binds a name the reached code loads or the task's own
@@ -104,18 +143,11 @@ def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozen
     while the task runs) are not followed from code that runs when the task is called; they are from code that
     runs at load, which sees the student's own. A cell that does not parse is left out: it fails to load, and
     every check of its task fails with it."""
-    trees: dict[str, ast.Module] = {}
-    unread: list[str] = []
-    for cell in submission.cells:
-        try:
-            trees[cell["id"]] = parse_cell(cell["source"])
-        except SyntaxError:
-            continue
-        except TooDeep:
-            unread.append(cell["id"])
+    sources = tuple((cell["id"], cell["source"]) for cell in submission.cells)
+    trees, unread = _parsed(sources)
     preamble = submission.chapter.preamble
     if task not in trees:
-        return TaskCode(task, (), tuple(unread), preamble)
+        return TaskCode(task, (), unread, preamble, sources)
     taken: dict[str, list[ast.stmt]] = {task: list(trees[task].body)}
     at_load: list[ast.AST] = []
     definitions: dict[str, list[tuple[str, ast.stmt]]] = {}
@@ -142,17 +174,7 @@ def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozen
     follow(set(), at_load, followed)  # what runs at load, and what it calls: the student's own names
     follow({task}, [trees[task]], followed | set(stop))  # what runs when the task is called
     return TaskCode(task, tuple((name, ast.Module(body=body, type_ignores=[])) for name, body in taken.items()
-                                if body), tuple(unread), preamble)
-
-
-def _imported(code: TaskCode) -> dict[str, str]:
-    """Names bound by imports in the reached cells and the preamble (and names assigned from them) -> the
-    dotted name each stands for."""
-    try:
-        preamble = [ast.parse(code.preamble)]
-    except SyntaxError:
-        preamble = []
-    return aliases([*preamble, *(tree for _, tree in code.cells)])
+                                if body), unread, preamble, sources)
 
 
 def _words(name: str) -> tuple[str, ...]:
@@ -186,10 +208,6 @@ def _lookup_names(node: ast.Call, loops: dict[str, tuple[str, ...]]) -> list[str
     return [v for a in args for v in (loops[a.id] if isinstance(a, ast.Name) and a.id in loops else [folded(a)])]
 
 
-def _loops(code: TaskCode) -> dict[str, tuple[str, ...]]:
-    return constant_loops([tree for _, tree in code.cells])
-
-
 def names_used(code: TaskCode, names: Iterable[str]) -> list[Use]:
     """Every place the reached code names one of `names`, or a name holding one among its words: as an attribute
     of anything (torch.softmax, x.softmax, F.cross_entropy, torch._log_softmax), an import (from torch import
@@ -197,8 +215,7 @@ def names_used(code: TaskCode, names: Iterable[str]) -> list[Use]:
     student's own functions of that name are not counted (07's softmax cell defines `softmax`); an attribute of
     the student's own objects is, since the judge cannot tell it from a tensor's."""
     wanted = _names(names)
-    imported = _imported(code)
-    loops = _loops(code)
+    imported, loops = code.imported, code.loops
 
     def named(dotted: str) -> bool:
         return any(_names_one(part, wanted) for part in re.split(r"[.:]", dotted))
@@ -226,8 +243,7 @@ def unreadable(code: TaskCode) -> list[Use]:
     computed at run time (except on the student's own `self`), code run from strings, imports by name, star
     imports, namespaces used as dictionaries, tools that find objects by a name in a string or data, every
     construct the review scan flags, and cells nested too deeply to read."""
-    imported = _imported(code)
-    loops = _loops(code)
+    imported, loops = code.imported, code.loops
     found = [Use(cell, 1, f"the whole cell: {TOO_DEEP}") for cell in code.unread]
     for cell, node in code.walk():
         text = None
@@ -261,8 +277,8 @@ def unreadable(code: TaskCode) -> list[Use]:
                 text = f"{_unparsed(node)}: finds objects by names in strings"
         if text:
             found.append(Use(cell, getattr(node, "lineno", 0), _short(text)))
-    flags = scan_trees(dict(code.cells), code.preamble)
-    found += [Use(f.cell, f.line, _short(f"{f.construct}: {f.why}")) for f in flags]
+    flags = scan_cells([{"id": cell, "source": source} for cell, source in code.sources], code.preamble)
+    found += [Use(f.cell, f.line, _short(f"{f.construct}: {f.why}")) for f in flags if (f.cell, f.line) in code.lines]
     first: dict[tuple[str, int], Use] = {}
     for use in _unique(found):  # one reason a line is enough
         first.setdefault((use.cell, use.line), use)
@@ -285,7 +301,7 @@ def _within(dotted: str, modules: AbstractSet[str]) -> bool:
 def subclasses(code: TaskCode, base: str) -> list[tuple[str, ast.ClassDef]]:
     """(cell, class) for every class in the reached code deriving from `base` (a dotted name such as
     torch.autograd.Function), however it was imported."""
-    imported = _imported(code)
+    imported = code.imported
     found = []
     for cell, node in code.walk():
         if isinstance(node, ast.ClassDef):

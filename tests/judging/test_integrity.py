@@ -229,6 +229,8 @@ REACHES = {
     "from sys import": "from sys import modules",
     "dispatch switch": "from torch.utils._python_dispatch import _disable_current_modes",
     "private torch": "g = torch._C._DisableTorchDispatch()",
+    "private torch named like the cell's own attributes": "class X:\n    _C = None\n    _nn = None\n\n\n"
+                                                          "f = torch._C._nn",
     "getattr constant": "f = getattr(sys, '_getframe')",
     "getattr concatenated": "f = getattr(sys, '_get' + 'frame')",
     "getattr joined": "f = getattr(sys, ''.join(['_get', 'frame']))",
