@@ -107,6 +107,16 @@ UNREAD = {
     "a match on __match_args__": "class T(torch.Tensor):\n    __match_args__ = ('softmax',)\n\n\n"
                                  "def softmax(logits, dim=-1):\n    match logits.as_subclass(T):\n"
                                  "        case T(sm):\n            return sm(dim).as_subclass(torch.Tensor)\n",
+    "getattr on a plain function's self": "def _get(self, n):\n    return getattr(self, n)\n\n\n"
+                                          + softmax_calling("_get(torch, 'softmax')(logits, dim)"),
+    "getattr on a method's self, called from the class": "class K:\n    def get(self, n):\n"
+                                                         "        return getattr(self, n)\n\n\n"
+                                                         + softmax_calling("K.get(torch, 'softmax')(logits, dim)"),
+    "getattr on the self of a Tensor subclass": "class T(torch.Tensor):\n    def get(self, n):\n"
+                                                "        return getattr(self, n)\n\n\n"
+                                                + softmax_calling("logits.as_subclass(T).get("
+                                                                  "''.join(reversed('xamtfos')))(dim)"
+                                                                  ".as_subclass(torch.Tensor)"),
     "a function's code object": "def _lib(x, d):\n    return x\n\n\n" + softmax_calling("_lib.__code__"),
 }
 
