@@ -27,7 +27,7 @@ import ast
 import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # Modules that only serve to reach other code's objects, frames or memory.
@@ -54,11 +54,11 @@ INTROSPECTION = {
     "gi_code", "cr_frame", "cr_code", "ag_frame", "cell_contents", "__closure__", "__globals__", "__code__",
     "__builtins__", "__dict__", "__subclasses__", "__bases__", "__base__", "__mro__", "__self__", "__func__",
     "__defaults__", "__kwdefaults__", "__traceback__", "__getattribute__", "__setattr__",
-    "__delattr__", "__import__", "__loader__", "__spec__", "__reduce__", "__reduce_ex__",
+    "__delattr__", "__import__", "__loader__", "__spec__", "__reduce__", "__reduce_ex__", "__getattr__", "__get__",
 }
 # Of those, what ordinary code reads on its own objects and classes (__getstate__, __setattr__, frozen dataclasses).
-OWN_INTROSPECTION = {"__dict__", "__subclasses__", "__bases__", "__base__", "__mro__", "__self__", "__func__",
-                     "__getattribute__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__"}
+OWN_INTROSPECTION = {"__dict__", "__subclasses__", "__bases__", "__base__", "__mro__", "__self__",
+                     "__getattribute__", "__getattr__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__"}
 # Names that walk the call stack (whose frames hold the grader's objects) or find objects by reference.
 FRAMES = {"_getframe", "_current_frames", "_current_exceptions", "settrace", "setprofile", "gettrace", "getprofile",
           "walk_stack", "walk_tb", "get_referrers", "get_referents", "get_objects"}
@@ -82,6 +82,7 @@ CALLS = {
 }
 DYNAMIC = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 LIBRARY_SETTINGS = ("torch.backends.",)  # library attributes that ordinary code sets (cudnn.benchmark, tf32)
+UNBOUND = "a method taken from its class, which then runs with any object as self"
 MAX_FLAGS = 20  # flags a report lists; it counts them all
 # Levels of syntax the judge reads (the course's own code nests at most 19). Its readers recurse once or a few
 # times a level, so deeper code (1 + 1 + ... a thousand times) would overflow Python's stack in the judge while
@@ -183,6 +184,11 @@ class _Scanner(ast.NodeVisitor):
         self.docstrings = docstrings
         self.origin = origin  # alias -> dotted name it stands for
         self.flags: list[Flag] = []
+        # Per function scope: the names that are the student's own instance or class there (a method's first
+        # parameter, never rebound), and the name a __getattr__ is asked for.
+        self.scopes: list[tuple[frozenset[str], frozenset[str]]] = [(frozenset(), frozenset())]
+        self.methods: set[int] = set()  # ids of the functions defined directly in a class body
+        self.called_on_own: set[int] = set()  # ids of Own.method in Own.method(self, ...)
 
     def flag(self, node: ast.AST, why: str, construct: str | None = None) -> None:
         text = construct or ast.unparse(node)
@@ -221,19 +227,36 @@ class _Scanner(ast.NodeVisitor):
 
     # -- attributes ----------------------------------------------------------
     def _own_root(self, root: ast.AST) -> bool:
-        """The student's own objects: self, cls, super(), a class the cells define (or an alias of one), an
-        instance made by calling one, type(self)."""
+        """The student's own objects: a method's self or cls (its first parameter, never rebound), super(), a
+        class the cells define (or a name bound only to one), a name bound only to an instance of one, a call of
+        one, type() of any of these."""
         if isinstance(root, ast.Name):
-            return root.id in {"self", "cls"} or root.id in self.classes
+            return root.id in self.scopes[-1][0] or root.id in self.classes or root.id in self.own.instances
         if isinstance(root, ast.Call) and isinstance(root.func, ast.Name):
             if root.func.id == "type" and len(root.args) == 1:
                 return self._own_root(root.args[0])
             return root.func.id == "super" or root.func.id in self.classes
         return False
 
+    def _own_class(self, node: ast.AST) -> bool:
+        """An own class itself (not an instance): its name, or type() of an own object."""
+        if isinstance(node, ast.Name):
+            return node.id in self.classes
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+                and len(node.args) == 1 and self._own_root(node.args[0]))
+
+    def _unbound(self, node: ast.Attribute) -> bool:
+        """Own.method, a plain method taken from its class (it then runs with any object as self), other than
+        called on the student's own object (Base.__init__(self))."""
+        return (node.attr in self.own.methods and self._own_class(node.value) and id(node) not in self.called_on_own
+                and isinstance(node.ctx, ast.Load))
+
     def _attribute_why(self, root: ast.AST, attrs: list[str], name: str) -> str | None:
         """Why reading attribute `name` of root.attrs... is flagged, else None."""
-        if name in INTROSPECTION and not (name in OWN_INTROSPECTION and self._own_root(root)):
+        own = self._own_root(root) and not (name == "__dict__" and self._own_class(root))  # a class's: its methods
+        if name in LOOKUP_HOOKS and own and self.own.delegates and not self.scopes[-1][1]:
+            own = False  # a computed name, handed on to another object by a __getattr__ of the cells
+        if name in INTROSPECTION and not (name in OWN_INTROSPECTION and own):
             return "introspection of frames, closures or namespaces, where the grader's records live"
         if name in FRAMES:
             return "the call stack or objects found by reference, which reach the grader's objects"
@@ -256,6 +279,8 @@ class _Scanner(ast.NodeVisitor):
         why = self._attribute_why(root, attrs, node.attr)
         if why:
             self.flag(node, why)
+        elif self._unbound(node):
+            self.flag(node, UNBOUND)
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -272,6 +297,8 @@ class _Scanner(ast.NodeVisitor):
         if self._string(node):  # "".join([...constants])
             return
         func = node.func
+        if isinstance(func, ast.Attribute) and node.args and self._own_root(node.args[0]):
+            self.called_on_own.add(id(func))
         if self._on_own_object(node):  # vars(self), object.__setattr__(self, ...) in a frozen dataclass
             for arg in [*node.args, *node.keywords]:
                 self.visit(arg)
@@ -290,7 +317,7 @@ class _Scanner(ast.NodeVisitor):
 
     def _on_own_object(self, node: ast.Call) -> bool:
         func, first = node.func, node.args[0] if node.args else None
-        if first is None or not self._own_root(first):
+        if first is None or not self._own_root(first) or self._own_class(first):  # vars(Own) holds its methods
             return False
         if isinstance(func, ast.Name):
             return func.id == "vars" and func.id not in self.bound
@@ -305,8 +332,12 @@ class _Scanner(ast.NodeVisitor):
         else:
             names = [folded(node.args[1])] if len(node.args) > 1 else [None]
             obj = node.args[0] if node.args else None
-            if len(node.args) > 1 and isinstance(node.args[1], ast.Name) and node.args[1].id in self.own.loops:
-                names = list(self.own.loops[node.args[1].id])  # for name in ("weight", "bias"): getattr(m, name)
+            looked = node.args[1] if len(node.args) > 1 else None
+            if isinstance(looked, ast.Name) and looked.id in self.own.loops:
+                names = list(self.own.loops[looked.id])  # for name in ("weight", "bias"): getattr(m, name)
+            if (isinstance(looked, ast.Attribute) and looked.attr == "name" and isinstance(looked.value, ast.Name)
+                    and looked.value.id in self.own.field_loops):
+                names = list(self.own.fields)  # for f in dataclasses.fields(self): getattr(other, f.name)
         for attr in names:
             if attr is None:
                 if not (obj is not None and self._safe_dynamic(obj, node.args[1])):
@@ -318,13 +349,20 @@ class _Scanner(ast.NodeVisitor):
                 if why:
                     self.flag(node, why)
                     return
+            if name in {"getattr", "attrgetter"} and attr in self.own.methods and (obj is None or self._own_class(obj)):
+                self.flag(node, UNBOUND)
+                return
             if name in {"setattr", "delattr"} and obj is not None and self._patches(obj, attr):
                 self.flag(node, self._patches(obj, attr) or "")
                 return
 
     def _safe_dynamic(self, obj: ast.AST, name: ast.AST) -> bool:
-        """getattr(self, name): an attribute of the student's own object, whatever its name."""
-        return self._own_root(obj)
+        """getattr(self, name): an attribute of the student's own object, whatever its name, unless a __getattr__
+        of the cells hands names on to another object; and in that __getattr__, getattr(other, name) with the
+        name it was asked for (delegation: the name comes from an attribute written in the code)."""
+        if isinstance(name, ast.Name) and name.id in self.scopes[-1][1]:
+            return True
+        return self._own_root(obj) and not (self.own.delegates and not self._own_class(obj))
 
     # -- assignments ------------------------------------------------------------
     def _patches(self, obj: ast.AST, attr: str) -> str | None:
@@ -369,6 +407,27 @@ class _Scanner(ast.NodeVisitor):
         if node.name == "__torch_dispatch__":  # runs under every aten operator, the harness's too
             self.flag(node, "a dispatch hook, which can hide operations from the grader's trace",
                       f"def {node.name}")
+        params, rebound = _params(node), _stores(node)
+        selves, asked = self.scopes[-1]
+        selves = selves - set(params) - rebound
+        asked = frozenset()
+        first = [p.arg for p in [*node.args.posonlyargs, *node.args.args]][:2]
+        if id(node) in self.methods and first and not _decorated(node, "staticmethod") and node.name != "__new__":
+            selves |= {first[0]} - rebound
+            if node.name in LOOKUP_HOOKS and len(first) > 1 and first[1] not in rebound:
+                asked = frozenset(first[1:])
+        self.scopes.append((frozenset(selves), asked))
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        selves, _ = self.scopes[-1]
+        self.scopes.append((selves - set(_params(node)), frozenset()))
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.methods |= {id(item) for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -386,6 +445,14 @@ class _Scanner(ast.NodeVisitor):
         if why:
             self.flag(node, why)
         return True
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        """if __name__ == "__main__": the script guard names no module to reach."""
+        parts = [node.left, *node.comparators]
+        if (len(parts) == 2 and any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts)
+                and any(isinstance(p, ast.Constant) and p.value == "__main__" for p in parts)):
+            return
+        self.generic_visit(node)
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         for attr in node.kwd_attrs:
@@ -436,12 +503,75 @@ def _bound(tree: ast.AST) -> tuple[set[str], set[str]]:
 
 @dataclass(frozen=True)
 class Own:
-    """What the cells define themselves: their classes (and names assigned from them), the private attribute
-    names they set or define, and loop variables that only run over constant strings."""
+    """What the cells define themselves: their classes (and names bound only to them), instances (names bound
+    only to a call of one), the private attribute names they set or define, loop variables that only run over
+    constant strings or over a dataclass's own fields, the names of the plain methods of their classes, and
+    whether a class hands attribute lookups on to another object (__getattr__ calling getattr(x, name))."""
 
     classes: set[str]
     private: set[str]
     loops: dict[str, tuple[str, ...]]
+    instances: set[str] = field(default_factory=set)
+    methods: set[str] = field(default_factory=set)
+    delegates: bool = False
+    fields: tuple[str, ...] = ()  # the names annotated in their class bodies (a dataclass's fields)
+    field_loops: set[str] = field(default_factory=set)  # names bound only by: for f in fields(self)
+
+
+# Methods that Python calls with a class as their first argument, whatever the caller passes.
+CLASS_METHODS = {"__new__", "__init_subclass__", "__class_getitem__"}
+
+
+def _decorated(node: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    return any((isinstance(d, ast.Name) and d.id == name) or (isinstance(d, ast.Attribute) and d.attr == name)
+               for d in node.decorator_list)
+
+
+def _params(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[str]:
+    a = node.args
+    return [p.arg for p in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg] if p is not None]
+
+
+def _stores(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+
+
+def _is_class_expr(node: ast.AST, classes: set[str]) -> bool:
+    """An own class: its name, type(self) or self.__class__ (self as written: the scanner checks it)."""
+    if isinstance(node, ast.Name):
+        return node.id in classes
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type":
+        return len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in {"self", "cls"}
+    return (isinstance(node, ast.Attribute) and node.attr == "__class__" and isinstance(node.value, ast.Name)
+            and node.value.id in {"self", "cls"})
+
+
+def _constructs(node: ast.AST, classes: set[str]) -> bool:
+    """A call that makes an instance of an own class: Own(...), cls(...), type(self)(...), Own.__new__(Own),
+    object.__new__(cls), super().__new__(cls)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if _is_class_expr(func, classes | {"cls"}):
+        return True
+    return (isinstance(func, ast.Attribute) and func.attr == "__new__" and bool(node.args)
+            and _is_class_expr(node.args[0], classes | {"cls"}))
+
+
+def _delegates(node: ast.ClassDef) -> bool:
+    """Whether the class's __getattr__ looks the name it is asked for up on another object."""
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in LOOKUP_HOOKS:
+            params = _params(item)
+            for call in ast.walk(item):
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "getattr"
+                        and len(call.args) > 1 and isinstance(call.args[1], ast.Name) and len(params) > 1
+                        and call.args[1].id == params[1]):
+                    return True
+    return False
+
+
+LOOKUP_HOOKS = {"__getattr__", "__getattribute__"}
 
 
 def _walk(trees: Iterable[ast.AST]) -> Iterator[ast.AST]:
@@ -454,21 +584,34 @@ def _own(nodes: Iterable[ast.AST], classes: set[str]) -> Own:
     classes = set(classes)
     private: set[str] = set()
     loops: dict[str, tuple[str, ...]] = {}
+    methods: set[str] = set()
+    delegates = False
     stores: dict[str, int] = {}  # every binding of a name
     constant_loops: dict[str, int] = {}  # bindings as the target of a loop over constant strings
+    assigned: list[tuple[str, ast.expr]] = []  # name = value, one name
+    annotated: set[str] = set()
+    over_fields: dict[str, int] = {}
     for node in nodes:
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in classes
-                and all(isinstance(t, ast.Name) for t in node.targets)):
-            classes |= {t.id for t in node.targets if isinstance(t, ast.Name)}  # Alias = OwnClass
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and _fields_of_own(
+                node.iter, classes):
+            over_fields[node.target.id] = over_fields.get(node.target.id, 0) + 1
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned.append((node.targets[0].id, node.value))
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _private(node.attr):
             private.add(node.attr)
         elif isinstance(node, ast.ClassDef):
+            delegates = delegates or _delegates(node)
+            annotated |= {item.target.id for item in node.body
+                          if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
             for item in node.body:
                 names = ([item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else
                          [t.id for t in getattr(item, "targets", [getattr(item, "target", None)])
                           if isinstance(t, ast.Name)])
                 private |= {n for n in names if _private(n)}
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                if (isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name not in CLASS_METHODS
+                        and not item.decorator_list):  # a plain method: self is whatever the caller passes
+                    methods.add(item.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             stores[node.id] = stores.get(node.id, 0) + 1
         if (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
                 and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set))):
@@ -477,7 +620,25 @@ def _own(nodes: Iterable[ast.AST], classes: set[str]) -> Own:
                 name = node.target.id
                 loops[name] = loops.get(name, ()) + tuple(v for v in values if v is not None)
                 constant_loops[name] = constant_loops.get(name, 0) + 1
-    return Own(classes, private, {k: v for k, v in loops.items() if stores.get(k) == constant_loops[k]})
+    classes = {c for c in classes if c not in stores}  # a class name bound to something else too is not
+    for _ in range(3):  # Alias = OwnClass, cls = type(self), and aliases of those: every binding an own class
+        found = {name for name, value in assigned if _is_class_expr(value, classes)}
+        classes |= {n for n in found if stores.get(n) == sum(1 for m, v in assigned
+                                                              if m == n and _is_class_expr(v, classes))}
+    made = {name for name, value in assigned if _constructs(value, classes)}
+    instances = {n for n in made if stores.get(n) == sum(1 for m, v in assigned if m == n and _constructs(v, classes))}
+    return Own(classes, private, {k: v for k, v in loops.items() if stores.get(k) == constant_loops[k]},
+               instances - classes, methods, delegates, tuple(sorted(annotated)),
+               {k for k, n in over_fields.items() if stores.get(k) == n})
+
+
+def _fields_of_own(node: ast.AST, classes: set[str]) -> bool:
+    """dataclasses.fields(self), fields(type(self)), fields(OwnClass)."""
+    return (isinstance(node, ast.Call) and len(node.args) == 1 and (
+        (isinstance(node.func, ast.Name) and node.func.id == "fields")
+        or (isinstance(node.func, ast.Attribute) and node.func.attr == "fields"))
+        and (_is_class_expr(node.args[0], classes)
+             or (isinstance(node.args[0], ast.Name) and node.args[0].id in {"self", "cls"})))
 
 
 def constant_loops(nodes: Iterable[ast.AST]) -> dict[str, tuple[str, ...]]:
@@ -543,7 +704,7 @@ def scan_trees(trees: Mapping[str, ast.Module], preamble: str = "") -> list[Flag
         b, c = _bound(tree)
         bound |= b
         classes |= c
-    own = _own(_walk(trees.values()), classes)
+    own = _own(_walk(trees.values()), classes - import_bound)
     flags: list[Flag] = []
     for cell, tree in trees.items():
         scanner = _Scanner(cell, import_bound, bound - import_bound, own, _docstrings(tree), origin)

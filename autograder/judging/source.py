@@ -90,6 +90,29 @@ class TaskCode:
         return aliases([*preamble, *(node for _, node in self.nodes)])
 
     @functools.cached_property
+    def own_lookups(self) -> set[int]:
+        """ids of the getattr-like calls on a method's own self (its first parameter, never rebound) in a class
+        whose bases are all classes of the reached code: its attributes are the student's, whatever the name
+        (a base from a library would bring the library's methods, Tensor.softmax among them)."""
+        classes = {node.name: node for _, node in self.nodes if isinstance(node, ast.ClassDef)}
+        pure: set[str] = set()
+        for _ in classes:
+            pure |= {name for name, c in classes.items() if not c.keywords and all(
+                isinstance(b, ast.Name) and (b.id == "object" or b.id in pure) for b in c.bases)}
+        found: set[int] = set()
+        for name in pure:
+            for method in classes[name].body:
+                if not isinstance(method, ast.FunctionDef) or method.name == "__new__" or any(
+                        isinstance(d, ast.Name) and d.id == "staticmethod" for d in method.decorator_list):
+                    continue
+                first = [a.arg for a in [*method.args.posonlyargs, *method.args.args]][:1]
+                stored = {n.id for n in ast.walk(method) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+                if first and first[0] not in stored:
+                    found |= {id(call) for call in _same_scope(method) if isinstance(call, ast.Call) and call.args
+                              and isinstance(call.args[0], ast.Name) and call.args[0].id == first[0]}
+        return found
+
+    @functools.cached_property
     def loops(self) -> dict[str, tuple[str, ...]]:
         return constant_loops(node for _, node in self.nodes)
 
@@ -115,6 +138,16 @@ def _load_time(node: ast.stmt) -> list[ast.stmt]:
         head = [_statement(p) for p in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]]
         return head + [s for item in node.body for s in _load_time(item)]
     return [node]
+
+
+def _same_scope(function: ast.FunctionDef) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not those of the functions, lambdas or classes it defines."""
+    todo: list[ast.AST] = list(function.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
 
 
 def _loaded(tree: ast.AST) -> set[str]:
@@ -251,8 +284,7 @@ def unreadable(code: TaskCode) -> list[Use]:
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
             looked = _lookup_names(node, loops)
-            own = bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id in {"self", "cls"}
-            if any(n is None for n in looked) and not own:
+            if any(n is None for n in looked) and id(node) not in code.own_lookups:
                 text = f"{_unparsed(node)}: an attribute name computed at run time"
             elif name in RUNS_STRINGS:
                 text = f"{_unparsed(node)}: code or names from strings"

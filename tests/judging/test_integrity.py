@@ -242,6 +242,10 @@ REACHES = {
                                              "\n    def __getattr__(self, name):\n"
                                              "        return getattr(self.target, name)\n"
                                              "\n\nf = getattr(W(sys), input())",
+    "a dataclass field named like an internal": "import dataclasses\n\n\n@dataclasses.dataclass\nclass D:\n"
+                                                "    _getframe: int = 0\n\n\n"
+                                                "f = [getattr(sys, x.name) for x in dataclasses.fields(D)]",
+    "__main__ compared with another name": "x = 1 if sys.argv[0] == '__main__' else 0",
     "private torch named like the cell's own attributes": "class X:\n    _C = None\n    _nn = None\n\n\n"
                                                           "f = torch._C._nn",
     "getattr constant": "f = getattr(sys, '_getframe')",
