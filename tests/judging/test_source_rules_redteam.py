@@ -9,14 +9,17 @@ must now break the rule; a few go through a whole grading.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from autograder.chapters.ch07_numerical_stability.checks import rule_breaks
+from autograder.course.reference import release_path
 from autograder.judging.notebook import Submission
 from autograder.judging.registry import CHAPTERS
-from tests.kit import grade_fast, solution_cells, solved, task_scores
+from autograder.judging.results import Outcome
+from tests.kit import by_name, grade_fast, solution_cells, solved, task_scores
 
 CHAPTER = "07_numerical_stability"
 
@@ -254,3 +257,17 @@ def test_honest_code_keeps_the_rule(form: str) -> None:
     for task in ("softmax", "softmax_cross_entropy", "log_softmax"):
         used, hidden = rule_breaks(submission(**cells), task)
         assert not used and not hidden, (task, [str(u) for u in used + hidden])
+
+
+def test_the_stretch_task_as_released_is_not_implemented_and_a_stub_entry_with_autograd_breaks_the_rule(
+        tmp_path: Path) -> None:
+    released = next("".join(c["source"]) for c in json.loads(release_path(CHAPTER).read_text())["cells"]
+                    if c["metadata"].get("nbgrader", {}).get("grade_id") == "log_softmax")
+    g = grade_fast(solved(tmp_path, CHAPTER, log_softmax=released))
+    stretch = [r for r in g.results if r.task == "log_softmax"]
+    assert {r.outcome for r in stretch} == {Outcome.NOT_IMPLEMENTED}, [(r.name, r.outcome) for r in stretch]
+    # the entry a stub, the name bound again to autograd's version: implemented, and not a Function of its own
+    later = ("\n\nlog_softmax = lambda logits, dim=-1: (logits - logits.amax(dim, keepdim=True)) - torch.logsumexp("
+             "logits - logits.amax(dim, keepdim=True), dim, keepdim=True)\n")
+    g = grade_fast(solved(tmp_path, CHAPTER, log_softmax=released + later))
+    assert g.bonus == 0 and by_name(g)["check_log_softmax_own_backward"].outcome is Outcome.WRONG
