@@ -185,8 +185,8 @@ class _Scanner(ast.NodeVisitor):
         self.origin = origin  # alias -> dotted name it stands for
         self.flags: list[Flag] = []
         # Per function scope: the names that are the student's own instance or class there (a method's first
-        # parameter, never rebound), and the name a __getattr__ is asked for.
-        self.scopes: list[tuple[frozenset[str], frozenset[str]]] = [(frozenset(), frozenset())]
+        # parameter, never rebound).
+        self.scopes: list[frozenset[str]] = [frozenset()]
         self.methods: set[int] = set()  # ids of the functions defined directly in a class body
         self.called_on_own: set[int] = set()  # ids of Own.method in Own.method(self, ...)
 
@@ -231,7 +231,7 @@ class _Scanner(ast.NodeVisitor):
         class the cells define (or a name bound only to one), a name bound only to an instance of one, a call of
         one, type() of any of these."""
         if isinstance(root, ast.Name):
-            return root.id in self.scopes[-1][0] or root.id in self.classes or root.id in self.own.instances
+            return root.id in self.scopes[-1] or root.id in self.classes or root.id in self.own.instances
         if isinstance(root, ast.Call) and isinstance(root.func, ast.Name):
             if root.func.id == "type" and len(root.args) == 1:
                 return self._own_root(root.args[0])
@@ -254,8 +254,6 @@ class _Scanner(ast.NodeVisitor):
     def _attribute_why(self, root: ast.AST, attrs: list[str], name: str) -> str | None:
         """Why reading attribute `name` of root.attrs... is flagged, else None."""
         own = self._own_root(root) and not (name == "__dict__" and self._own_class(root))  # a class's: its methods
-        if name in LOOKUP_HOOKS and own and self.own.delegates and not self.scopes[-1][1]:
-            own = False  # a computed name, handed on to another object by a __getattr__ of the cells
         if name in INTROSPECTION and not (name in OWN_INTROSPECTION and own):
             return "introspection of frames, closures or namespaces, where the grader's records live"
         if name in FRAMES:
@@ -357,12 +355,9 @@ class _Scanner(ast.NodeVisitor):
                 return
 
     def _safe_dynamic(self, obj: ast.AST, name: ast.AST) -> bool:
-        """getattr(self, name): an attribute of the student's own object, whatever its name, unless a __getattr__
-        of the cells hands names on to another object; and in that __getattr__, getattr(other, name) with the
-        name it was asked for (delegation: the name comes from an attribute written in the code)."""
-        if isinstance(name, ast.Name) and name.id in self.scopes[-1][1]:
-            return True
-        return self._own_root(obj) and not (self.own.delegates and not self._own_class(obj))
+        """getattr(self, name): an attribute of the student's own object, whatever its name. (Not delegation,
+        getattr(self.inner, name) in __getattr__: wrapping sys, W(sys).modules would reach sys.modules.)"""
+        return self._own_root(obj)
 
     # -- assignments ------------------------------------------------------------
     def _patches(self, obj: ast.AST, attr: str) -> str | None:
@@ -407,22 +402,17 @@ class _Scanner(ast.NodeVisitor):
         if node.name == "__torch_dispatch__":  # runs under every aten operator, the harness's too
             self.flag(node, "a dispatch hook, which can hide operations from the grader's trace",
                       f"def {node.name}")
-        params, rebound = _params(node), _stores(node)
-        selves, asked = self.scopes[-1]
-        selves = selves - set(params) - rebound
-        asked = frozenset()
-        first = [p.arg for p in [*node.args.posonlyargs, *node.args.args]][:2]
+        rebound = {name for statement in node.body for name in _bindings(statement)}
+        selves = self.scopes[-1] - set(_params(node)) - rebound
+        first = [p.arg for p in [*node.args.posonlyargs, *node.args.args]][:1]
         if id(node) in self.methods and first and not _decorated(node, "staticmethod") and node.name != "__new__":
-            selves |= {first[0]} - rebound
-            if node.name in LOOKUP_HOOKS and len(first) > 1 and first[1] not in rebound:
-                asked = frozenset(first[1:])
-        self.scopes.append((frozenset(selves), asked))
+            selves |= set(first) - rebound
+        self.scopes.append(frozenset(selves))
         self.generic_visit(node)
         self.scopes.pop()
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
-        selves, _ = self.scopes[-1]
-        self.scopes.append((selves - set(_params(node)), frozenset()))
+        self.scopes.append(self.scopes[-1] - set(_params(node)))
         self.generic_visit(node)
         self.scopes.pop()
 
@@ -505,15 +495,13 @@ def _bound(tree: ast.AST) -> tuple[set[str], set[str]]:
 class Own:
     """What the cells define themselves: their classes (and names bound only to them), instances (names bound
     only to a call of one), the private attribute names they set or define, loop variables that only run over
-    constant strings or over a dataclass's own fields, the names of the plain methods of their classes, and
-    whether a class hands attribute lookups on to another object (__getattr__ calling getattr(x, name))."""
+    constant strings or over a dataclass's own fields, and the names of the plain methods of their classes."""
 
     classes: set[str]
     private: set[str]
     loops: dict[str, tuple[str, ...]]
     instances: set[str] = field(default_factory=set)
     methods: set[str] = field(default_factory=set)
-    delegates: bool = False
     fields: tuple[str, ...] = ()  # the names annotated in their class bodies (a dataclass's fields)
     field_loops: set[str] = field(default_factory=set)  # names bound only by: for f in fields(self)
 
@@ -532,8 +520,24 @@ def _params(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[s
     return [p.arg for p in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg] if p is not None]
 
 
-def _stores(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+def _bound_by(node: ast.AST) -> list[str]:
+    """The names one node binds: an assignment's target, except ... as x, a match capture, a parameter, a def or
+    a class, an import."""
+    if isinstance(node, ast.Name):
+        return [node.id] if isinstance(node.ctx, (ast.Store, ast.Del)) else []
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    return list(_import_names(node))
+
+
+def _bindings(node: ast.AST) -> set[str]:
+    return {name for n in ast.walk(node) for name in _bound_by(n)}
 
 
 def _is_class_expr(node: ast.AST, classes: set[str]) -> bool:
@@ -558,22 +562,6 @@ def _constructs(node: ast.AST, classes: set[str]) -> bool:
             and _is_class_expr(node.args[0], classes | {"cls"}))
 
 
-def _delegates(node: ast.ClassDef) -> bool:
-    """Whether the class's __getattr__ looks the name it is asked for up on another object."""
-    for item in node.body:
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in LOOKUP_HOOKS:
-            params = _params(item)
-            for call in ast.walk(item):
-                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "getattr"
-                        and len(call.args) > 1 and isinstance(call.args[1], ast.Name) and len(params) > 1
-                        and call.args[1].id == params[1]):
-                    return True
-    return False
-
-
-LOOKUP_HOOKS = {"__getattr__", "__getattribute__"}
-
-
 def _walk(trees: Iterable[ast.AST]) -> Iterator[ast.AST]:
     for tree in trees:
         yield from ast.walk(tree)
@@ -585,7 +573,6 @@ def _own(nodes: Iterable[ast.AST], classes: set[str]) -> Own:
     private: set[str] = set()
     loops: dict[str, tuple[str, ...]] = {}
     methods: set[str] = set()
-    delegates = False
     stores: dict[str, int] = {}  # every binding of a name
     constant_loops: dict[str, int] = {}  # bindings as the target of a loop over constant strings
     assigned: list[tuple[str, ast.expr]] = []  # name = value, one name
@@ -600,7 +587,6 @@ def _own(nodes: Iterable[ast.AST], classes: set[str]) -> Own:
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _private(node.attr):
             private.add(node.attr)
         elif isinstance(node, ast.ClassDef):
-            delegates = delegates or _delegates(node)
             annotated |= {item.target.id for item in node.body
                           if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
             for item in node.body:
@@ -611,8 +597,9 @@ def _own(nodes: Iterable[ast.AST], classes: set[str]) -> Own:
                 if (isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name not in CLASS_METHODS
                         and not item.decorator_list):  # a plain method: self is whatever the caller passes
                     methods.add(item.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            stores[node.id] = stores.get(node.id, 0) + 1
+        if not isinstance(node, ast.ClassDef):
+            for bound in _bound_by(node):
+                stores[bound] = stores.get(bound, 0) + 1
         if (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
                 and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set))):
             values = [folded(e) for e in node.iter.elts]
@@ -628,7 +615,7 @@ def _own(nodes: Iterable[ast.AST], classes: set[str]) -> Own:
     made = {name for name, value in assigned if _constructs(value, classes)}
     instances = {n for n in made if stores.get(n) == sum(1 for m, v in assigned if m == n and _constructs(v, classes))}
     return Own(classes, private, {k: v for k, v in loops.items() if stores.get(k) == constant_loops[k]},
-               instances - classes, methods, delegates, tuple(sorted(annotated)),
+               instances - classes, methods, tuple(sorted(annotated)),
                {k for k, n in over_fields.items() if stores.get(k) == n})
 
 

@@ -238,6 +238,16 @@ REACHES = {
     "a method taken by getattr": GETTER + "f = getattr(K, 'get')(sys, input())",
     "a method from its class's namespace": GETTER + "f = vars(K)['get'](sys, input())",
     "a bound method's function": GETTER + "f = K().get.__func__(sys, input())",
+    "a class name bound again by a match": "class K:\n    pass\n\n\nmatch sys:\n    case K:\n        pass\n"
+                                           "f = getattr(K, input())",
+    "a parameter named like a class": "class K:\n    pass\n\n\ndef f(K):\n    return getattr(K, input())\n\n\n"
+                                      "x = f(sys)",
+    "self bound by except": "class K:\n    def m(self):\n        try:\n            raise ValueError()\n"
+                            "        except ValueError as self:\n            return getattr(self, input())",
+    # delegation stays flagged: a wrapper of sys reads sys.modules through an attribute that names no internal
+    "delegation to a module": "class W:\n    def __init__(self, target):\n        self.target = target\n\n"
+                              "    def __getattr__(self, name):\n        return getattr(self.target, name)\n\n\n"
+                              "m = W(sys).modules",
     "delegation reached by a computed name": "class W:\n    def __init__(self, target):\n        self.target = target\n"
                                              "\n    def __getattr__(self, name):\n"
                                              "        return getattr(self.target, name)\n"

@@ -457,18 +457,6 @@ class Hyper:
 
 same = Hyper() == Hyper()
 ''',
-    "delegation in __getattr__": '''
-class EMA:
-    def __init__(self, model):
-        self.model = model
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
-
-
-ema = EMA(nn.Linear(2, 2))
-w = ema.weight
-''',
     "a functools.cached_property and singledispatch": '''
 import functools
 
