@@ -26,7 +26,8 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 # Modules that only serve to reach other code's objects, frames or memory.
@@ -53,11 +54,11 @@ INTROSPECTION = {
     "gi_code", "cr_frame", "cr_code", "ag_frame", "cell_contents", "__closure__", "__globals__", "__code__",
     "__builtins__", "__dict__", "__subclasses__", "__bases__", "__base__", "__mro__", "__self__", "__func__",
     "__defaults__", "__kwdefaults__", "__traceback__", "__getattribute__", "__setattr__",
-    "__delattr__", "__import__", "__loader__", "__spec__", "__reduce__", "__reduce_ex__",
+    "__delattr__", "__import__", "__loader__", "__spec__", "__reduce__", "__reduce_ex__", "__getattr__", "__get__",
 }
 # Of those, what ordinary code reads on its own objects and classes (__getstate__, __setattr__, frozen dataclasses).
-OWN_INTROSPECTION = {"__dict__", "__subclasses__", "__bases__", "__base__", "__mro__", "__self__", "__func__",
-                     "__getattribute__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__"}
+OWN_INTROSPECTION = {"__dict__", "__subclasses__", "__bases__", "__base__", "__mro__", "__self__",
+                     "__getattribute__", "__getattr__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__"}
 # Names that walk the call stack (whose frames hold the grader's objects) or find objects by reference.
 FRAMES = {"_getframe", "_current_frames", "_current_exceptions", "settrace", "setprofile", "gettrace", "getprofile",
           "walk_stack", "walk_tb", "get_referrers", "get_referents", "get_objects"}
@@ -81,9 +82,39 @@ CALLS = {
 }
 DYNAMIC = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 LIBRARY_SETTINGS = ("torch.backends.",)  # library attributes that ordinary code sets (cudnn.benchmark, tf32)
+UNBOUND = "a method taken from its class, which then runs with any object as self"
 MAX_FLAGS = 20  # flags a report lists; it counts them all
+# Levels of syntax the judge reads (the course's own code nests at most 19). Its readers recurse once or a few
+# times a level, so deeper code (1 + 1 + ... a thousand times) would overflow Python's stack in the judge while
+# the child, which only compiles it, runs it.
+MAX_DEPTH = 100
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _GRADER_NAME = re.compile(r"\b(autograder|__harness__|kit)\.[A-Za-z_]|^\s*(autograder|__harness__)\s*$")
+
+
+class TooDeep(Exception):
+    """Code nested deeper than the judge reads (MAX_DEPTH)."""
+
+
+def parse_cell(source: str) -> ast.Module:
+    """The cell's syntax tree. SyntaxError when it does not parse (it fails to load in the child as well);
+    TooDeep when it nests past MAX_DEPTH, which the judge does not read (the child may still run it)."""
+    try:
+        tree = ast.parse(source)
+    except ValueError as e:  # null bytes
+        raise SyntaxError(str(e)) from None
+    except (RecursionError, MemoryError):  # building the tree recursed too deep here: compile() may not
+        raise TooDeep from None
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise TooDeep
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return tree
+
+
+TOO_DEEP = f"code nested more than {MAX_DEPTH} levels deep, which the judge does not read"
 
 
 @dataclass(frozen=True)
@@ -153,6 +184,11 @@ class _Scanner(ast.NodeVisitor):
         self.docstrings = docstrings
         self.origin = origin  # alias -> dotted name it stands for
         self.flags: list[Flag] = []
+        # Per function scope: the names that are the student's own instance or class there (a method's first
+        # parameter, never rebound).
+        self.scopes: list[frozenset[str]] = [frozenset()]
+        self.methods: set[int] = set()  # ids of the functions defined directly in a class body
+        self.called_on_own: set[int] = set()  # ids of Own.method in Own.method(self, ...)
 
     def flag(self, node: ast.AST, why: str, construct: str | None = None) -> None:
         text = construct or ast.unparse(node)
@@ -191,19 +227,34 @@ class _Scanner(ast.NodeVisitor):
 
     # -- attributes ----------------------------------------------------------
     def _own_root(self, root: ast.AST) -> bool:
-        """The student's own objects: self, cls, super(), a class the cells define (or an alias of one), an
-        instance made by calling one, type(self)."""
+        """The student's own objects: a method's self or cls (its first parameter, never rebound), super(), a
+        class the cells define (or a name bound only to one), a name bound only to an instance of one, a call of
+        one, type() of any of these."""
         if isinstance(root, ast.Name):
-            return root.id in {"self", "cls"} or root.id in self.classes
+            return root.id in self.scopes[-1] or root.id in self.classes or root.id in self.own.instances
         if isinstance(root, ast.Call) and isinstance(root.func, ast.Name):
             if root.func.id == "type" and len(root.args) == 1:
                 return self._own_root(root.args[0])
             return root.func.id == "super" or root.func.id in self.classes
         return False
 
+    def _own_class(self, node: ast.AST) -> bool:
+        """An own class itself (not an instance): its name, or type() of an own object."""
+        if isinstance(node, ast.Name):
+            return node.id in self.classes
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+                and len(node.args) == 1 and self._own_root(node.args[0]))
+
+    def _unbound(self, node: ast.Attribute) -> bool:
+        """Own.method, a plain method taken from its class (it then runs with any object as self), other than
+        called on the student's own object (Base.__init__(self))."""
+        return (node.attr in self.own.methods and self._own_class(node.value) and id(node) not in self.called_on_own
+                and isinstance(node.ctx, ast.Load))
+
     def _attribute_why(self, root: ast.AST, attrs: list[str], name: str) -> str | None:
         """Why reading attribute `name` of root.attrs... is flagged, else None."""
-        if name in INTROSPECTION and not (name in OWN_INTROSPECTION and self._own_root(root)):
+        own = self._own_root(root) and not (name == "__dict__" and self._own_class(root))  # a class's: its methods
+        if name in INTROSPECTION and not (name in OWN_INTROSPECTION and own):
             return "introspection of frames, closures or namespaces, where the grader's records live"
         if name in FRAMES:
             return "the call stack or objects found by reference, which reach the grader's objects"
@@ -216,7 +267,8 @@ class _Scanner(ast.NodeVisitor):
             return "the interpreter's module table or exceptions' frames, which reach the grader's runtime"
         if f"{dotted}.{name}".startswith("torch.library"):
             return "custom operators, which hide their inner operations from the grader's trace"
-        if _private(name) and name not in self.own.private and not self._own_root(root):
+        library = isinstance(root, ast.Name) and root.id in self.aliases  # a module: never the student's object
+        if _private(name) and (library or name not in self.own.private) and not self._own_root(root):
             return "a private attribute of an object your code did not define (hooks, records, internals)"
         return None
 
@@ -225,6 +277,8 @@ class _Scanner(ast.NodeVisitor):
         why = self._attribute_why(root, attrs, node.attr)
         if why:
             self.flag(node, why)
+        elif self._unbound(node):
+            self.flag(node, UNBOUND)
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -241,6 +295,8 @@ class _Scanner(ast.NodeVisitor):
         if self._string(node):  # "".join([...constants])
             return
         func = node.func
+        if isinstance(func, ast.Attribute) and node.args and self._own_root(node.args[0]):
+            self.called_on_own.add(id(func))
         if self._on_own_object(node):  # vars(self), object.__setattr__(self, ...) in a frozen dataclass
             for arg in [*node.args, *node.keywords]:
                 self.visit(arg)
@@ -259,7 +315,7 @@ class _Scanner(ast.NodeVisitor):
 
     def _on_own_object(self, node: ast.Call) -> bool:
         func, first = node.func, node.args[0] if node.args else None
-        if first is None or not self._own_root(first):
+        if first is None or not self._own_root(first) or self._own_class(first):  # vars(Own) holds its methods
             return False
         if isinstance(func, ast.Name):
             return func.id == "vars" and func.id not in self.bound
@@ -274,8 +330,12 @@ class _Scanner(ast.NodeVisitor):
         else:
             names = [folded(node.args[1])] if len(node.args) > 1 else [None]
             obj = node.args[0] if node.args else None
-            if len(node.args) > 1 and isinstance(node.args[1], ast.Name) and node.args[1].id in self.own.loops:
-                names = list(self.own.loops[node.args[1].id])  # for name in ("weight", "bias"): getattr(m, name)
+            looked = node.args[1] if len(node.args) > 1 else None
+            if isinstance(looked, ast.Name) and looked.id in self.own.loops:
+                names = list(self.own.loops[looked.id])  # for name in ("weight", "bias"): getattr(m, name)
+            if (isinstance(looked, ast.Attribute) and looked.attr == "name" and isinstance(looked.value, ast.Name)
+                    and looked.value.id in self.own.field_loops):
+                names = list(self.own.fields)  # for f in dataclasses.fields(self): getattr(other, f.name)
         for attr in names:
             if attr is None:
                 if not (obj is not None and self._safe_dynamic(obj, node.args[1])):
@@ -287,12 +347,16 @@ class _Scanner(ast.NodeVisitor):
                 if why:
                     self.flag(node, why)
                     return
+            if name in {"getattr", "attrgetter"} and attr in self.own.methods and (obj is None or self._own_class(obj)):
+                self.flag(node, UNBOUND)
+                return
             if name in {"setattr", "delattr"} and obj is not None and self._patches(obj, attr):
                 self.flag(node, self._patches(obj, attr) or "")
                 return
 
     def _safe_dynamic(self, obj: ast.AST, name: ast.AST) -> bool:
-        """getattr(self, name): an attribute of the student's own object, whatever its name."""
+        """getattr(self, name): an attribute of the student's own object, whatever its name. (Not delegation,
+        getattr(self.inner, name) in __getattr__: wrapping sys, W(sys).modules would reach sys.modules.)"""
         return self._own_root(obj)
 
     # -- assignments ------------------------------------------------------------
@@ -338,6 +402,22 @@ class _Scanner(ast.NodeVisitor):
         if node.name == "__torch_dispatch__":  # runs under every aten operator, the harness's too
             self.flag(node, "a dispatch hook, which can hide operations from the grader's trace",
                       f"def {node.name}")
+        rebound = {name for statement in node.body for name in _bindings(statement)}
+        selves = self.scopes[-1] - set(_params(node)) - rebound
+        first = [p.arg for p in [*node.args.posonlyargs, *node.args.args]][:1]
+        if id(node) in self.methods and first and not _decorated(node, "staticmethod") and node.name != "__new__":
+            selves |= set(first) - rebound
+        self.scopes.append(frozenset(selves))
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self.scopes.append(self.scopes[-1] - set(_params(node)))
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.methods |= {id(item) for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -355,6 +435,14 @@ class _Scanner(ast.NodeVisitor):
         if why:
             self.flag(node, why)
         return True
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        """if __name__ == "__main__": the script guard names no module to reach."""
+        parts = [node.left, *node.comparators]
+        if (len(parts) == 2 and any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts)
+                and any(isinstance(p, ast.Constant) and p.value == "__main__" for p in parts)):
+            return
+        self.generic_visit(node)
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         for attr in node.kwd_attrs:
@@ -375,16 +463,15 @@ class _Scanner(ast.NodeVisitor):
             self.generic_visit(node)
 
 
-def _imports(tree: ast.AST) -> dict[str, str]:
-    """Names bound by import statements -> the dotted name each stands for."""
+def _import_names(node: ast.AST) -> dict[str, str]:
+    """Names an import statement binds -> the dotted name each stands for."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                names[a.asname or a.name] = f"{node.module or ''}.{a.name}"
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+    elif isinstance(node, ast.ImportFrom):
+        for a in node.names:
+            names[a.asname or a.name] = f"{node.module or ''}.{a.name}"
     return names
 
 
@@ -406,57 +493,162 @@ def _bound(tree: ast.AST) -> tuple[set[str], set[str]]:
 
 @dataclass(frozen=True)
 class Own:
-    """What the cells define themselves: their classes (and names assigned from them), the private attribute
-    names they set or define, and loop variables that only run over constant strings."""
+    """What the cells define themselves: their classes (and names bound only to them), instances (names bound
+    only to a call of one), the private attribute names they set or define, loop variables that only run over
+    constant strings or over a dataclass's own fields, and the names of the plain methods of their classes."""
 
     classes: set[str]
     private: set[str]
     loops: dict[str, tuple[str, ...]]
+    instances: set[str] = field(default_factory=set)
+    methods: set[str] = field(default_factory=set)
+    fields: tuple[str, ...] = ()  # the names annotated in their class bodies (a dataclass's fields)
+    field_loops: set[str] = field(default_factory=set)  # names bound only by: for f in fields(self)
 
 
-def _own(trees: list[ast.AST], classes: set[str]) -> Own:
+# Methods that Python calls with a class as their first argument, whatever the caller passes.
+CLASS_METHODS = {"__new__", "__init_subclass__", "__class_getitem__"}
+
+
+def _decorated(node: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    return any((isinstance(d, ast.Name) and d.id == name) or (isinstance(d, ast.Attribute) and d.attr == name)
+               for d in node.decorator_list)
+
+
+def _params(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[str]:
+    a = node.args
+    return [p.arg for p in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg] if p is not None]
+
+
+def _bound_by(node: ast.AST) -> list[str]:
+    """The names one node binds: an assignment's target, except ... as x, a match capture, a parameter, a def or
+    a class, an import."""
+    if isinstance(node, ast.Name):
+        return [node.id] if isinstance(node.ctx, (ast.Store, ast.Del)) else []
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    return list(_import_names(node))
+
+
+def _bindings(node: ast.AST) -> set[str]:
+    return {name for n in ast.walk(node) for name in _bound_by(n)}
+
+
+def _is_class_expr(node: ast.AST, classes: set[str]) -> bool:
+    """An own class: its name, type(self) or self.__class__ (self as written: the scanner checks it)."""
+    if isinstance(node, ast.Name):
+        return node.id in classes
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type":
+        return len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in {"self", "cls"}
+    return (isinstance(node, ast.Attribute) and node.attr == "__class__" and isinstance(node.value, ast.Name)
+            and node.value.id in {"self", "cls"})
+
+
+def _constructs(node: ast.AST, classes: set[str]) -> bool:
+    """A call that makes an instance of an own class: Own(...), cls(...), type(self)(...), Own.__new__(Own),
+    object.__new__(cls), super().__new__(cls)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if _is_class_expr(func, classes | {"cls"}):
+        return True
+    return (isinstance(func, ast.Attribute) and func.attr == "__new__" and bool(node.args)
+            and _is_class_expr(node.args[0], classes | {"cls"}))
+
+
+def _walk(trees: Iterable[ast.AST]) -> Iterator[ast.AST]:
+    for tree in trees:
+        yield from ast.walk(tree)
+
+
+def _own(nodes: Iterable[ast.AST], classes: set[str]) -> Own:
+    """Own, from every node of the cells (_walk)."""
     classes = set(classes)
     private: set[str] = set()
     loops: dict[str, tuple[str, ...]] = {}
+    methods: set[str] = set()
     stores: dict[str, int] = {}  # every binding of a name
     constant_loops: dict[str, int] = {}  # bindings as the target of a loop over constant strings
-    for tree in trees:
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in classes
-                    and all(isinstance(t, ast.Name) for t in node.targets)):
-                classes |= {t.id for t in node.targets if isinstance(t, ast.Name)}  # Alias = OwnClass
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _private(node.attr):
-                private.add(node.attr)
-            elif isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    names = ([item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else
-                             [t.id for t in getattr(item, "targets", [getattr(item, "target", None)])
-                              if isinstance(t, ast.Name)])
-                    private |= {n for n in names if _private(n)}
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                stores[node.id] = stores.get(node.id, 0) + 1
-            if (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
-                    and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set))):
-                values = [folded(e) for e in node.iter.elts]
-                if all(isinstance(v, str) for v in values):
-                    name = node.target.id
-                    loops[name] = loops.get(name, ()) + tuple(v for v in values if v is not None)
-                    constant_loops[name] = constant_loops.get(name, 0) + 1
-    return Own(classes, private, {k: v for k, v in loops.items() if stores.get(k) == constant_loops[k]})
+    assigned: list[tuple[str, ast.expr]] = []  # name = value, one name
+    annotated: set[str] = set()
+    over_fields: dict[str, int] = {}
+    for node in nodes:
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and _fields_of_own(
+                node.iter, classes):
+            over_fields[node.target.id] = over_fields.get(node.target.id, 0) + 1
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned.append((node.targets[0].id, node.value))
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _private(node.attr):
+            private.add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            annotated |= {item.target.id for item in node.body
+                          if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+            for item in node.body:
+                names = ([item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else
+                         [t.id for t in getattr(item, "targets", [getattr(item, "target", None)])
+                          if isinstance(t, ast.Name)])
+                private |= {n for n in names if _private(n)}
+                if (isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name not in CLASS_METHODS
+                        and not item.decorator_list):  # a plain method: self is whatever the caller passes
+                    methods.add(item.name)
+        if not isinstance(node, ast.ClassDef):
+            for bound in _bound_by(node):
+                stores[bound] = stores.get(bound, 0) + 1
+        if (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
+                and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set))):
+            values = [folded(e) for e in node.iter.elts]
+            if all(isinstance(v, str) for v in values):
+                name = node.target.id
+                loops[name] = loops.get(name, ()) + tuple(v for v in values if v is not None)
+                constant_loops[name] = constant_loops.get(name, 0) + 1
+    classes = {c for c in classes if c not in stores}  # a class name bound to something else too is not
+    for _ in range(3):  # Alias = OwnClass, cls = type(self), and aliases of those: every binding an own class
+        found = {name for name, value in assigned if _is_class_expr(value, classes)}
+        classes |= {n for n in found if stores.get(n) == sum(1 for m, v in assigned
+                                                              if m == n and _is_class_expr(v, classes))}
+    made = {name for name, value in assigned if _constructs(value, classes)}
+    instances = {n for n in made if stores.get(n) == sum(1 for m, v in assigned if m == n and _constructs(v, classes))}
+    return Own(classes, private, {k: v for k, v in loops.items() if stores.get(k) == constant_loops[k]},
+               instances - classes, methods, tuple(sorted(annotated)),
+               {k for k, n in over_fields.items() if stores.get(k) == n})
 
 
-def _aliases(trees: list[ast.AST]) -> dict[str, str]:
-    """Import-bound names, and names assigned from them (t = torch; s = sys), -> dotted names."""
+def _fields_of_own(node: ast.AST, classes: set[str]) -> bool:
+    """dataclasses.fields(self), fields(type(self)), fields(OwnClass)."""
+    return (isinstance(node, ast.Call) and len(node.args) == 1 and (
+        (isinstance(node.func, ast.Name) and node.func.id == "fields")
+        or (isinstance(node.func, ast.Attribute) and node.func.attr == "fields"))
+        and (_is_class_expr(node.args[0], classes)
+             or (isinstance(node.args[0], ast.Name) and node.args[0].id in {"self", "cls"})))
+
+
+def constant_loops(nodes: Iterable[ast.AST]) -> dict[str, tuple[str, ...]]:
+    """Names bound only as the target of loops over constant strings -> those strings, from every node of the
+    cells (_walk)."""
+    return _own(nodes, set()).loops
+
+
+def aliases(nodes: Iterable[ast.AST]) -> dict[str, str]:
+    """Import-bound names, and names assigned from them (t = torch; s = sys), -> dotted names, from every node
+    of the cells (_walk)."""
     origin: dict[str, str] = {}
-    for tree in trees:
-        origin.update(_imports(tree))
+    assigned: list[tuple[str, ast.Name, list[str]]] = []  # (target, root, attrs) of every x = a.b.c
+    for node in nodes:
+        origin.update(_import_names(node))
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            root, attrs = _chain(node.value)
+            if isinstance(root, ast.Name):
+                assigned.append((node.targets[0].id, root, attrs))
     for _ in range(3):  # aliases of aliases
-        for tree in trees:
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    root, attrs = _chain(node.value)
-                    if isinstance(root, ast.Name) and root.id in origin:
-                        origin[node.targets[0].id] = ".".join([origin[root.id], *attrs])
+        for target, root, attrs in assigned:
+            if root.id in origin:
+                origin[target] = ".".join([origin[root.id], *attrs])
     return origin
 
 
@@ -472,17 +664,26 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 @functools.lru_cache(maxsize=64)
 def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ...]:
-    trees: dict[str, ast.AST] = {}
+    trees: dict[str, ast.Module] = {}
+    unread: list[Flag] = []
     for cell, source in sources:
         try:
-            trees[cell] = ast.parse(source)
-        except (SyntaxError, ValueError):  # the cell fails to load anyway: it earns nothing to forge
+            trees[cell] = parse_cell(source)
+        except SyntaxError:  # the cell fails to load anyway: it earns nothing to forge
             continue
+        except TooDeep:
+            unread.append(Flag(cell, 1, "the whole cell", TOO_DEEP))
+    order = {cell: i for i, (cell, _) in enumerate(sources)}
+    return tuple(sorted(unread + scan_trees(trees, preamble), key=lambda f: (order[f.cell], f.line)))
+
+
+def scan_trees(trees: Mapping[str, ast.Module], preamble: str = "") -> list[Flag]:
+    """The flags of parsed cells (parse_cell), by cell id."""
     try:
         extra: list[ast.AST] = [ast.parse(preamble)]
     except SyntaxError:
         extra = []
-    origin = _aliases(list(trees.values()) + extra)
+    origin = aliases(_walk([*trees.values(), *extra]))
     import_bound = set(origin)
     bound: set[str] = set()
     classes: set[str] = set()
@@ -490,7 +691,7 @@ def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ..
         b, c = _bound(tree)
         bound |= b
         classes |= c
-    own = _own(list(trees.values()), classes)
+    own = _own(_walk(trees.values()), classes - import_bound)
     flags: list[Flag] = []
     for cell, tree in trees.items():
         scanner = _Scanner(cell, import_bound, bound - import_bound, own, _docstrings(tree), origin)
@@ -499,7 +700,7 @@ def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ..
     seen: dict[tuple[str, int, str], Flag] = {}
     for f in flags:  # one flag per reason and line: a.b.c and a.b are one construct
         seen.setdefault((f.cell, f.line, f.why), f)
-    return tuple(seen.values())
+    return list(seen.values())
 
 
 def scan_cells(cells: list[dict[str, str]], preamble: str = "") -> list[Flag]:
@@ -523,7 +724,7 @@ def references(submission: Any, dotted: str, cell: str | None = None) -> list[tu
             tree = ast.parse(c["source"])
         except (SyntaxError, ValueError):
             continue
-        origin = _aliases([tree, ast.parse(submission.chapter.preamble)])
+        origin = aliases(_walk([tree, ast.parse(submission.chapter.preamble)]))
         for node in ast.walk(tree):
             names: list[str] = []
             if isinstance(node, ast.Import):

@@ -4,28 +4,45 @@ Some rules of an exercise are about how it is written, not what it returns:
 07's softmax is built by hand, not with torch.softmax; 08's step uses torch.amp,
 not the deprecated torch.cuda.amp. Nothing measured inside the student's process
 can show them honestly, so the judge reads the code itself, with `ast` (nothing
-is run). A rule is checked on the code the task can reach: its own answer cell and
-every definition it uses from other answer cells, transitively. It costs that task alone
-(a check declared `@check(..., rule=True)`, autograder/judging/plugin.py).
+is run). A rule is checked on the code the task can reach: its own answer cell
+whole; the code of the other answer cells that runs when they load (everything
+but the bodies of functions and methods, which run only when called: a line
+there can patch torch or fill a table the task reads); and every function or
+class it uses from other answer cells, transitively. It costs that task alone (a
+check declared `@check(..., rule=True)`, autograder/judging/plugin.py).
 
 Names the judge cannot read (an attribute looked up by a computed string, exec,
-__import__) would hide a forbidden call, so where a rule applies they break it
-too; the notebook states both.
+__import__, a star import, the tools that find objects by a name in a string,
+and every construct the review scan flags, autograder/judging/scan.py) would
+hide a forbidden call, so where a rule applies they break it too; the notebook
+states both.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from autograder.judging.notebook import Submission
-from autograder.judging.scan import folded
+from autograder.judging.scan import TOO_DEEP, TooDeep, aliases, constant_loops, folded, parse_cell, scan_cells
 
 DYNAMIC_LOOKUPS = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 RUNS_STRINGS = {"exec", "eval", "compile", "__import__", "globals", "locals", "vars", "import_module"}
-NAMESPACES = {"__dict__", "__getattribute__", "__builtins__", "__globals__"}
+NAMESPACES = {"__dict__", "__getattribute__", "__getattr__", "__builtins__", "__globals__", "__annotations__"}
+MATCH_ARGS = "__match_args__"  # the attribute names a class pattern looks up, as strings
+# Modules, and names anywhere, that find an object from a name in a string or data (beyond what the review scan
+# flags: gc, inspect, importlib, pickle, ...), or list every function of a library to pick one by behaviour.
+RESOLVER_MODULES = {"pydoc", "pkgutil", "runpy", "code", "codeop", "timeit", "shelve", "types", "unittest", "logging",
+                    "string", "torch.load", "torch.serialization", "torch.jit", "torch.hub", "torch.package",
+                    "torch.utils.cpp_extension", "torch.overrides", "numpy.load"}
+RESOLVERS = {"getattr_static", "getmembers", "resolve_name", "locate", "run_path", "run_module", "get_type_hints",
+             "ForwardRef", "CompilationUnit", "load_inline", "get_overridable_functions", "get_testing_overrides",
+             "get_ignored_functions", "load", "loads"}
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -40,151 +57,295 @@ class Use:
 
 @dataclass(frozen=True)
 class TaskCode:
-    """The code a task can reach, parsed: (cell id, tree) of its own cell, then of the definitions it uses from
-    other answer cells."""
+    """The code a task can reach, parsed: (cell id, tree) of its own cell, then of what it reaches in the other
+    answer cells; the answer cells nested too deeply to read (scan.parse_cell); the chapter's preamble."""
 
     task: str
     cells: tuple[tuple[str, ast.Module], ...]
+    unread: tuple[str, ...] = ()
+    preamble: str = ""
+    sources: tuple[tuple[str, str], ...] = ()  # every answer cell: (id, source)
+
+    @functools.cached_property
+    def lines(self) -> set[tuple[str, int]]:
+        """(cell, line) of every line the reached code spans."""
+        return {(cell, line) for cell, tree in self.cells for node in tree.body
+                for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+
+    @functools.cached_property
+    def nodes(self) -> list[tuple[str, ast.AST]]:
+        return [(cell, node) for cell, tree in self.cells for node in ast.walk(tree)]
 
     def walk(self) -> Iterator[tuple[str, ast.AST]]:
-        for cell, tree in self.cells:
-            for node in ast.walk(tree):
-                yield cell, node
+        yield from self.nodes
+
+    @functools.cached_property
+    def imported(self) -> dict[str, str]:
+        """Names bound by imports in the reached cells and the preamble (and names assigned from them) -> the
+        dotted name each stands for."""
+        try:
+            preamble = list(ast.walk(ast.parse(self.preamble)))
+        except SyntaxError:
+            preamble = []
+        return aliases([*preamble, *(node for _, node in self.nodes)])
+
+    @functools.cached_property
+    def own_lookups(self) -> set[int]:
+        """ids of the getattr-like calls on a method's own self (its first parameter, never rebound) in a class
+        whose bases are all classes of the reached code: its attributes are the student's, whatever the name
+        (a base from a library would bring the library's methods, Tensor.softmax among them)."""
+        classes = {node.name: node for _, node in self.nodes if isinstance(node, ast.ClassDef)}
+        pure: set[str] = set()
+        for _ in classes:
+            pure |= {name for name, c in classes.items() if not c.keywords and all(
+                isinstance(b, ast.Name) and (b.id == "object" or b.id in pure) for b in c.bases)}
+        found: set[int] = set()
+        for name in pure:
+            for method in classes[name].body:
+                if not isinstance(method, ast.FunctionDef) or method.name == "__new__" or any(
+                        isinstance(d, ast.Name) and d.id == "staticmethod" for d in method.decorator_list):
+                    continue
+                first = [a.arg for a in [*method.args.posonlyargs, *method.args.args]][:1]
+                stored = {n.id for n in ast.walk(method) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+                if first and first[0] not in stored:
+                    found |= {id(call) for call in _same_scope(method) if isinstance(call, ast.Call) and call.args
+                              and isinstance(call.args[0], ast.Name) and call.args[0].id == first[0]}
+        return found
+
+    @functools.cached_property
+    def loops(self) -> dict[str, tuple[str, ...]]:
+        return constant_loops(node for _, node in self.nodes)
 
 
-def _binds(node: ast.stmt) -> set[str]:
-    """Names a top-level statement binds (def, class, assignment, import)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
-    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return {a.asname or a.name.split(".")[0] for a in node.names}
-    return set()
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _statement(node: ast.expr) -> ast.stmt:
+    return ast.copy_location(ast.Expr(value=node), node)
+
+
+def _load_time(node: ast.stmt) -> list[ast.stmt]:
+    """What a definition runs when its cell loads: a function's decorators, defaults and annotations; a class's
+    decorators, bases and keywords, and its body but for the bodies of its methods."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = node.args
+        parts = [*node.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None),
+                 *(arg.annotation for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+                   if arg is not None and arg.annotation is not None),
+                 *([node.returns] if node.returns else [])]
+        return [_statement(p) for p in parts]
+    if isinstance(node, ast.ClassDef):
+        head = [_statement(p) for p in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]]
+        return head + [s for item in node.body for s in _load_time(item)]
+    return [node]
+
+
+def _same_scope(function: ast.FunctionDef) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not those of the functions, lambdas or classes it defines."""
+    todo: list[ast.AST] = list(function.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
 
 
 def _loaded(tree: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozenset()) -> TaskCode:
-    """The task's own cell, whole, and from the other answer cells every top-level definition of a name it
-    loads, transitively, except the names in `stop` (ones the grading replaces). A cell that does not parse is
-    left out: it fails to load, and every check of its task fails with it."""
+@functools.lru_cache(maxsize=1)  # the rule checks of one grading read the same cells
+def _parsed(sources: tuple[tuple[str, str], ...]) -> tuple[dict[str, ast.Module], tuple[str, ...]]:
+    """(trees of the cells that parse, ids of the cells too deep to read); the trees are shared: never changed."""
     trees: dict[str, ast.Module] = {}
-    for cell in submission.cells:
+    unread: list[str] = []
+    for cell, source in sources:
         try:
-            trees[cell["id"]] = ast.parse(cell["source"])
-        except (SyntaxError, ValueError):
+            trees[cell] = parse_cell(source)
+        except SyntaxError:
             continue
+        except TooDeep:
+            unread.append(cell)
+    return trees, tuple(unread)
+
+
+def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozenset()) -> TaskCode:
+    """The task's own cell, whole; from the other answer cells, the code that runs when they load; and every
+    top-level function or class, in any answer cell, that binds a name the reached code loads or the task's own
+    name (which a later cell may define again), transitively. The names in `stop` (ones the grading replaces
+    while the task runs) are not followed from code that runs when the task is called; they are from code that
+    runs at load, which sees the student's own. A cell that does not parse is left out: it fails to load, and
+    every check of its task fails with it."""
+    sources = tuple((cell["id"], cell["source"]) for cell in submission.cells)
+    trees, unread = _parsed(sources)
+    preamble = submission.chapter.preamble
     if task not in trees:
-        return TaskCode(task, ())
+        return TaskCode(task, (), unread, preamble, sources)
     taken: dict[str, list[ast.stmt]] = {task: list(trees[task].body)}
-    todo: list[ast.AST] = [trees[task]]
-    while todo:
-        wanted = _loaded(todo.pop()) - stop
-        for name, tree in trees.items():
-            if name == task:
-                continue
-            for node in tree.body:
-                if wanted & _binds(node) and node not in taken.setdefault(name, []):
-                    taken[name].append(node)
-                    todo.append(node)
+    at_load: list[ast.AST] = []
+    definitions: dict[str, list[tuple[str, ast.stmt]]] = {}
+    for name, tree in trees.items():
+        for node in tree.body:
+            at_load += _load_time(node)
+            if name != task:
+                taken.setdefault(name, []).extend(_load_time(node))
+            if isinstance(node, DEFINITIONS):
+                definitions.setdefault(node.name, []).append((name, node))
+
+    def follow(wanted: set[str], todo: list[ast.AST], followed: set[str]) -> None:
+        while wanted or todo:
+            wanted = (wanted | {n for t in todo for n in _loaded(t)}) - followed
+            found = [(where, node) for name in wanted for where, node in definitions.get(name, [])]
+            for where, node in found:
+                if where != task:  # the task's own cell is taken whole
+                    taken.setdefault(where, []).append(node)
+            todo = [node for _, node in found]
+            followed |= wanted
+            wanted = set()
+
+    followed: set[str] = set()
+    follow(set(), at_load, followed)  # what runs at load, and what it calls: the student's own names
+    follow({task}, [trees[task]], followed | set(stop))  # what runs when the task is called
     return TaskCode(task, tuple((name, ast.Module(body=body, type_ignores=[])) for name, body in taken.items()
-                                if body))
+                                if body), unread, preamble, sources)
 
 
-def _imported(code: TaskCode) -> dict[str, str]:
-    """Names bound by imports in the reached cells -> the dotted name each stands for."""
-    names: dict[str, str] = {}
-    for _, node in code.walk():
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                names[a.asname or a.name] = f"{node.module or ''}.{a.name}"
-    return names
+def _words(name: str) -> tuple[str, ...]:
+    """A name's words, lower case: AdaptiveLogSoftmaxWithLoss, _adaptive_log_softmax_with_loss -> adaptive log
+    softmax with loss."""
+    return tuple(w.lower() for w in _WORD.findall(name))
 
 
-def _lookup_names(node: ast.Call) -> list[str | None]:
-    """The attribute names a getattr-like call looks up (None: computed at run time)."""
+def _names(wanted: Iterable[str]) -> list[tuple[str, ...]]:
+    return [_words(n) for n in wanted]
+
+
+def _names_one(name: str, wanted: list[tuple[str, ...]]) -> bool:
+    """Whether `name` is one of the wanted names or holds one among its words (torch._log_softmax,
+    cross_entropy_loss, nn.AdaptiveLogSoftmaxWithLoss for softmax, cross_entropy)."""
+    words = _words(name)
+    return any(words[i:i + len(w)] == w for w in wanted for i in range(len(words) - len(w) + 1))
+
+
+def _lookup_names(node: ast.Call, loops: dict[str, tuple[str, ...]]) -> list[str | None]:
+    """The attribute names a getattr-like call looks up (None: computed at run time); a name that only loops over
+    constant strings (for name in ("amax", "exp"): getattr(torch, name)) looks each of them up."""
     func = node.func
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
     if name in {"attrgetter", "methodcaller"}:
         args = node.args[:1] if name == "methodcaller" else node.args
-        return [folded(a) for a in args]
-    if name in DYNAMIC_LOOKUPS and len(node.args) > 1:
-        return [folded(node.args[1])]
-    return []
+    elif name in DYNAMIC_LOOKUPS and len(node.args) > 1:
+        args = node.args[1:2]
+    else:
+        return []
+    return [v for a in args for v in (loops[a.id] if isinstance(a, ast.Name) and a.id in loops else [folded(a)])]
 
 
 def names_used(code: TaskCode, names: Iterable[str]) -> list[Use]:
-    """Every place the reached code names one of `names`: as an attribute of anything (torch.softmax,
-    x.softmax, F.cross_entropy), an import (from torch import softmax), or a getattr-like lookup with a name
-    built from constants (getattr(torch, "soft" + "max")). The student's own functions of that name are not
-    counted (07's softmax cell defines `softmax`)."""
-    wanted = set(names)
-    imported = _imported(code)
+    """Every place the reached code names one of `names`, or a name holding one among its words: as an attribute
+    of anything (torch.softmax, x.softmax, F.cross_entropy, torch._log_softmax), an import (from torch import
+    softmax), or a getattr-like lookup with a name built from constants (getattr(torch, "soft" + "max")). The
+    student's own functions of that name are not counted (07's softmax cell defines `softmax`); an attribute of
+    the student's own objects is, since the judge cannot tell it from a tensor's."""
+    wanted = _names(names)
+    imported, loops = code.imported, code.loops
+
+    def named(dotted: str) -> bool:
+        return any(_names_one(part, wanted) for part in re.split(r"[.:]", dotted))
+
     found: list[Use] = []
     for cell, node in code.walk():
         hits: list[str] = []
-        if isinstance(node, ast.Attribute) and node.attr in wanted:
-            hits.append(ast.unparse(node))
+        if isinstance(node, ast.Attribute) and _names_one(node.attr, wanted):
+            hits.append(_unparsed(node))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
-            hits += [f"import {a.name}" for a in node.names
-                     if wanted & set(f"{module}.{a.name}".split("."))]
-        elif isinstance(node, ast.Name) and node.id in imported and wanted & set(imported[node.id].split(".")):
+            hits += [f"import {a.name}" for a in node.names if named(f"{module}.{a.name}")]
+        elif isinstance(node, ast.Name) and node.id in imported and named(imported[node.id]):
             hits.append(f"{node.id} (imported as {imported[node.id]})")
         elif isinstance(node, ast.Call):
-            for looked in _lookup_names(node):
-                if looked is not None and wanted & set(looked.split(".")):
-                    hits.append(ast.unparse(node))
+            hits += [_unparsed(node) for looked in _lookup_names(node, loops) if looked is not None and named(looked)]
+        elif isinstance(node, ast.MatchClass):  # case object(softmax=f) looks f up as an attribute
+            hits += [f"case ...({a}=...)" for a in node.kwd_attrs if _names_one(a, wanted)]
         found += [Use(cell, getattr(node, "lineno", 0), _short(text)) for text in hits]
     return _unique(found)
 
 
 def unreadable(code: TaskCode) -> list[Use]:
     """Places where the reached code names something the judge cannot read: an attribute looked up by a name
-    computed at run time (except on the student's own `self`), code run from strings, imports by name, and
-    namespaces used as dictionaries."""
-    found: list[Use] = []
+    computed at run time (except on the student's own `self`), code run from strings, imports by name, star
+    imports, namespaces used as dictionaries, tools that find objects by a name in a string or data, every
+    construct the review scan flags, and cells nested too deeply to read."""
+    imported, loops = code.imported, code.loops
+    found = [Use(cell, 1, f"the whole cell: {TOO_DEEP}") for cell in code.unread]
     for cell, node in code.walk():
         text = None
         if isinstance(node, ast.Call):
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            looked = _lookup_names(node)
-            own = bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id in {"self", "cls"}
-            if any(n is None for n in looked) and not own:
-                text = f"{ast.unparse(node)}: an attribute name computed at run time"
+            looked = _lookup_names(node, loops)
+            if any(n is None for n in looked) and id(node) not in code.own_lookups:
+                text = f"{_unparsed(node)}: an attribute name computed at run time"
             elif name in RUNS_STRINGS:
-                text = f"{ast.unparse(node)}: code or names from strings"
+                text = f"{_unparsed(node)}: code or names from strings"
         elif isinstance(node, ast.Attribute) and node.attr in NAMESPACES:
-            text = f"{ast.unparse(node)}: a namespace used as a dictionary"
+            text = f"{_unparsed(node)}: a namespace used as a dictionary"
+        elif MATCH_ARGS in {getattr(node, "id", None), getattr(node, "attr", None)}:
+            text = f"{MATCH_ARGS}: attribute names a match looks up, from strings"
+        elif (isinstance(node, ast.Attribute) and node.attr in RESOLVERS) or (
+                isinstance(node, ast.Name) and imported.get(node.id, "").split(".")[-1] in RESOLVERS):
+            text = f"{_unparsed(node)}: finds an object by a name in a string or data"
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            text = f"from {node.module} import *: binds names the judge cannot list"
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            paths = [f"{module}.{a.name}".lstrip(".") for a in node.names]
+            if any(_within(p, RESOLVER_MODULES) for p in paths):
+                text = f"{_unparsed(node)}: a module that finds objects by names in strings"
+        elif isinstance(node, ast.Attribute):
+            root, attrs = _chain(node)
+            if isinstance(root, ast.Name) and root.id in imported and _within(
+                    ".".join([imported[root.id], *attrs]), RESOLVER_MODULES):
+                text = f"{_unparsed(node)}: finds objects by names in strings"
         if text:
             found.append(Use(cell, getattr(node, "lineno", 0), _short(text)))
-    return _unique(found)
+    flags = scan_cells([{"id": cell, "source": source} for cell, source in code.sources], code.preamble)
+    found += [Use(f.cell, f.line, _short(f"{f.construct}: {f.why}")) for f in flags if (f.cell, f.line) in code.lines]
+    first: dict[tuple[str, int], Use] = {}
+    for use in _unique(found):  # one reason a line is enough
+        first.setdefault((use.cell, use.line), use)
+    return list(first.values())
+
+
+def _chain(node: ast.AST) -> tuple[ast.AST, list[str]]:
+    attrs: list[str] = []
+    while isinstance(node, ast.Attribute):
+        attrs.insert(0, node.attr)
+        node = node.value
+    return node, attrs
+
+
+def _within(dotted: str, modules: AbstractSet[str]) -> bool:
+    parts = dotted.split(".")
+    return any(".".join(parts[:i]) in modules for i in range(1, len(parts) + 1))
 
 
 def subclasses(code: TaskCode, base: str) -> list[tuple[str, ast.ClassDef]]:
     """(cell, class) for every class in the reached code deriving from `base` (a dotted name such as
     torch.autograd.Function), however it was imported."""
-    imported = _imported(code)
+    imported = code.imported
     found = []
     for cell, node in code.walk():
         if isinstance(node, ast.ClassDef):
             for b in node.bases:
-                root = b
-                attrs: list[str] = []
-                while isinstance(root, ast.Attribute):
-                    attrs.insert(0, root.attr)
-                    root = root.value
+                root, attrs = _chain(b)
                 if isinstance(root, ast.Name) and ".".join([imported.get(root.id, root.id), *attrs]) == base:
                     found.append((cell, node))
     return found
+
+
+def _unparsed(node: ast.AST) -> str:
+    return ast.unparse(node)
 
 
 def _short(text: str) -> str:

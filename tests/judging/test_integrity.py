@@ -219,6 +219,7 @@ def test_no_ordinary_code_is_flagged() -> None:
     assert not any(flagged.values()), {k: v for k, v in flagged.items() if v}
 
 
+GETTER = "class K:\n    def get(self, name):\n        return getattr(self, name)\n\n\n"
 REACHES = {
     "frames": "f = sys._getframe(1)",
     "frame locals": "import inspect\nx = inspect.currentframe().f_back.f_locals",
@@ -229,6 +230,34 @@ REACHES = {
     "from sys import": "from sys import modules",
     "dispatch switch": "from torch.utils._python_dispatch import _disable_current_modes",
     "private torch": "g = torch._C._DisableTorchDispatch()",
+    # getattr on `self` is read as the student's own object: not where `self` is any argument
+    "self as a plain function's argument": "def get(self, name):\n    return getattr(self, name)\n\n\n"
+                                           "f = get(sys, input())",
+    "cls rebound": "cls = sys\nf = getattr(cls, input())",
+    "a method taken from its class": GETTER + "f = K.get(sys, input())",
+    "a method taken by getattr": GETTER + "f = getattr(K, 'get')(sys, input())",
+    "a method from its class's namespace": GETTER + "f = vars(K)['get'](sys, input())",
+    "a bound method's function": GETTER + "f = K().get.__func__(sys, input())",
+    "a class name bound again by a match": "class K:\n    pass\n\n\nmatch sys:\n    case K:\n        pass\n"
+                                           "f = getattr(K, input())",
+    "a parameter named like a class": "class K:\n    pass\n\n\ndef f(K):\n    return getattr(K, input())\n\n\n"
+                                      "x = f(sys)",
+    "self bound by except": "class K:\n    def m(self):\n        try:\n            raise ValueError()\n"
+                            "        except ValueError as self:\n            return getattr(self, input())",
+    # delegation stays flagged: a wrapper of sys reads sys.modules through an attribute that names no internal
+    "delegation to a module": "class W:\n    def __init__(self, target):\n        self.target = target\n\n"
+                              "    def __getattr__(self, name):\n        return getattr(self.target, name)\n\n\n"
+                              "m = W(sys).modules",
+    "delegation reached by a computed name": "class W:\n    def __init__(self, target):\n        self.target = target\n"
+                                             "\n    def __getattr__(self, name):\n"
+                                             "        return getattr(self.target, name)\n"
+                                             "\n\nf = getattr(W(sys), input())",
+    "a dataclass field named like an internal": "import dataclasses\n\n\n@dataclasses.dataclass\nclass D:\n"
+                                                "    _getframe: int = 0\n\n\n"
+                                                "f = [getattr(sys, x.name) for x in dataclasses.fields(D)]",
+    "__main__ compared with another name": "x = 1 if sys.argv[0] == '__main__' else 0",
+    "private torch named like the cell's own attributes": "class X:\n    _C = None\n    _nn = None\n\n\n"
+                                                          "f = torch._C._nn",
     "getattr constant": "f = getattr(sys, '_getframe')",
     "getattr concatenated": "f = getattr(sys, '_get' + 'frame')",
     "getattr joined": "f = getattr(sys, ''.join(['_get', 'frame']))",

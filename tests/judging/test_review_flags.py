@@ -53,10 +53,12 @@ def test_public_idioms_keep_full_marks_unflagged(tmp_path: Path, chapter: str) -
 
 
 def test_a_flagged_submission_keeps_every_point_and_every_report_says_it_is_for_review(tmp_path: Path) -> None:
-    reaching = "import gc\n\n_everything = gc.get_objects\n\n" + solution_cells("07_numerical_stability")["softmax"]
-    g = grade_fast(solved(tmp_path, "07_numerical_stability", softmax=reaching))
+    # (01: a chapter without a rule read from the source; 07's rule asks for code the judge can read, and a flag
+    # there breaks it: tests/judging/test_source_rules_redteam.py)
+    reaching = "import gc\n\n_everything = gc.get_objects\n\n" + solution_cells("01_basics")["grad_of"]
+    g = grade_fast(solved(tmp_path, "01_basics", grad_of=reaching))
     assert g.score == g.max_score, [(r.name, r.output) for r in g.results if r.status != "passed"]
-    assert g.integrity and g.integrity[0].startswith("cell 'softmax', line 1: import gc"), g.integrity
+    assert g.integrity and g.integrity[0].startswith("cell 'grad_of', line 1: import gc"), g.integrity
     result = gradescope(g)
     assert result["score"] == g.max_score + g.bonus_max and result["extra_data"]["integrity"] == g.integrity
     for page in (result["output"], text(g), feedback_html(result)):

@@ -24,8 +24,9 @@ from torch import Tensor
 
 from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
+from autograder.judging.notebook import Submission
 from autograder.judging.plugin import check
-from autograder.judging.source import listed, names_used, subclasses, task_code, unreadable
+from autograder.judging.source import Use, listed, names_used, subclasses, task_code, unreadable
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
 
@@ -132,8 +133,11 @@ def _gradcheck(fn: Callable[[Tensor], Tensor], x: Tensor, name: str, hint: str) 
 # -- the rule of the notebook: no library softmax, read from the code ---------------------
 
 # Every library function (or module, method) that computes a softmax, its log or a cross entropy for you.
+# A name holding one of these among its words counts too (judging/source.py): torch._log_softmax, cross_entropy_loss,
+# nn.AdaptiveLogSoftmaxWithLoss; attention (F.scaled_dot_product_attention, nn.MultiheadAttention) is a softmax.
 LIBRARY_SHORTCUTS = ("softmax", "log_softmax", "softmin", "gumbel_softmax", "Softmax", "LogSoftmax", "Softmin",
-                     "Softmax2d", "cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss", "distributions")
+                     "Softmax2d", "cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss", "distributions",
+                     "attention")
 RULE_HINT = ("Build it from tensor operations (amax or max, exp, sum, log, torch.logsumexp) and write every call "
              "out by name. The rule is read from your code: the task's cell and every answer cell it uses.")
 
@@ -141,20 +145,24 @@ RULE_HINT = ("Build it from tensor operations (amax or max, exp, sum, log, torch
 EXAMPLES = {"softmax": SOFTMAX_EXAMPLE, "softmax_cross_entropy": XENT_EXAMPLE, "log_softmax": LOG_SOFTMAX_EXAMPLE}
 
 
+def rule_breaks(submission: Submission, task: str) -> tuple[list[Use], list[Use]]:
+    """What breaks the rule in the code `task` reaches: (library softmaxes it names, names the judge cannot read).
+    softmax_cross_entropy runs with the kit's softmax (harness.py), so its reach stops at `softmax`: a library
+    softmax there costs the softmax task alone."""
+    code = task_code(submission, task, stop={"softmax"} if task == "softmax_cross_entropy" else set())
+    return names_used(code, LIBRARY_SHORTCUTS), unreadable(code)
+
+
 def expect_by_hand(api: Api, task: str) -> None:
     """The rule that only the source can show: the task's code (its cell and the answer cells it reaches) names
-    no library softmax, and nothing the judge cannot read. softmax_cross_entropy runs with the kit's softmax
-    (harness.py), so its reach stops at `softmax`: a library softmax there costs the softmax task alone.
-    The task must run on the notebook's example first: a stub earns no point for keeping a rule."""
-    getattr(api, task)(*EXAMPLES[task])
-    code = task_code(api.student.submission, task, stop={"softmax"} if task == "softmax_cross_entropy" else set())
-    used = names_used(code, LIBRARY_SHORTCUTS)
+    no library softmax, and nothing the judge cannot read (rule_breaks). Read before anything runs, so that an
+    error or a hang of the student's code cannot stand in for the verdict (an error voids no check)."""
+    used, hidden = rule_breaks(api.student.submission, task)
     if used:
         raise failure(call=f"the judge's reading of the code of `{task}`",
                       expected="no torch.softmax, log_softmax, cross_entropy or other library softmax",
                       got=listed(used), problem="the exercise is to compute it yourself; this notebook's rule "
                       "forbids the library's versions, so none of this exercise's checks counts.", hint=RULE_HINT)
-    hidden = unreadable(code)
     if hidden:
         raise failure(call=f"the judge's reading of the code of `{task}`",
                       expected="every function called by its name", got=listed(hidden),
@@ -162,16 +170,23 @@ def expect_by_hand(api: Api, task: str) -> None:
                       "is kept; the notebook asks for every call written out.", hint=RULE_HINT)
 
 
+def expect_runs(api: Api, task: str) -> None:
+    """The task answers the notebook's example: a stub earns no point for keeping a rule."""
+    getattr(api, task)(*EXAMPLES[task])
+
+
 @check(task="softmax", points=1, rule=True)
 def check_softmax_by_hand(api: Api) -> None:
     """rule: built by hand, with no library softmax (read from your code)"""
     expect_by_hand(api, "softmax")
+    expect_runs(api, "softmax")
 
 
 @check(task="softmax_cross_entropy", points=1, rule=True)
 def check_xent_by_hand(api: Api) -> None:
     """rule: built by hand, with no library softmax or cross entropy (read from your code)"""
     expect_by_hand(api, "softmax_cross_entropy")
+    expect_runs(api, "softmax_cross_entropy")
 
 
 # -- softmax -------------------------------------------------------------------
@@ -455,11 +470,22 @@ def check_log_softmax_gradient_extremes(api: Api, rng: torch.Generator, device: 
         _expect_log_softmax_grad(api, x, g, -1, DTYPE_HINT, device)
 
 
+def _stub(function: ast.FunctionDef) -> bool:
+    """A function as the release has it: a docstring at most, then raise NotImplementedError(...)."""
+    body = function.body[1:] if ast.get_docstring(function) is not None else function.body
+    raised = body[0].exc if len(body) == 1 and isinstance(body[0], ast.Raise) else None
+    raised = raised.func if isinstance(raised, ast.Call) else raised
+    return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
+
+
 @check(task="log_softmax", points=1, rule=True)
 def check_log_softmax_own_backward(api: Api, rng: torch.Generator) -> None:
     """rule: your torch.autograd.Function, applied, saving one tensor, no library softmax (read from your code)"""
     expect_by_hand(api, "log_softmax")
     code = task_code(api.student.submission, "log_softmax")
+    entries = [n for _, n in code.walk() if isinstance(n, ast.FunctionDef) and n.name == "log_softmax"]
+    if entries and all(_stub(n) for n in entries):  # as released: not attempted, which breaks no rule
+        expect_runs(api, "log_softmax")
     functions = subclasses(code, "torch.autograd.Function")
     where = "the judge's reading of the code of `log_softmax`"
     defined = [(cell, c) for cell, c in functions
@@ -490,3 +516,4 @@ def check_log_softmax_own_backward(api: Api, rng: torch.Generator) -> None:
         raise failure(call=where, expected="the output (or softmax, computed from it) saved",
                       got=f"the logits saved: ctx.save_for_backward({saved.id})", problem="your backward "
                       "recomputes from the input what the forward already computed.", hint=OWN_BACKWARD_HINT)
+    expect_runs(api, "log_softmax")
