@@ -713,33 +713,6 @@ def scan_submission(submission: Any) -> list[Flag]:
     return scan_cells(submission.cells, submission.chapter.preamble)
 
 
-def references(submission: Any, dotted: str, cell: str | None = None) -> list[tuple[str, int]]:
-    """(cell, line) of every import or attribute chain naming `dotted` or something under it
-    (torch.cuda.amp: torch.cuda.amp.autocast(...), from torch.cuda import amp, ...), in `cell` or all cells."""
-    found: list[tuple[str, int]] = []
-    for c in submission.cells:
-        if cell is not None and c["id"] != cell:
-            continue
-        try:
-            tree = ast.parse(c["source"])
-        except (SyntaxError, ValueError):
-            continue
-        origin = aliases(_walk([tree, ast.parse(submission.chapter.preamble)]))
-        for node in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                names = [f"{node.module or ''}.{a.name}" for a in node.names]
-            elif isinstance(node, ast.Attribute):
-                root, attrs = _chain(node)
-                if isinstance(root, ast.Name):
-                    names = [".".join([origin.get(root.id, root.id), *attrs])]
-            if any(n == dotted or n.startswith(dotted + ".") for n in names):
-                found.append((c["id"], getattr(node, "lineno", 0)))
-    return sorted(set(found))
-
-
 def _listed(flags: list[Flag], most: int) -> str:
     more = len(flags) - most
     return "\n".join(f"  {f}" for f in flags[:most]) + (f"\n  ... and {more} more" if more > 0 else "")
