@@ -216,11 +216,12 @@ def _words(name: str) -> tuple[str, ...]:
     return tuple(w.lower() for w in _WORD.findall(name))
 
 
-def _names(wanted: Iterable[str]) -> list[tuple[str, ...]]:
-    return [_words(n) for n in wanted]
+def _names(wanted: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    return tuple(_words(n) for n in wanted)
 
 
-def _names_one(name: str, wanted: list[tuple[str, ...]]) -> bool:
+@functools.lru_cache(maxsize=4096)
+def _names_one(name: str, wanted: tuple[tuple[str, ...], ...]) -> bool:
     """Whether `name` is one of the wanted names or holds one among its words (torch._log_softmax,
     cross_entropy_loss, nn.AdaptiveLogSoftmaxWithLoss for softmax, cross_entropy)."""
     words = _words(name)

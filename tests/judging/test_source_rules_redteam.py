@@ -271,3 +271,12 @@ def test_the_stretch_task_as_released_is_not_implemented_and_a_stub_entry_with_a
              "logits - logits.amax(dim, keepdim=True), dim, keepdim=True)\n")
     g = grade_fast(solved(tmp_path, CHAPTER, log_softmax=released + later))
     assert g.bonus == 0 and by_name(g)["check_log_softmax_own_backward"].outcome is Outcome.WRONG
+
+
+def test_each_tasks_rule_check_runs_just_before_its_checks(tmp_path: Path) -> None:
+    g = grade_fast(solved(tmp_path, CHAPTER))
+    tasks = [r.task for r in g.results]
+    groups = [t for i, t in enumerate(tasks) if i == 0 or tasks[i - 1] != t]
+    assert groups == ["softmax", "softmax_cross_entropy", "log_softmax"], tasks  # rules first ran all three first
+    assert all(r.rule == (i == 0 or g.results[i - 1].task != r.task) for i, r in enumerate(g.results)), [
+        (r.task, r.rule) for r in g.results]

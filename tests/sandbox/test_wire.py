@@ -79,3 +79,15 @@ def test_a_buffer_of_the_wrong_size_is_rejected() -> None:
     header, _ = wire.encode(torch.zeros(4))
     with pytest.raises(wire.WireError):
         wire.decode(header, [b"\x00" * 3])
+
+
+def test_properties_put_on_torch_tensor_do_not_change_what_a_header_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Code in the child can put properties on torch.Tensor (a Python class); the header reads the C type's own."""
+    def lying(value: object) -> property:
+        return property(lambda t: value)
+
+    for name, lie in (("device", torch.device("meta")), ("requires_grad", False), ("dtype", torch.float64)):
+        monkeypatch.setattr(torch.Tensor, name, lying(lie), raising=False)
+    header, _ = wire.encode(torch.zeros(2, requires_grad=True))
+    assert header["value"]["device"] == "cpu" and header["value"]["requires_grad"] is True
+    assert header["value"]["dtype"] == "float32"

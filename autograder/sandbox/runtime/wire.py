@@ -45,14 +45,22 @@ class WireError(Exception):
     """The other side sent something that is not a well-formed frame."""
 
 
+# A tensor's dtype, shape, device and requires_grad, read through its C type's own descriptors, taken when this module
+# loads (before any student code): torch.Tensor is a Python class whose attributes code in the child can replace,
+# TensorBase is an immutable C type.
+_DTYPE, _SHAPE, _DEVICE, _REQUIRES_GRAD = (torch._C.TensorBase.__dict__[name].__get__
+                                           for name in ("dtype", "shape", "device", "requires_grad"))
+
+
 def _tensor_header(t: torch.Tensor) -> dict[str, Any]:
-    if t.dtype not in DTYPE_NAMES:
-        raise WireError(f"unsupported dtype {t.dtype}")
+    dtype = _DTYPE(t)
+    if dtype not in DTYPE_NAMES:
+        raise WireError(f"unsupported dtype {dtype}")
     return {
-        "dtype": DTYPE_NAMES[t.dtype],
-        "shape": list(t.shape),
-        "device": str(t.device),
-        "requires_grad": bool(t.requires_grad),
+        "dtype": DTYPE_NAMES[dtype],
+        "shape": list(_SHAPE(t)),
+        "device": str(_DEVICE(t)),
+        "requires_grad": bool(_REQUIRES_GRAD(t)),
     }
 
 
