@@ -170,23 +170,32 @@ def expect_by_hand(api: Api, task: str) -> None:
                       "is kept; the notebook asks for every call written out.", hint=RULE_HINT)
 
 
-def expect_runs(api: Api, task: str) -> None:
-    """The task answers the notebook's example: a stub earns no point for keeping a rule."""
-    getattr(api, task)(*EXAMPLES[task])
+def expect_runs(api: Api, task: str, device: str = "cpu") -> None:
+    """The task answers the notebook's example, correctly where a cheap oracle exists: a stub or a wrong answer
+    earns no point for keeping a rule."""
+    got = getattr(api, task)(*EXAMPLES[task])
+    hint = "The rule's point needs the right answer on the notebook's example too."
+    if task == "softmax":
+        (x,) = SOFTMAX_EXAMPLE
+        _expect(got, softmax_oracle(x), "softmax on the notebook's example", {"logits": x}, hint, device)
+    elif task == "softmax_cross_entropy":
+        labels, logits = XENT_EXAMPLE
+        _expect(got, xent_oracle(labels, logits), "softmax_cross_entropy on the notebook's example",
+                {"labels": labels, "logits": logits}, hint, device)
 
 
 @check(task="softmax", points=1, rule=True)
-def check_softmax_by_hand(api: Api) -> None:
+def check_softmax_by_hand(api: Api, device: str) -> None:
     """rule: built by hand, with no library softmax (read from your code)"""
     expect_by_hand(api, "softmax")
-    expect_runs(api, "softmax")
+    expect_runs(api, "softmax", device)
 
 
 @check(task="softmax_cross_entropy", points=1, rule=True)
-def check_xent_by_hand(api: Api) -> None:
+def check_xent_by_hand(api: Api, device: str) -> None:
     """rule: built by hand, with no library softmax or cross entropy (read from your code)"""
     expect_by_hand(api, "softmax_cross_entropy")
-    expect_runs(api, "softmax_cross_entropy")
+    expect_runs(api, "softmax_cross_entropy", device)
 
 
 # -- softmax -------------------------------------------------------------------
