@@ -94,7 +94,9 @@ def test_attack_earns_nothing_and_grading_completes(tmp_path: Path, attack: str)
     g = grade_fast(path)
     assert time.monotonic() - started < 90
     assert len(g.results) == check_count(CH) and g.max_score == 20
-    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}, [r.output for r in g.results]
+    # Patching torch at load is a line every exercise's rule reads (07's notebook says so): the cross entropy too.
+    want = 0 if attack == "patched torch comparisons" else 10
+    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": want}, [r.output for r in g.results]
 
 
 def test_reading_secrets_from_disk_env_or_parent_is_blocked(tmp_path: Path) -> None:

@@ -101,18 +101,16 @@ def test_the_float32_step_that_rewrote_the_harness_records_earns_nothing(tmp_pat
     # Every report says so plainly: results.json, the text summary and the feedback page.
     result = gradescope(g)
     assert result["extra_data"]["integrity"] == g.integrity and g.integrity
-    assert "reach into the grader's internals" in result["output"]
-    assert "Integrity:" in text(g)
-    assert "reach into the grader&#x27;s internals" in feedback_html(result)
+    assert "Review:" in result["output"] and "costs no points" in result["output"]
+    assert "Review:" in text(g)
+    assert "costs no points" in feedback_html(result)
 
 
 def test_a_flagged_submission_keeps_its_honestly_verified_points(tmp_path: Path) -> None:
     code = "import gc\n" + solution_cells("05_batch_gather")["batch_gather"]
     g = grade_fast(solved(tmp_path, "05_batch_gather", batch_gather=code), only="device or notebook_example")
-    checks = by_name(g)
-    assert checks["check_batch_gather_notebook_example"].status == "passed"
-    assert checks["check_batch_gather_device"].status == "failed"
-    assert "cell 'batch_gather', line 1: import gc" in checks["check_batch_gather_device"].output
+    assert g.score == g.max_score, [(r.name, r.output) for r in g.results if r.status != "passed"]  # no deduction
+    assert g.integrity and "cell 'batch_gather', line 1: import gc" in g.integrity[0]
 
 
 DEPRECATED_QUIET = '''

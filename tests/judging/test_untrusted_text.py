@@ -140,12 +140,6 @@ _wire.encode = _huge
 '''
 
 
-def test_a_huge_list_in_a_forged_record_keeps_the_message_small(tmp_path: Path) -> None:
-    g = grade_fast(solved(tmp_path, CH, log_softmax=FORGES_A_HUGE_RECORD), only="check_log_softmax_own_backward")
-    out = by_name(g)["check_log_softmax_own_backward"].output
-    assert out.startswith("Not scored") and "Node, Node" in out and len(out) <= MAX_OUTPUT + 50, len(out)
-
-
 # -- the loader, fuzzed ------------------------------------------------------------------------
 
 RELEASE = json.loads(release_path(CH).read_text())
