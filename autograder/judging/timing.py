@@ -238,6 +238,8 @@ def compare_speed(
                               hint="Compute every result from its inputs; caching or reusing earlier outputs does "
                                    "not work here.")
 
+    for process in (student.student, reference.student):
+        process.start()  # before any timer: starting a process is no part of its calls
     runs = [Run(student.student, lambda seed: student.timed(sets, seed, count, constants)),
             Run(reference.student, lambda seed: reference.timed(sets, seed, count, constants))]
     if subtract_making:
