@@ -9,7 +9,7 @@ seed and only its cell's timed checks (CHECKS), beside a process spinning on one
 Every grading of a vectorized form must pass every timed check of its cell, and every grading of a loop fail
 them. It prints the pass count of each form on each check, with the measured ratios (the form's time over the
 reference's). --transfer measures instead what share of the reference's time per call, in each timed check of
-the chapter, is sending its outputs back whole to the judge (the rest is the call itself).
+the chapter, is sending its outputs back whole to the judge (the rest is making the inputs and the call).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ TIMED: dict[str, tuple[str, list[tuple[str, Any, tuple[int, ...]]]]] = {
 
 def transfer(chapter: str, rounds: int = 30, count: int = 20) -> None:
     """For each timed reference of the chapter: its fastest request as the checks time it, the same calls
-    answering one number each instead of their outputs, and input making alone (per call, subtracted)."""
+    answering one number each instead of their outputs, and input making alone (per call)."""
     code, timed = TIMED[chapter]
     wrappers = "".join(f"\ndef {name}_one(*args):\n    return {name}(*args).reshape(-1)[:1].clone()\n"
                        for name, _, _ in timed)
@@ -167,10 +167,10 @@ def transfer(chapter: str, rounds: int = 30, count: int = 20) -> None:
                             ref.timed_run(target, sets, r, count, constants=constants)
                             seconds = (ref.arrived - started) / count
                         fastest[target] = min(fastest.get(target, seconds), seconds)
-                full, one, making = fastest[name] - fastest[None], fastest[f"{name}_one"] - fastest[None], fastest[None]
-                print(f"  {name}: {full * 1e6:.0f} us per call with its outputs, {one * 1e6:.0f} us answering one "
-                      f"number (input making {making * 1e6:.0f} us, subtracted): sending the outputs is "
-                      f"{max(full - one, 0.0) / full:.0%} of the reference's time", flush=True)
+                full, one = fastest[name], fastest[f"{name}_one"]
+                print(f"  {name}: {full * 1e6:.0f} us per call as the check times it (making its inputs "
+                      f"{fastest[None] * 1e6:.0f} us included), {one * 1e6:.0f} us answering one number instead: "
+                      f"sending the outputs back is {max(full - one, 0.0) / full:.0%} of it", flush=True)
     finally:
         student.close()
 

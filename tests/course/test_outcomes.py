@@ -129,6 +129,6 @@ def test_the_selftests_speed_row_of_a_real_grading_is_the_checks_measurement() -
     rows = selftest.solution_rows("04_overloaded_ops", "cpu", speed_only)
     (speed,) = [r for r in rows if r.kind == "speed"]
     measured = speed.values["measured"]
-    assert speed.ok and speed.values["ratio"] == measured[fmt.RATIO] >= speed.values["needs"] == 4.0
+    assert speed.ok and speed.values["ratio"] == measured[fmt.RATIO] >= speed.values["needs"] == 1 / 8  # at most 8x
     written = json.loads(json.dumps(selftest.as_json("cpu", rows, 1.0)))["rows"]
     assert [r["values"]["ratio"] for r in written if r["kind"] == "speed"] == [measured[fmt.RATIO]]

@@ -152,19 +152,20 @@ def _expect_pairwise(api: Api, x: Tensor, y: Tensor, hint: str, device: str) -> 
 # -- vectorized and fast, on the judge's clock (autograder/judging/timing.py) ---------------
 
 # Timed inputs hold small integers (as float32): their sums and squared distances are exact in float32 in any
-# order, so every correct form matches the oracle exactly. Many short rows, and as many short columns: a loop
-# over either pays its fixed cost per step thousands of times, while one vectorized call pays it once.
-ROWS = 16384
-ROW_SUM_TIMED: list[list[Spec]] = [[randint(-100, 100, ROWS, 2, dtype="float32")],
-                                   [randint(-100, 100, 2, ROWS, dtype="float32")]]
-ROW_SUM_TIMED_SHOWN = f"[{ROWS}, 2] and [2, {ROWS}] matrices"
-POINTS = 8192
+# order, so every correct form matches the oracle exactly. Many rows of one number, and as many columns: a loop
+# over either pays its fixed cost per step tens of thousands of times, while one vectorized call pays it once;
+# one number per row keeps making the inputs, and the reference's own work, small beside that.
+ROWS = 32768
+ROW_SUM_TIMED: list[list[Spec]] = [[randint(-100, 100, ROWS, 1, dtype="float32")],
+                                   [randint(-100, 100, 1, ROWS, dtype="float32")]]
+ROW_SUM_TIMED_SHOWN = f"[{ROWS}, 1] and [1, {ROWS}] matrices"
+POINTS = 16384
 PAIRWISE_TIMED: list[list[Spec]] = [
-    [randint(-8, 8, POINTS, 2, dtype="float32"), randint(-8, 8, 4, 2, dtype="float32")],
-    [randint(-8, 8, 4, 2, dtype="float32"), randint(-8, 8, POINTS, 2, dtype="float32")]]
-PAIRWISE_TIMED_SHOWN = f"x [{POINTS}, 2] against y [4, 2], and x [4, 2] against y [{POINTS}, 2]"
-# Squared norms of those points are at most 2 * 8 ** 2: the float32 tolerance of the other checks for them.
-PAIRWISE_TIMED_ATOL = PAIRWISE_TOL[torch.float32] * 4 * 8 ** 2
+    [randint(-8, 8, POINTS, 1, dtype="float32"), randint(-8, 8, 2, 1, dtype="float32")],
+    [randint(-8, 8, 2, 1, dtype="float32"), randint(-8, 8, POINTS, 1, dtype="float32")]]
+PAIRWISE_TIMED_SHOWN = f"x [{POINTS}, 1] against y [2, 1], and x [2, 1] against y [{POINTS}, 1]"
+# Squared norms of those points are at most 8 ** 2: the float32 tolerance of the other checks for them.
+PAIRWISE_TIMED_ATOL = PAIRWISE_TOL[torch.float32] * 2 * 8 ** 2
 
 # The vectorized references, timed in a clean process beside the student's code.
 REFERENCE = """
@@ -202,7 +203,7 @@ def _timed(fn: Remote[..., Any], reference: str, specs: list[list[Spec]], oracle
     """`fn` against Reference's `reference` on inputs that the calls take from `specs` in turn."""
     with reference_process(fn.student, REFERENCE) as ref:
         return compare_speed(fn, getattr(Reference(ref), reference), specs, oracle, rng, count=10, rounds=15,
-                             warmup=2, rtol=rtol, atol=atol)
+                             warmup=2, rtol=rtol, atol=atol, subtract_making=False)
 
 
 def library_distances(cells: list[dict[str, str]], task: str) -> list[str]:
@@ -337,7 +338,7 @@ def check_pairwise_gradient(api: Api, rng: torch.Generator, device: str) -> None
 
 @check(task="pairwise_sq_distances", points=2)
 def check_pairwise_vectorized(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
-    """no torch.cdist in its cell, and vectorized: 8192 points against 4 (both ways) in at most 8x the time of
+    """no torch.cdist in its cell, and vectorized: 16384 points against 2 (both ways) in at most 8x the time of
     the expansion with x @ y.T"""
     library = library_distances(api.student.submission.cells, "pairwise_sq_distances")
     if library:
@@ -363,7 +364,7 @@ def check_pairwise_vectorized(api: Api, rng: torch.Generator, record_property: R
 
 @check(task="row_sum", points=4)
 def check_row_sum_speed(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
-    """vectorized and fast: on [16384, 2] and [2, 16384] matrices, at most 8x the time of x.sum(dim=0)"""
+    """vectorized and fast: on [32768, 1] and [1, 32768] matrices, at most 8x the time of x.sum(dim=0)"""
     speed = _timed(api.row_sum, "row_sum_reference", ROW_SUM_TIMED, row_sum_oracle, rng, *ROW_SUM_TOL[torch.float32])
     small, large = (torch.randn(4, 3, generator=rng),), (torch.randn(64, 24, generator=rng),)
     expect_within(speed, AT_MOST, f"row_sum on {ROW_SUM_TIMED_SHOWN}", "x.sum(dim=0)", GROWS, LOOP_HINT,
