@@ -14,6 +14,7 @@ from autograder import CHECKOUT
 from autograder.course.reference import release_path, solution_cells
 from autograder.judging.judge import Grade, grade
 from autograder.judging.registry import CHAPTERS
+from autograder.judging.results import Outcome
 from autograder.sandbox import launcher
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.runtime.wire import RemoteObject
@@ -74,6 +75,17 @@ def task_scores(g: Grade) -> dict[str, float]:
     """Points earned per graded task (answer cell); stretch tasks, which earn bonus points, are left out."""
     stretch = {r.task for r in g.results if r.bonus}
     return {task: got for task, (got, _) in g.by_task().items() if task not in stretch}
+
+
+def scores_on_their_own(g: Grade) -> dict[str, float]:
+    """Points per task from the checks that passed on their own, whether or not a broken rule voided them (rule
+    checks left out): what the grading did, for attacks whose load-time code also breaks a rule read from the
+    source (07's)."""
+    scores: dict[str, float] = {}
+    for r in g.results:
+        if not r.rule:
+            scores[r.task] = scores.get(r.task, 0.0) + (r.points if Outcome.PASSED in (r.outcome, r.alone) else 0.0)
+    return scores
 
 
 def check_count(chapter: str) -> int:

@@ -30,6 +30,12 @@ class CheckFailure(AssertionError):
     outcome: ClassVar[Outcome] = Outcome.WRONG
 
 
+class RuleBroken(CheckFailure):
+    """A rule check (@check(..., rule=True)) found the task's code breaking the rule the notebook states: the
+    task's other checks are not scored. Any other failure of a rule check (a wrong answer on the example) costs
+    that check alone."""
+
+
 class JudgeError(Exception):
     """The judge's own mistake, not the student's: the plugin reports it as an error of the grader."""
 
@@ -116,7 +122,8 @@ def nonfinite(t: torch.Tensor) -> str | None:
 
 
 def failure(*, call: str = "", inputs: Iterable[str] = (), expected: str = "", got: str = "",
-            timing: str = "", problem: str = "", detail: str = "", hint: str = "", after: str = "") -> CheckFailure:
+            timing: str = "", problem: str = "", detail: str = "", hint: str = "", after: str = "",
+            breaks_rule: bool = False) -> CheckFailure:
     """The one layout of a failed check's message, each part on its own labelled line where given:
 
         <after: what went wrong before, e.g. an error of the student's code>
@@ -128,11 +135,13 @@ def failure(*, call: str = "", inputs: Iterable[str] = (), expected: str = "", g
         Problem:  <what exactly differs>
         <detail: a tool's own report>
         Hint:     <what to fix>
+
+    `breaks_rule`: the code breaks the task's stated rule (RuleBroken), not merely a wrong answer.
     """
     labelled = [("Call: ", call), *(("  ", line) for line in inputs), ("Expected: ", expected), ("Got:      ", got),
                 ("Timing:   ", timing), ("Problem:  ", problem), ("", detail), ("Hint:     ", hint)]
     lines = ([after] if after else []) + [label + text for label, text in labelled if text]
-    return CheckFailure("\n".join(lines))
+    return (RuleBroken if breaks_rule else CheckFailure)("\n".join(lines))
 
 
 def fail(call: str, inputs: dict[str, Any], expected: Any, got: Any, problem: str, hint: str) -> NoReturn:

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from autograder.judging.api import StudentApi
-from autograder.judging.expect import CheckFailure
+from autograder.judging.expect import CheckFailure, RuleBroken
 from autograder.judging.registry import Chapter
 from autograder.judging.remote import Student, StudentError
 from autograder.judging.results import MEASURED, Outcome, figures
@@ -46,7 +46,8 @@ def check(*, task: str, points: float, visible: bool = False, cuda_only: bool = 
           rule: bool = False) -> Callable[[F], F]:
     """Declare a check: the task (answer cell) it grades and its points, whether the notebook shows it
     (`visible`), whether it runs on CUDA only, and whether it checks a rule the notebook states for the task
-    (`rule`: when it fails, the task's other checks are not scored either). Anything else, or a value of the
+    (`rule`: when it finds the rule broken, raising RuleBroken, the task's other checks are not scored
+    either). Anything else, or a value of the
     wrong kind, is an error when the module is imported: a check cannot silently be worth 0 points.
 
     A check's points rest on evidence the student cannot shape: outputs compared with the judge's oracle, the
@@ -111,6 +112,7 @@ class CheckResult:
     cuda_only: bool = False  # skipped off CUDA, its points on top of the notebook's
     rule: bool = False  # a stated rule of the task: failing it voids the task's other checks
     bonus: bool = False  # a stretch task's check: its points count apart, on top of the score
+    alone: Outcome | None = None  # NOT_SCORED: what the check gave on its own, before the broken rule voided it
     measured: dict[str, float] = field(default_factory=dict)  # figures the check measured (results.py names them)
 
     @property
@@ -258,20 +260,23 @@ class KitPlugin:
                 # A passing check may leave a note (e.g. its measured speed-up) with record_property("note", ...).
                 verdict = Outcome.PASSED
                 output = "\n".join(str(v) for k, v in report.user_properties if k == "note")
-            rule = self._broken.get(_spec(item).task)
+            rule, alone = self._broken.get(_spec(item).task), None
             if rule is not None and verdict is not Outcome.SKIPPED:
+                alone = verdict
                 was = "passed" if verdict is Outcome.PASSED else "failed"
                 output = (f"Not scored: this exercise breaks its stated rule ('{rule}'), so none of its checks "
                           f"counts. On its own this check {was}." + (f"\n\n{output}" if output else ""))
                 verdict, report.outcome, report.longrepr = Outcome.NOT_SCORED, "failed", output
-            result = self._result(item, verdict, output, _measured(report.user_properties))
-            if result.rule and verdict is Outcome.WRONG:  # broken, not merely unrunnable (a stub, an error)
+            result = self._result(item, verdict, output, _measured(report.user_properties), alone)
+            if result.rule and call.excinfo is not None and call.excinfo.errisinstance(RuleBroken):
                 self._broken.setdefault(result.task, result.name)
             self.results.append(result)
 
-    def _result(self, item: pytest.Item, outcome: Outcome, output: str, measured: dict[str, float]) -> CheckResult:
+    def _result(self, item: pytest.Item, outcome: Outcome, output: str, measured: dict[str, float],
+                alone: Outcome | None = None) -> CheckResult:
         spec = _spec(item)
         doc = (item.function.__doc__ or item.name).strip().splitlines()[0]  # type: ignore[attr-defined]
         return CheckResult(nodeid=item.nodeid, name=doc, task=spec.task, points=spec.points, visible=spec.visible,
                            outcome=outcome, output=safe_text(output, MAX_OUTPUT), cuda_only=spec.cuda_only,
-                           rule=spec.rule, bonus=spec.task in self._student.submission.chapter.bonus, measured=measured)
+                           rule=spec.rule, bonus=spec.task in self._student.submission.chapter.bonus, measured=measured,
+                           alone=alone)

@@ -721,5 +721,7 @@ def _listed(flags: list[Flag], most: int) -> str:
 def note(flags: list[Flag]) -> str:
     """The plain statement for the student and the instructor, above the checks (the first MAX_FLAGS flags)."""
     return ("Review: your answer cells use constructs that reach into other code (the grader's, torch's "
-            "internals, frames or namespaces). This costs no points: every score here comes from the judge's "
-            "own evidence. Your instructor will read the flagged lines:\n" + _listed(flags, MAX_FLAGS))
+            "internals, frames or namespaces). A flag costs no points: every score here comes from the judge's "
+            "own evidence. (An exercise whose stated rule the judge checks by reading your code, as in 07, "
+            "cannot be read past a flagged line its code reaches; that rule's check says so.) Your instructor "
+            "will read the flagged lines:\n" + _listed(flags, MAX_FLAGS))

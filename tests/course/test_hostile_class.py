@@ -98,7 +98,7 @@ def test_the_class_report_is_complete_and_has_no_markup_from_students(graded: Pa
     assert "8 submissions from 8 students" in page
     flagged = page.split("Flagged for review", 1)[1]
     assert all(html.escape(s) in flagged for s in ("=1+1", "cal", "<script>alert(1)"))
-    assert "integrity: 104857 construct(s)" in page
+    assert "review flags: 104857 construct(s)" in page
 
 
 def test_result_files_are_strict_utf8_and_small(graded: Path) -> None:

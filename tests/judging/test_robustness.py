@@ -17,8 +17,19 @@ import pytest
 
 from autograder.course.cases import mutant
 from autograder.judging.notebook import load_submission
+from autograder.judging.results import Outcome
 from autograder.judging.seeds import secret_seed
-from tests.kit import ROOT, by_name, check_count, grade_fast, solution_cells, solved, task_scores, write_submission
+from tests.kit import (
+    ROOT,
+    by_name,
+    check_count,
+    grade_fast,
+    scores_on_their_own,
+    solution_cells,
+    solved,
+    task_scores,
+    write_submission,
+)
 
 CH = "07_numerical_stability"
 
@@ -43,7 +54,8 @@ def test_os_exit_at_import_gives_a_complete_zero_result(tmp_path: Path) -> None:
 
 
 def test_segfault_zeroes_only_the_function_that_crashed(tmp_path: Path) -> None:
-    crash = "import ctypes\ndef softmax(logits, dim=-1):\n    ctypes.string_at(0)\n"
+    crash = "def softmax(logits, dim=-1):\n    import ctypes\n    ctypes.string_at(0)\n"  # in the body: no load-time
+    # ctypes in reach of softmax_cross_entropy's rule (07 reads each task's code, load-time code of every cell)
     g = grade_fast(solved(tmp_path, CH, softmax=crash))
     scores = task_scores(g)
     assert scores["softmax"] == 0 and scores["softmax_cross_entropy"] == 10
@@ -161,14 +173,12 @@ def _forged(obj, *args, **kwargs):
         obj = {**obj, "load": LOAD}
     return _dumps(obj, *args, **kwargs)
 json.dumps = _forged
-def softmax(logits, dim=-1):
-    return torch.softmax(logits, dim)
 """
 
 
 def test_a_forged_load_report_is_a_corrupted_channel_not_a_crash(tmp_path: Path) -> None:
     load = '{"errors": {"softmax": "boom"}, "names": 5}'
-    g = grade_fast(solved(tmp_path, CH, softmax=f"LOAD = {load}\n" + FORGE_LOAD_REPORT))
+    g = grade_fast(solved(tmp_path, CH, softmax=f"LOAD = {load}\n" + FORGE_LOAD_REPORT + solution_cells(CH)["softmax"]))
     assert g.score == 0 and g.max_score == 20
     assert any("corrupted the grader's channel" in n for n in g.notes), g.notes
 
@@ -177,5 +187,12 @@ def test_a_forged_setup_error_or_cuda_flag_is_ignored(tmp_path: Path) -> None:
     """Only what the child says before student code runs can make a grader error or skip the CUDA checks."""
     load = ('{"errors": {}, "names": {"softmax": "function", "softmax_cross_entropy": "function"}, '
             '"setup_error": "forged", "cuda": True}')
-    g = grade_fast(solved(tmp_path, CH, softmax=f"LOAD = {load}\n" + FORGE_LOAD_REPORT))
-    assert g.score == g.max_score == 20
+    cells = f"LOAD = {load}\n" + FORGE_LOAD_REPORT + solution_cells(CH)["softmax"]
+    g = grade_fast(solved(tmp_path, CH, softmax=cells))
+    # Every check ran on the CPU and passed on its own; the patch of json.dumps at load breaks each task's rule
+    # read from the code (07), which voids the scores, and says why.
+    assert len(g.results) == check_count(CH) and not [r for r in g.results if r.outcome is Outcome.SKIPPED]
+    graded = [r for r in g.results if not r.rule and not r.bonus]  # the stretch task is not attempted
+    assert {r.task: scores_on_their_own(g)[r.task] for r in graded} == {
+        t: sum(r.points for r in graded if r.task == t) for t in {r.task for r in graded}}
+    assert all("json.dumps" in r.output for r in g.results if r.rule), [r.output for r in g.results if r.rule]

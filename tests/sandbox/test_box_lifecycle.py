@@ -23,7 +23,7 @@ from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import ChildDied, ChildTimeout, Sandbox
 from autograder.sandbox.runtime import isolation, wire
-from tests.kit import FAST, ROOT, grade_fast, solved, task_scores, zygote
+from tests.kit import FAST, ROOT, grade_fast, solution_cells, solved, task_scores, zygote
 from tests.sandbox.processes import kill_named, named, until
 
 CH = "07_numerical_stability"
@@ -84,14 +84,12 @@ def deep():
         os.chdir("d")
     return 1
 deep()
-def softmax(logits, dim=-1):
-    return torch.softmax(logits, dim)
 """
 
 
 @full_sandbox
 def test_a_deep_folder_tree_cannot_make_cleanup_fail(tmp_path: Path) -> None:
-    g = grade_fast(solved(tmp_path, CH, softmax=DEEP))  # no GraderError from cleanup
+    g = grade_fast(solved(tmp_path, CH, softmax=DEEP + solution_cells(CH)["softmax"]))  # no GraderError from cleanup
     assert task_scores(g)["softmax"] > 0
 
 

@@ -23,7 +23,7 @@ import pytest
 from autograder.course.bundle import build_bundle
 from autograder.judging.judge import GraderError
 from autograder.sandbox.runtime import isolation
-from tests.kit import ROOT, grade_fast, solved, task_scores
+from tests.kit import ROOT, grade_fast, scores_on_their_own, solution_cells, solved
 from tests.sandbox.processes import named, until
 
 CH = "07_numerical_stability"
@@ -179,17 +179,16 @@ def _stray(kind):
         time.sleep(0.01)
 for kind in ("sleep", "stop", "signals"):
     _stray(kind)
-def softmax(logits, dim=-1):
-    return torch.softmax(logits, dim)
 """
 
 
 def test_every_process_dies_with_the_grading_even_stopped_and_signalling_ones(tmp_path: Path) -> None:
     tag = f"stray{os.getpid() % 10**6}"
     started = time.monotonic()
-    g = grade_fast(solved(tmp_path, CH, softmax=f"TAG = {tag!r}\n" + ESCAPES))
+    g = grade_fast(solved(tmp_path, CH, softmax=f"TAG = {tag!r}\n" + ESCAPES + solution_cells(CH)["softmax"]))
     assert time.monotonic() - started < 90
-    assert task_scores(g)["softmax"] > 0  # the signals did not stop the grading either
+    # the signals did not stop the grading either (ctypes at load breaks 07's rule read from the code: no score)
+    assert scores_on_their_own(g)["softmax"] > 0
     assert until(lambda: not named(tag), 5), named(tag)
 
 

@@ -162,12 +162,13 @@ def expect_by_hand(api: Api, task: str) -> None:
         raise failure(call=f"the judge's reading of the code of `{task}`",
                       expected="no torch.softmax, log_softmax, cross_entropy or other library softmax",
                       got=listed(used), problem="the exercise is to compute it yourself; this notebook's rule "
-                      "forbids the library's versions, so none of this exercise's checks counts.", hint=RULE_HINT)
+                      "forbids the library's versions, so none of this exercise's checks counts.",
+                      hint=RULE_HINT, breaks_rule=True)
     if hidden:
         raise failure(call=f"the judge's reading of the code of `{task}`",
                       expected="every function called by its name", got=listed(hidden),
                       problem="the judge cannot read which function this calls, so it cannot tell that the rule "
-                      "is kept; the notebook asks for every call written out.", hint=RULE_HINT)
+                      "is kept; the notebook asks for every call written out.", hint=RULE_HINT, breaks_rule=True)
 
 
 def expect_runs(api: Api, task: str, device: str = "cpu") -> None:
@@ -493,8 +494,8 @@ def check_log_softmax_own_backward(api: Api, rng: torch.Generator) -> None:
     expect_by_hand(api, "log_softmax")
     code = task_code(api.student.submission, "log_softmax")
     entries = [n for _, n in code.walk() if isinstance(n, ast.FunctionDef) and n.name == "log_softmax"]
-    if entries and all(_stub(n) for n in entries):  # as released: not attempted, which breaks no rule
-        expect_runs(api, "log_softmax")
+    if all(_stub(n) for n in entries):  # as released, or missing (a notebook that did not load): run it, so the
+        expect_runs(api, "log_softmax")  # stub or the load error is the verdict, not a broken rule
     functions = subclasses(code, "torch.autograd.Function")
     where = "the judge's reading of the code of `log_softmax`"
     defined = [(cell, c) for cell, c in functions
@@ -503,26 +504,27 @@ def check_log_softmax_own_backward(api: Api, rng: torch.Generator) -> None:
         raise failure(call=where, expected="class LogSoftmax(torch.autograd.Function) with forward and backward",
                       got=", ".join(c.name for _, c in functions) or "no subclass of torch.autograd.Function",
                       problem="autograd would differentiate your forward's operations: the backward is not your "
-                      "own.", hint=OWN_BACKWARD_HINT)
+                      "own.", hint=OWN_BACKWARD_HINT, breaks_rule=True)
     names = {c.name for _, c in defined}
     applied = [n for _, n in code.walk() if isinstance(n, ast.Attribute) and n.attr == "apply"
                and isinstance(n.value, ast.Name) and n.value.id in names]
     if not applied:
         raise failure(call=where, expected=f"log_softmax returning {sorted(names)[0]}.apply(logits, dim)",
                       got="no .apply of your Function", problem="the Function is defined but never used.",
-                      hint=OWN_BACKWARD_HINT)
+                      hint=OWN_BACKWARD_HINT, breaks_rule=True)
     saves = [n for _, c in defined for n in ast.walk(c) if isinstance(n, ast.Call)
              and isinstance(n.func, ast.Attribute) and n.func.attr == "save_for_backward"]
     if len(saves) != 1 or len(saves[0].args) != 1 or saves[0].keywords:
         got = "; ".join(ast.unparse(n) for n in saves) or "no ctx.save_for_backward"
         raise failure(call=where, expected="one ctx.save_for_backward(...) of one tensor", got=got,
                       problem="the backward must work from one saved tensor, as the exercise states.",
-                      hint=OWN_BACKWARD_HINT)
+                      hint=OWN_BACKWARD_HINT, breaks_rule=True)
     saved = saves[0].args[0]
     forward = next(f for _, c in defined for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "forward")
     inputs = {a.arg for a in forward.args.args} - {"ctx"}
     if isinstance(saved, ast.Name) and saved.id in inputs:
         raise failure(call=where, expected="the output (or softmax, computed from it) saved",
                       got=f"the logits saved: ctx.save_for_backward({saved.id})", problem="your backward "
-                      "recomputes from the input what the forward already computed.", hint=OWN_BACKWARD_HINT)
+                      "recomputes from the input what the forward already computed.",
+                      hint=OWN_BACKWARD_HINT, breaks_rule=True)
     expect_runs(api, "log_softmax")
