@@ -5,7 +5,7 @@ kit's .venv linked in), from a shell where .venv is not activated, with `<id>` =
 the few that cannot run here are named with the reason. Between the steps a student fetches
 the release through nbgrader's exchange, validates and submits it (the student guide's commands),
 and the instructor adjusts a score as Formgrader does. The submission forgets the max
-subtraction in softmax and skips the stretch task: the kit gives it 16 / 20, stock nbgrader 10 / 20.
+subtraction in softmax and skips the stretch task: the kit gives it 15 / 20, stock nbgrader 10 / 20.
 """
 
 from __future__ import annotations
@@ -154,13 +154,13 @@ def test_every_instructor_command_works_as_printed(tmp_path: Path) -> None:
             with sqlite3.connect(course / "gradebook.db") as con:
                 assert con.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
         if command.startswith(".venv/bin/nbgrader autograde"):
-            assert _gradebook_scores(course, student) == {"check_softmax": (6.0, None),
+            assert _gradebook_scores(course, student) == {"check_softmax": (5.0, None),
                                                           "check_softmax_cross_entropy": (10.0, None),
                                                           "check_log_softmax": (0.0, None)}
         if command.startswith(".venv/bin/python -m autograder grade-all"):
             assert "0 submissions recorded by nbgrader autograde, 1 already recorded" in done.stdout, done.stdout
             result = json.loads((course / "graded" / "results" / student / f"{CH}.json").read_text())
-            assert (result["score"], result["max_score"]) == (16.0, 20.0)
+            assert (result["score"], result["max_score"]) == (15.0, 20.0)
         if command.startswith(".venv/bin/nbgrader generate_feedback"):
             page = (course / "feedback" / student / CH / f"{CH}.html").read_text()
             assert "Subtract the maximum" in page and "Half of the overflow case." in page

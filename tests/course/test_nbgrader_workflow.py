@@ -74,8 +74,8 @@ def _retypes_answer_cell(nb: Notebook) -> None:
 # student -> (softmax's code, an edit of the notebook's graded cells, (auto score, extra credit) per check
 # cell; None: nbgrader's autograde fails for that submission and records nothing). Only ada does the
 # stretch task log_softmax (0 points in nbgrader, 4 of extra credit).
-HONEST_MISTAKE = {"check_softmax": (6.0, None), "check_softmax_cross_entropy": (10.0, None),
-                  "check_log_softmax": (0.0, 0.0)}  # no max subtraction: 16 / 20
+HONEST_MISTAKE = {"check_softmax": (5.0, None), "check_softmax_cross_entropy": (10.0, None),
+                  "check_log_softmax": (0.0, 0.0)}  # no max subtraction: 15 / 20
 Expected = dict[str, tuple[float, float | None]]
 CLASS: dict[str, tuple[str | None, Callable[[Notebook], None] | None, Expected | None]] = {
     "ada": ("solution", None, {"check_softmax": (10.0, None), "check_softmax_cross_entropy": (10.0, None),
@@ -182,7 +182,7 @@ def test_both_ways_leave_the_same_gradebook_with_partial_credit(courses: dict[st
             assert row["grades"] == {g: (auto, extra, None, False) for g, (auto, extra) in points.items()}, student
             assert row["score"] == sum(auto + (extra or 0) for auto, extra in points.values()), student
             assert row["autograded"] and row["formgrader_timestamp"], student
-    assert ours["bob"]["score"] == 16.0  # the kit's partial credit; stock nbgrader records 10 (all or nothing)
+    assert ours["bob"]["score"] == 15.0  # the kit's partial credit; stock nbgrader records 10 (all or nothing)
     assert ours["ada"]["score"] == 24.0  # 20 and the stretch task's 4 as extra credit
 
 
@@ -195,8 +195,8 @@ def test_both_ways_write_the_same_autograded_notebook(courses: dict[str, Path]) 
         assert outputs == _check_outputs(courses["nbgrader"], student), student
         assert all(o.get("name") != "stderr" for cell in outputs.values() for o in cell)
     bob = _check_outputs(courses["grade-all"], "bob")["check_softmax"]
-    assert "softmax: 6 / 10 points" in "".join(bob[0]["text"]) and "Subtract the maximum" in "".join(bob[0]["text"])
-    assert "".join(bob[1]["data"]["text/plain"]) == "6.0"
+    assert "softmax: 5 / 10 points" in "".join(bob[0]["text"]) and "Subtract the maximum" in "".join(bob[0]["text"])
+    assert "".join(bob[1]["data"]["text/plain"]) == "5.0"
 
 
 def test_grade_all_gradebook_leaves_recorded_submissions_and_manual_grades_alone(courses: dict[str, Path]) -> None:
@@ -211,7 +211,7 @@ def test_grade_all_gradebook_leaves_recorded_submissions_and_manual_grades_alone
            in done.stdout, done.stdout + done.stderr
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         grade = gb.find_grade("check_softmax", CH, CH, "bob")
-        assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (6.0, 8.0, False)
+        assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (5.0, 8.0, False)
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own, on every autograde
@@ -268,11 +268,11 @@ def test_export_and_feedback(courses: dict[str, Path], tmp_path: Path) -> None:
     done = _run(course, "nbgrader", "export", "--to", str(tmp_path / "grades.csv"))
     assert done.returncode == 0, done.stderr
     rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader((tmp_path / "grades.csv").open())}
-    assert {s: rows[s] for s in ("ada", "bob", "cid")} == {"ada": 24.0, "bob": 16.0, "cid": 0.0}
+    assert {s: rows[s] for s in ("ada", "bob", "cid")} == {"ada": 24.0, "bob": 15.0, "cid": 0.0}
     results = [json.loads(p.read_text()) for p in sorted((courses["grade-all"] / "graded" / "results").glob("*/*"))]
     write_feedback(course, results)
     page = (course / "feedback" / "bob" / CH / f"{CH}.html").read_text()
-    assert f"{CH}: 16 / 20" in page and "Subtract the maximum" in page
+    assert f"{CH}: 15 / 20" in page and "Subtract the maximum" in page
     source = (ROOT / "autograder" / "chapters" / f"ch{CH}" / "checks.py").read_text()
     for line in (ln.strip() for ln in source.splitlines()):
         if line.startswith(("def ", "x = ", "logits = ", "_expect(")):

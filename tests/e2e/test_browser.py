@@ -189,7 +189,7 @@ def test_instructor_autogrades_adjusts_and_gives_feedback(page: Page, course: Pa
         # Autograde: the kit's partial credit, 6/10 for the textbook softmax and 10/10 for the cross entropy.
         row.locator("td.autograde a").click()
         _ok(fg.locator("#success-modal"), f"Successfully autograded '{CH}' for student '{STUDENT}'")
-        expect(row.locator("td.score")).to_have_text("16 / 20")
+        expect(row.locator("td.score")).to_have_text("15 / 20")
         expect(row.locator("td.status")).to_have_text("graded")
         shot(page, "autograded-16-of-20")
 
@@ -204,7 +204,7 @@ def test_instructor_autogrades_adjusts_and_gives_feedback(page: Page, course: Pa
         expect(fg.locator("#check_softmax_cross_entropy")).to_have_attribute("placeholder", "10")
         expect(fg.locator("#softmax-comment")).to_have_attribute("placeholder", re.compile("."))  # comments loaded
         text = check.locator(".output_area").first.inner_text()
-        assert "softmax: 6 / 10 points" in text, text
+        assert "softmax: 5 / 10 points" in text, text
         assert "found nan (not a number)" in text and "overflows" in text, text
         # The cell's score box (auto score 6) at the top, under Formgrader's fixed bar, the messages below.
         check.evaluate("cell => { cell.scrollIntoView({block: 'start'}); window.scrollBy(0, -80); }")
@@ -223,7 +223,7 @@ def test_instructor_autogrades_adjusts_and_gives_feedback(page: Page, course: Pa
         fg.locator(".breadcrumb").get_by_role("link", name="Manual Grading").click()
         fg.get_by_role("link", name="Manage Assignments").click()
         fg.locator("#main-table tr").filter(has_text=CH).locator("td.num-submissions a").click()
-        expect(row.locator("td.score")).to_have_text("17 / 20")
+        expect(row.locator("td.score")).to_have_text("16 / 20")
         shot(page, "adjusted-17-of-20")
 
         # Generate feedback, then read it as the student will.
@@ -231,11 +231,11 @@ def test_instructor_autogrades_adjusts_and_gives_feedback(page: Page, course: Pa
         _ok(fg.locator("#success-modal"), f"Successfully generated feedback for '{CH}' for student '{STUDENT}'",
             lambda: shot(page, "feedback-generated"))
         page.goto(lab.at(f"/files/feedback/{STUDENT}/{CH}/{CH}.html"))
-        assert f"{CH} (Score: 17.0 / 20.0)" in page.locator("body").inner_text()
+        assert f"{CH} (Score: 16.0 / 20.0)" in page.locator("body").inner_text()
         shot(page, "feedback-score")
         page.get_by_role("link", name="Comment").click()
         cell = page.locator(".panel").filter(has=page.locator("code", has_text="check_softmax")).first
-        assert "Score: 7.0 / 10.0" in cell.inner_text()  # 6 from the kit, 1 extra credit
+        assert "Score: 6.0 / 10.0" in cell.inner_text()  # 5 from the kit, 1 extra credit
         body = page.locator("body").inner_text()
-        assert COMMENT in body and "softmax: 6 / 10 points" in body and "found nan (not a number)" in body
+        assert COMMENT in body and "softmax: 5 / 10 points" in body and "found nan (not a number)" in body
         shot(page, "feedback-comment-and-messages")
