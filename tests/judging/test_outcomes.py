@@ -13,6 +13,7 @@ from typing import NoReturn
 
 import pytest
 
+from autograder.course.cases import mutant
 from autograder.judging import results as fmt
 from autograder.judging.expect import CheckFailure, JudgeError, error_type
 from autograder.judging.judge import Grade
@@ -91,6 +92,17 @@ def test_a_broken_rule_voids_its_task_alone_and_each_check_says_how_it_did_on_it
     others = [r for r in g.results if r.task != "softmax"]
     assert others and all(r.outcome is Outcome.PASSED for r in others), [(r.name, r.output) for r in others]
     assert not g.integrity  # a rule is not a suspicion: nothing to review
+
+
+def test_a_wrong_example_answer_costs_the_rule_check_its_point_but_voids_nothing(tmp_path: Path) -> None:
+    """The textbook softmax keeps the rule (built by hand) but overflows on the notebook's example: the rule
+    check fails as a wrong answer, not as a broken rule, so the task keeps the points of its other checks."""
+    g = grade_fast(solved(tmp_path, CH, softmax=mutant(CH, "no max subtraction").cells["softmax"]))
+    rule = by_name(g)["check_softmax_by_hand"]
+    assert rule.outcome is Outcome.WRONG and "nan" in rule.output, rule.output
+    softmax = [r for r in g.results if r.task == "softmax" and not r.rule]
+    assert not [r for r in softmax if r.outcome is Outcome.NOT_SCORED]
+    assert 0 < sum(r.score for r in softmax) < sum(r.points for r in softmax)
 
 
 def test_a_speed_checks_figures_arrive_in_measured_and_in_results_json(tmp_path: Path) -> None:
