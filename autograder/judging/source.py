@@ -361,3 +361,53 @@ def listed(uses: list[Use], most: int = 5) -> str:
     """Uses as lines for a message, the first `most` of them."""
     more = len(uses) - most
     return "; ".join(str(u) for u in uses[:most]) + (f"; and {more} more" if more > 0 else "")
+
+
+# Puzzles (Tensor-Puzzles' form): a function whose body is one expression over a stated set of operations.
+NOT_ONE_EXPRESSION = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.IfExp,
+                      ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)
+
+
+def _body(function: ast.FunctionDef) -> list[ast.stmt]:
+    return function.body[1:] if ast.get_docstring(function) is not None else function.body
+
+
+def puzzle_breaks(code: TaskCode, name: str, allowed: AbstractSet[str]) -> list[Use]:
+    """Where the puzzle `name` (a function of the task's own cell) breaks its rule: its body, after a docstring, is
+    one `return <expression>`, with no lambda, comprehension, conditional expression or walrus; every function it
+    calls and every attribute it reads is allowed. `allowed` holds dotted names of module functions
+    ("torch.arange"), method and attribute names with a leading dot (".shape", ".sum") and plain names ("len",
+    an earlier puzzle). Operators, indexing, slicing, constants and the function's parameters are always
+    allowed. A missing function is a break; so is anything `unreadable`."""
+    own = [(cell, n) for cell, n in code.walk() if cell == code.task and isinstance(n, ast.FunctionDef)
+           and n.name == name]
+    if len(own) != 1:
+        return [Use(code.task, 1, f"{len(own)} definitions of {name} in its cell (one is the puzzle)")]
+    cell, function = own[0]
+    found: list[Use] = []
+    body = _body(function)
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        found.append(Use(cell, function.lineno, f"{name}: the body is not one `return <expression>`"))
+    params = {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}
+    imported = code.imported
+    inner: set[int] = set()  # the parts of a module's dotted name already judged whole (torch.nn.functional)
+    for node in ast.walk(function):
+        text = None
+        if node is not function and isinstance(node, (*NOT_ONE_EXPRESSION, *DEFINITIONS)):
+            text = f"{_unparsed(node)}: not allowed in a puzzle"
+        elif isinstance(node, ast.Attribute) and id(node) not in inner:
+            root, attrs = _chain(node)
+            if isinstance(root, ast.Name) and root.id in imported and root.id not in params:
+                inner |= {id(n) for n in ast.walk(node.value) if isinstance(n, ast.Attribute)}
+                dotted = ".".join([imported[root.id], *attrs])
+                if dotted not in allowed:
+                    text = f"{dotted}: not among the allowed operations"
+            elif f".{node.attr}" not in allowed:
+                text = f".{node.attr}: not among the allowed operations"
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in params \
+                and node.id not in allowed and node.id not in imported:
+            text = f"{node.id}: not among the allowed operations and names"
+        if text:
+            found.append(Use(cell, getattr(node, "lineno", function.lineno), _short(text)))
+    hidden = [u for u in unreadable(code) if u.cell == cell]
+    return _unique(found + hidden)
