@@ -23,7 +23,7 @@ Checks take the `api` fixture, an instance bound to the submission's process:
 Arguments that do not fit the declared signature are the judge's own mistake: a TypeError before anything
 is sent. An error of the student's code comes back as a StudentError naming the declared function; with an
 `example` (the notebook's own call, which every working implementation answers), an error that the example
-raises too is said to happen on every call.
+raises too is said to happen on the example too.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ HARNESS = "kit."  # the child looks names with this prefix up in the chapter's h
 class Options:
     timeout: float | None = None  # seconds for one call; None: the grading's limit for a call
     call: str | None = None  # the whole call as messages show it, in place of name(arguments)
-    hint: str = ""  # added to an error the code raises, unless it raises on every call
+    hint: str = ""  # added to an error the code raises, unless the example raises it too
 
 
 @dataclass(frozen=True)
@@ -134,13 +134,13 @@ class Remote(Generic[P, R]):
         return None if example is None else lambda: self._request(example, {})
 
     def on_every_call(self, e: StudentError) -> StudentError | None:
-        """`e`, an error of this function, restated as raised on every call when the declared example raises
+        """`e`, an error of this function, restated as raised on the example too when the declared example raises
         too; else None."""
         example = self._example()
         return None if example is None else on_every_call(e, self.name, example)
 
     def explained(self, e: StudentError) -> StudentError:
-        """`e` restated as raised on every call (see on_every_call), else with the hint added."""
+        """`e` restated as raised on the example too (see on_every_call), else with the hint added."""
         return explain_error(e, self.name, self._example(), self.options.hint)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:

@@ -48,16 +48,17 @@ def error_type(e: StudentError) -> str | None:
 
 
 def on_every_call(e: StudentError, name: str, example: Callable[[], Any]) -> StudentError | None:
-    """`e` (an exception raised by `name`) restated as raised on every call when `example`, a call every
-    working `name` answers, raises too; else None."""
+    """`e` (an exception raised by `name`) restated as raised on the notebook's example too when `example`, a
+    call every working `name` answers, raises; else None. It says no more than that: a function may fail the
+    example and pass other checks."""
     if error_type(e) is None:
         return None
     try:
         example()
     except StudentError as again:
         if error_type(again) is not None:
-            return e.restated(f"`{name}` raised {error_type(e)} on every call, even on the notebook's example, "
-                              f"so no check of it can pass. Fix that error first:\n{e}")
+            return e.restated(f"`{name}` raised {error_type(e)} on this call and on the notebook's example too: "
+                              f"fix that error first (other checks of `{name}` may fail on it).\n{e}")
     return None
 
 

@@ -183,7 +183,7 @@ def test_a_process_that_dies_of_a_limit_is_a_timeout_other_crashes_the_students(
 
 
 def test_the_type_a_student_raised_is_a_field_their_own_text_cannot_pose_as() -> None:
-    """Which exception the code raised shapes the message ("raised X on every call"): it is the field remote.py
+    """Which exception the code raised shapes the message ("raised X ... on the example too"): it is the field remote.py
     sets from the child's report, kept when a check restates the error, never read back from the text."""
     posing = StudentError("The answer cell 'softmax' failed when run:\nRuntimeError: `f(x)` raised an error:\n"
                           "ValueError: looks like a call's error")
