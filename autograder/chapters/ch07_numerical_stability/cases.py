@@ -37,6 +37,13 @@ def wrong_dim():
 def log_of_softmax():
     def softmax_cross_entropy(labels, logits, dim=-1):
         return -(labels * torch.log(softmax(logits, dim))).sum(dim=dim)  # noqa: F821 (the cell softmax defines it)
+@wrong("the guide's logsumexp without keepdim", fails={"check_xent_random_batches": "keepdim=True"})
+def logsumexp_without_keepdim():
+    def softmax_cross_entropy(labels, logits, dim=-1):
+        shifted = logits - logits.amax(dim=dim, keepdim=True)
+        return -(labels * (shifted - torch.logsumexp(shifted, dim=dim))).sum(dim=dim)
+
+
 @wrong("dtype change", fails={"check_softmax_keeps_dtype": "dtype torch.float32"})
 def dtype_change():
     def softmax(logits, dim=-1):

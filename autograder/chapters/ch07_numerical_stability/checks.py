@@ -79,6 +79,9 @@ DTYPE_HINT = "Compute in the input's dtype and return that dtype: no .float() or
 # Shapes with unequal, equal and size-1 axes: a reduction without keepdim, or along the wrong axis,
 # fails on some of them whatever the seed.
 BATCH_SHAPES = ([4, 7], [7, 4], [5, 5], [1, 6], [6, 1], [3, 2])
+BATCH_HINT = ("The result has `dim` reduced: shape [B]. Inside, keep `dim` in every reduction you subtract "
+              "(keepdim=True): [B, C] - [B] lines up the wrong axes, an error when B != C and a wrong answer when "
+              "B == C.")
 DIM_SHAPES = ([6], [3, 5], [4, 4], [2, 3, 4], [3, 3, 3], [2, 3, 1, 4])
 SCALE = 3.0  # random logits ~ N(0, 9): their rows span less than 40, far from any overflow
 
@@ -297,10 +300,10 @@ def check_xent_random_batches(api: Api, rng: torch.Generator, device: str) -> No
     for trial, shape in enumerate(BATCH_SHAPES):
         labels, logits = _random_labels(rng, shape), _random_logits(rng, shape)
         dim = None if trial % 2 == 0 else 1
-        xent = api.softmax_cross_entropy
+        xent = api.softmax_cross_entropy.using(hint=BATCH_HINT)  # an error on [B, C] - [B] gets it too
         _expect(xent(labels, logits) if dim is None else xent(labels, logits, dim=dim), xent_oracle(labels, logits),
                 _xent_call(dim),
-                {"labels": labels, "logits": logits}, "The result has `dim` reduced: shape [B].", device)
+                {"labels": labels, "logits": logits}, BATCH_HINT, device)
 
 
 @check(task="softmax_cross_entropy", points=1)
