@@ -85,7 +85,12 @@ def _grade_all(args: argparse.Namespace) -> int:
                       + "\n  ".join(clean(line) for line in done.failed), file=sys.stderr)
                 code = 3
         if args.feedback:
-            print(f"feedback: {write_feedback(args.root, results)} pages in {args.root / 'feedback'}")
+            pages = write_feedback(args.root, results)
+            print(f"feedback: {pages.written} pages in {args.root / 'feedback'}")
+            if pages.kept:
+                print(f"feedback: {len(pages.kept)} pages left as they are, written by nbgrader generate_feedback "
+                      "(with your manual grades and comments; rerun it after regrading to update them):\n  "
+                      + "\n  ".join(clean(p) for p in pages.kept))
     return code
 
 

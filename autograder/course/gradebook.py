@@ -162,6 +162,9 @@ def _esc(text: str) -> str:
     return html.escape(clean(text))
 
 
+KIT_PAGE = "effective-pytorch-kit feedback"  # marks the pages write_feedback may replace
+
+
 def feedback_html(result: Results) -> str:
     """One page per submission: each check's name, points and message; no check code."""
     extra = result["extra_data"]
@@ -174,7 +177,8 @@ def feedback_html(result: Results) -> str:
             f'<td><pre>{_esc(test["output"])}</pre></td></tr>')
     notes = f'<p class="notes">{_esc(result["output"])}</p>' if result["output"] else ""
     return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>Feedback: {_esc(extra["assignment"] or "")}</title>
+<html><head><meta charset="utf-8"><meta name="generator" content="{KIT_PAGE}">
+<title>Feedback: {_esc(extra["assignment"] or "")}</title>
 <style>body{{font-family:sans-serif;margin:2em}}td{{vertical-align:top;padding:4px 8px}}
 tr.failed td:first-child{{color:#b00}}tr.passed td:first-child{{color:#070}}pre{{white-space:pre-wrap;margin:0}}</style>
 </head><body>
@@ -187,16 +191,27 @@ a failing check shows the input it failed on.</p>{notes}
 """
 
 
-def write_feedback(course: Path, results: list[Results]) -> int:
-    """feedback/<student>/<assignment>/<assignment>.html, where `nbgrader release_feedback` looks;
-    returns how many pages were written."""
-    written = 0
+@dataclass
+class Feedback:
+    written: int = 0
+    kept: list[str] = field(default_factory=list)  # pages another tool wrote (nbgrader generate_feedback)
+
+
+def write_feedback(course: Path, results: list[Results]) -> Feedback:
+    """feedback/<student>/<assignment>/<assignment>.html, where `nbgrader release_feedback` looks. A page there
+    that the kit did not write (nbgrader generate_feedback's, with the instructor's manual grades and comments)
+    is kept as it is and listed."""
+    done = Feedback()
     for result in results:
         extra = result["extra_data"]
         if fmt.grader_error(result):
             continue
         folder = course / "feedback" / extra["student"] / (extra["assignment"] or "unknown")
+        page = folder / f"{extra['assignment'] or 'unknown'}.html"
+        if page.exists() and KIT_PAGE not in page.read_text(encoding="utf-8", errors="replace")[:2000]:
+            done.kept.append(str(page.relative_to(course)))
+            continue
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{extra['assignment'] or 'unknown'}.html").write_text(feedback_html(result), encoding="utf-8")
-        written += 1
-    return written
+        page.write_text(feedback_html(result), encoding="utf-8")
+        done.written += 1
+    return done

@@ -63,8 +63,23 @@ def test_feedback_is_not_written_for_grader_errors(tmp_path: Path) -> None:
     ok = gradescope(_grade())
     ok["extra_data"]["student"], ok["extra_data"]["sha256"] = "ada", ""
     lost = cast(Results, {**ok, "extra_data": {**ok["extra_data"], "student": "bea", "grader_error": "worker died"}})
-    assert write_feedback(tmp_path, [ok, lost]) == 1
+    assert write_feedback(tmp_path, [ok, lost]).written == 1
     assert [p.parent.parent.name for p in tmp_path.glob("feedback/*/*/*.html")] == ["ada"]
+
+
+def test_feedback_never_replaces_a_page_the_kit_did_not_write(tmp_path: Path) -> None:
+    """nbgrader generate_feedback's page holds the instructor's manual grades and comments: grade-all
+    --feedback afterwards keeps it, and replaces only its own pages."""
+    ada = gradescope(_grade())
+    ada["extra_data"]["student"], ada["extra_data"]["sha256"] = "ada", ""
+    bea = cast(Results, {**ada, "extra_data": {**ada["extra_data"], "student": "bea"}})
+    assert write_feedback(tmp_path, [ada, bea]).written == 2
+    assignment = str(ada["extra_data"]["assignment"])
+    theirs = tmp_path / "feedback" / "ada" / assignment / f"{assignment}.html"
+    theirs.write_text("<html>15 / 20. Comment: half of the overflow case.</html>")
+    done = write_feedback(tmp_path, [ada, bea])
+    assert (done.written, done.kept) == (1, [str(theirs.relative_to(tmp_path))])
+    assert "half of the overflow case" in theirs.read_text()
 
 
 ESCAPES_AT_IMPORT = f"raise RuntimeError({HOSTILE!r})\n"
