@@ -304,8 +304,14 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
     """Grade the class; 0 when every submission has a result, 3 when some are grader errors
     (listed on stderr, retried by the next run), 130 when interrupted.
 
-    `work` grades one job in a worker (grade_job; the tests pass stand-ins).
+    `work` grades one job in a worker (grade_job; the tests pass stand-ins). A folder that is neither a course
+    (holding submitted/) nor a submitted/ folder is refused with 2: any folder tree would pass for one.
     """
+    if not (root / "submitted").is_dir() and root.name != "submitted":
+        print(f"{safe_text(str(root))} is not a course folder (it holds no submitted/ folder) nor a submitted/ "
+              "folder: nothing graded. Give the course folder, the one with submitted/<student>/<assignment>/ in "
+              "it.", file=sys.stderr)
+        return 2
     jobs = discover(root)
     if shard_spec:
         i, n = (int(x) for x in shard_spec.split("/"))

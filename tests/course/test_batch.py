@@ -78,3 +78,14 @@ def test_shards_partition_the_class_and_merge_to_the_full_result(course: Path, g
     assert _scores(tmp_path / "merged") == _scores(graded)
     shutil.copytree(outs[0], tmp_path / "again")
     assert merge([outs[0], tmp_path / "again"], tmp_path / "dup") == 2  # a submission in two shards is an error
+
+
+def test_a_folder_that_is_not_a_course_is_refused_and_left_alone(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Any folder tree would pass for submitted/<student>/<assignment>/: a home folder gave 22 junk rows."""
+    home = tmp_path / "home"
+    (home / "Documents" / "taxes").mkdir(parents=True)
+    (home / "src" / "kit").mkdir(parents=True)
+    assert grade_all(home, home / "graded", workers=1) == 2
+    assert "is not a course folder" in capsys.readouterr().err
+    assert not (home / "graded").exists()
