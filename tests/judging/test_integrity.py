@@ -5,8 +5,9 @@ The issue's two attacks. A loop batch_gather computed its answers during the unt
 the timed inputs, and switched off the dispatch mode that counts its operations: on the code before the
 fix it earned the op-count and the speed checks (+7). A float32 amp_train_step rewrote the harness's
 autocast and backward records through the caller's frame: it earned the autocast and the scaled-backward
-checks (+4). Now the timed inputs are made inside the timed request, and autograder/judging/scan.py (the judge's
-own read of the cells) fails every check marked `forgeable` in a submission that reaches in.
+checks (+4). Now the timed inputs are made inside the timed request, the judge decides both with its own clock
+and replays, and autograder/judging/scan.py (the judge's own read of the cells) flags the reaching lines for
+review without costing a point.
 """
 
 from __future__ import annotations
