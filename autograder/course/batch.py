@@ -85,6 +85,21 @@ def discover(root: Path) -> list[Job]:
     return jobs
 
 
+def set_aside_stale(out: Path, jobs: list[Job]) -> list[str]:
+    """Move each result whose submission folder is gone (a misspelled assignment folder, renamed since) from
+    <out>/results to <out>/stale, so that the summaries, the class report, the gradebook and the feedback see
+    every submission once; returns the "<student>/<assignment>" of each one moved."""
+    keep = {result_path(out, j) for j in jobs}
+    moved = []
+    for path in sorted((out / "results").glob("*/*.json")):
+        if path not in keep:
+            aside = out / "stale" / path.parent.name / path.name
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, aside)
+            moved.append(safe_text(f"{path.parent.name}/{path.stem}"))
+    return moved
+
+
 def shard(jobs: list[Job], index: int, count: int) -> list[Job]:
     """Shard i of n (1-based): a stable split by student and assignment, independent of order."""
     if not 1 <= index <= count:
@@ -313,6 +328,9 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
               "it.", file=sys.stderr)
         return 2
     jobs = discover(root)
+    for stale in set_aside_stale(out, jobs):
+        print(f"{stale}: its submission folder is gone (renamed or removed); its old result is set aside in "
+              f"{out / 'stale'} and counts nowhere", file=sys.stderr)
     if shard_spec:
         i, n = (int(x) for x in shard_spec.split("/"))
         jobs = shard(jobs, i, n)

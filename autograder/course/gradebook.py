@@ -14,6 +14,7 @@ All text from a result is cleaned of control characters and HTML-escaped in the 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import html
 import json
 import os
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judging import results as fmt
+from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
 from autograder.judging.results import Results
 
@@ -121,6 +123,11 @@ def record(course: Path, out: Path) -> Recorded:
         if result["extra_data"].get("sha256") and not fmt.grader_error(result):  # a notebook, graded
             todo.setdefault(path.stem, []).append((path.parent.name, result))
     done = Recorded()
+    for assignment in [a for a in todo if a not in CHAPTERS]:  # a misspelled folder: no command registers it
+        near = difflib.get_close_matches(assignment, list(CHAPTERS), n=1)
+        advice = f"did you mean {near[0]}? " if near else ""
+        done.failed += [f"{student}/{assignment}: no assignment of this course has that name; {advice}rename the "
+                        f"folder submitted/{student}/{assignment} and rerun" for student, _ in todo.pop(assignment)]
     if not todo:
         return done
     api = nbgrader_api(course, out)
@@ -145,6 +152,11 @@ def record(course: Path, out: Path) -> Recorded:
         autograded = api.get_autograded_students(assignment)
         for student, result in submissions:
             extra = result["extra_data"]
+            if extra["notebook"] != f"{assignment}.ipynb":  # nbgrader autograde looks for the released name only
+                done.failed.append(f"{student}/{assignment}: nbgrader records only the released notebook name, "
+                                   f"{assignment}.ipynb, and this folder's notebook is {extra['notebook']!r}: "
+                                   "rename it and rerun")
+                continue
             if student in autograded and _recorded_sha(api, student, assignment, extra["notebook"]) == extra["sha256"]:
                 done.unchanged += 1
                 continue

@@ -89,3 +89,17 @@ def test_a_folder_that_is_not_a_course_is_refused_and_left_alone(tmp_path: Path,
     assert grade_all(home, home / "graded", workers=1) == 2
     assert "is not a course folder" in capsys.readouterr().err
     assert not (home / "graded").exists()
+
+
+def test_a_renamed_submission_folder_leaves_no_stale_result_behind(tmp_path: Path) -> None:
+    """A misspelled assignment folder, renamed after a first run: its old result counted the student twice."""
+    course, out = tmp_path / "course", tmp_path / "graded"
+    wrong = course / "submitted" / "eve" / "07_numerical_stabilty"
+    wrong.mkdir(parents=True)
+    solved(wrong, CH)
+    assert grade_all(course, out, workers=1) == 0
+    wrong.rename(wrong.with_name(CH))
+    assert grade_all(course, out, workers=1) == 0
+    assert [p.relative_to(out).as_posix() for p in out.glob("results/*/*.json")] == [f"results/eve/{CH}.json"]
+    assert (out / "stale" / "eve" / "07_numerical_stabilty.json").is_file()
+    assert [r["assignment"] for r in json.loads((out / "summary.json").read_text())] == [CH]

@@ -300,3 +300,32 @@ def test_an_unregistered_assignment_names_the_command_that_registers_it(
         gb.add_assignment("08_mixed_precision")
     with pytest.raises(SystemExit, match=f"{CH} not registered .*: run `{re.escape(command)}`"):
         record(course, out)
+
+
+def _result(out: Path, student: str, assignment: str, notebook: str) -> None:
+    result = out / "results" / student / f"{assignment}.json"
+    result.parent.mkdir(parents=True, exist_ok=True)
+    result.write_text(json.dumps({"score": 0, "max_score": 20, "output": "", "tests": [],
+                                  "extra_data": {"sha256": "0" * 64, "notebook": notebook}}))
+
+
+def test_a_misspelled_assignment_folder_is_named_and_the_others_are_still_recorded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It aborted the whole gradebook step, advising to register the misspelled name; a notebook saved under
+    another name ("(1)") got nbgrader's "see the above traceback" with no traceback."""
+    from nbgrader.api import Gradebook
+
+    course, out = tmp_path / "course", tmp_path / "graded"
+    course.mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    _result(out, "eve", "07_numerical_stabilty", f"{CH}.ipynb")
+    _result(out, "ada", CH, f"{CH} (1).ipynb")
+    monkeypatch.setenv("PATH", os.environ["PATH"])
+    interpreter_bin_first()
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "effective-pytorch") as gb:
+        gb.add_assignment(CH)
+    done = record(course, out)
+    assert done.recorded == 0 and len(done.failed) == 2, done.failed
+    eve, ada = sorted(done.failed, reverse=True)
+    assert "did you mean 07_numerical_stability?" in eve and "rename the folder" in eve, eve
+    assert f"{CH}.ipynb" in ada and "(1)" in ada and "rename it" in ada, ada
