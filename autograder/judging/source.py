@@ -391,9 +391,11 @@ def puzzle_breaks(code: TaskCode, name: str, allowed: AbstractSet[str]) -> list[
     params = {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}
     imported = code.imported
     inner: set[int] = set()  # the parts of a module's dotted name already judged whole (torch.nn.functional)
-    for node in ast.walk(function):
+    a = function.args  # annotations are not operations: `x: torch.Tensor` is fine; defaults run, so they count
+    read = [*function.body, *a.defaults, *(d for d in a.kw_defaults if d is not None), *function.decorator_list]
+    for node in (n for part in read for n in ast.walk(part)):
         text = None
-        if node is not function and isinstance(node, (*NOT_ONE_EXPRESSION, *DEFINITIONS)):
+        if isinstance(node, (*NOT_ONE_EXPRESSION, *DEFINITIONS)):
             text = f"{_unparsed(node)}: not allowed in a puzzle"
         elif isinstance(node, ast.Attribute) and id(node) not in inner:
             root, attrs = _chain(node)

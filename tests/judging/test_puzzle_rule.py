@@ -24,6 +24,7 @@ def breaks(source: str, name: str) -> list[str]:
     "def eye(n):\n    return torch.where(torch.arange(n)[:, None] == torch.arange(n), 1, 0) * ones(n)\n",
     "def ones(x):\n    return (x.shape[0] + torch.arange(3)) @ torch.arange(3) ** 2 // 1 % 7\n",
     "import torch as t\ndef ones(n):\n    return t.arange(n)[::-1]\n",
+    "def ones(n: torch.Tensor, k: int = 2) -> torch.Tensor:\n    return torch.arange(n) * k\n",
 ])
 def test_allowed_forms_break_nothing(source: str) -> None:
     name = source.split("def ")[1].split("(")[0]
@@ -42,6 +43,8 @@ def test_allowed_forms_break_nothing(source: str) -> None:
     ("HELP = 1\ndef ones(n):\n    return torch.arange(n) + HELP\n", "HELP"),
     ("def ones(n):\n    return torch.arange(n)\ndef ones(n):\n    return n\n", "2 definitions"),
     ("def other(n):\n    return n\n", "0 definitions"),
+    ("def ones(n, k=torch.ones(1)):\n    return torch.arange(n) * k\n", "torch.ones"),
+    ("@torch.jit.script\ndef ones(n):\n    return torch.arange(n)\n", "torch.jit.script"),
 ])
 def test_each_way_out_of_the_rule_is_named(source: str, named: str) -> None:
     found = breaks(source, "ones")
