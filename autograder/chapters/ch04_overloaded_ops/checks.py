@@ -523,7 +523,7 @@ def expect_puzzle(api: Api, p: Puzzle, args: tuple[Any, ...], device: str, note:
     if not _same(got, want):
         for what, mistake in p.mistakes.items():
             if _same(got, mistake(*args)):
-                fail(p.call, inputs, want, got, f"this is {what}.", hint)
+                fail(p.call, inputs, want, got, f"the result matches a common mistake: {what}.", hint)
     expect_tensor(got, want, call=p.call, inputs=inputs, hint=hint, rtol=p.rtol, atol=p.atol, device=on)
 
 

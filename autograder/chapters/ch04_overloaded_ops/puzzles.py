@@ -185,7 +185,7 @@ EXACTLY_ONE = Puzzle(
     "broadcast shape.",
     {"True where either is positive, both included: | is 'at least one'": lambda x, y: (x > 0) | (y > 0),
      "True only where both are positive: & is 'both'": lambda x, y: (x > 0) & (y > 0),
-     "x * y < 0 misses the zeros: 0 is not positive, so (0, 2) has exactly one positive":
+     "the sign test x * y < 0, which misses the zeros: 0 is not positive, so (0, 2) has exactly one positive":
         lambda x, y: x * y < 0},
 )
 
