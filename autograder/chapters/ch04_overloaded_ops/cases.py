@@ -292,3 +292,320 @@ def rule_table_with_broadcast_tensors():
         def __rmatmul__(self, o): return self._binary(o, lambda a, da, b, db: (a @ b, da @ b + a @ db), swap=True)
         def __neg__(self): return Dual(-self.value, -self.tangent)
         def __pow__(self, p): return Dual(self.value ** p, p * self.value ** (p - 1) * self.tangent)
+
+
+# -- the operator puzzles ------------------------------------------------------------------------------------------
+# Each correct form keeps the rule (one expression over operators, indexing, .shape, .T, .device, torch.arange);
+# each wrong one is a mistake the checks name, or a break of the rule.
+
+
+@right("running_diff: negated difference", only="check_running_diff", points=2)
+def running_diff_negated():
+    def running_diff(x):
+        return -(x[..., :-1] - x[..., 1:])
+
+
+@right("running_diff: slices with explicit bounds", only="check_running_diff", points=2)
+def running_diff_explicit_bounds():
+    def running_diff(x):
+        return x[..., 1:x.shape[-1]] + -x[..., 0:x.shape[-1] - 1]
+
+
+@wrong("running_diff: first axis", fails={"check_running_diff_rule": "along the first axis",
+                                          "check_running_diff_random": "along the first axis"})
+def running_diff_first_axis():
+    def running_diff(x):
+        return x[1:] - x[:-1]
+
+
+@wrong("running_diff: flipped sign", fails={"check_running_diff_rule": "the sign is flipped",
+                                            "check_running_diff_random": "the sign is flipped"})
+def running_diff_flipped_sign():
+    def running_diff(x):
+        return x[..., :-1] - x[..., 1:]
+
+
+@wrong("running_diff: torch.diff", fails={"check_running_diff_rule": "torch.diff: not among the allowed"})
+def running_diff_library():
+    def running_diff(x):
+        return torch.diff(x, dim=-1)
+
+
+@right("column_means: transposed product", only="check_column_means", points=2)
+def column_means_transposed():
+    def column_means(x):
+        return x.T @ (x[:, 0] ** 0) / x.shape[0]
+
+
+@right("column_means: ones row from arange", only="check_column_means", points=2)
+def column_means_ones_row():
+    def column_means(x):
+        return ((torch.arange(x.shape[0], device=x.device)[None, :] * 0 + 1.0) @ x)[0] / x.shape[0]
+
+
+@wrong("column_means: row means", fails={"check_column_means_rule": "the mean of each row",
+                                         "check_column_means_random": "the mean of each row"})
+def column_means_of_rows():
+    def column_means(x):
+        return x @ (x[0] * 0 + 1) / x.shape[1]
+
+
+@wrong("column_means: sums", fails={"check_column_means_rule": "the column sums",
+                                    "check_column_means_random": "the column sums"})
+def column_means_sums():
+    def column_means(x):
+        return (x[:, 0] * 0 + 1) @ x
+
+
+@wrong("column_means: int64 ones", fails={"check_column_means_rule": "same dtype"})
+def column_means_int_ones():
+    def column_means(x):
+        return torch.arange(x.shape[0]) ** 0 @ x / x.shape[0]
+
+
+@wrong("column_means: .mean", fails={"check_column_means_rule": ".mean: not among the allowed"})
+def column_means_method():
+    def column_means(x):
+        return x.mean(0)
+
+
+@right("band: two masks multiplied", only="check_band", points=2)
+def band_two_masks():
+    def band(x, lo, hi):
+        return x * (x >= lo) * (x <= hi)
+
+
+@right("band: not outside", only="check_band", points=2)
+def band_not_outside():
+    def band(x, lo, hi):
+        return x * ~((x < lo) | (x > hi))
+
+
+@wrong("band: the mask", fails={"check_band_rule": "the bool mask", "check_band_random": "the bool mask"})
+def band_mask():
+    def band(x, lo, hi):
+        return (x >= lo) & (x <= hi)
+
+
+@wrong("band: strict bounds", fails={"check_band_rule": "the bounds are inside",
+                                     "check_band_random": "the bounds are inside"})
+def band_strict():
+    def band(x, lo, hi):
+        return x * ((x > lo) & (x < hi))
+
+
+@wrong("band: | for &", fails={"check_band_rule": "x unchanged", "check_band_random": "x unchanged"})
+def band_or():
+    def band(x, lo, hi):
+        return x * ((x >= lo) | (x <= hi))
+
+
+@wrong("band: chained comparison", fails={"check_band_rule": "ambiguous"})
+def band_chained():
+    def band(x, lo, hi):
+        return x * (lo <= x <= hi)
+
+
+@wrong("band: torch.where", fails={"check_band_rule": "torch.where: not among the allowed"})
+def band_where():
+    def band(x, lo, hi):
+        return torch.where((x >= lo) & (x <= hi), x, 0.0)
+
+
+@right("reverse: from -1 down", only="check_reverse", points=2)
+def reverse_from_minus_one():
+    def reverse(x):
+        return x[-1 - torch.arange(x.shape[0], device=x.device)]
+
+
+@right("reverse: arange with a negative step", only="check_reverse", points=2)
+def reverse_arange_step():
+    def reverse(x):
+        return x[torch.arange(x.shape[0] - 1, -1, -1, device=x.device), ...]
+
+
+@wrong("reverse: negative slice step", fails={"check_reverse_rule": "step must be greater than zero"})
+def reverse_negative_step():
+    def reverse(x):
+        return x[::-1]
+
+
+@wrong("reverse: x[0] stays first", fails={"check_reverse_rule": "x[0] stayed first",
+                                           "check_reverse_random": "x[0] stayed first"})
+def reverse_rotated():
+    def reverse(x):
+        return x[-torch.arange(x.shape[0], device=x.device)]
+
+
+@wrong("reverse: last axis", fails={"check_reverse_rule": "the last axis reversed",
+                                    "check_reverse_random": "the last axis reversed"})
+def reverse_last_axis():
+    def reverse(x):
+        return x[..., x.shape[-1] - 1 - torch.arange(x.shape[-1], device=x.device)]
+
+
+@wrong("reverse: torch.flip", fails={"check_reverse_rule": "torch.flip: not among the allowed"})
+def reverse_flip():
+    def reverse(x):
+        return torch.flip(x, (0,))
+
+
+@right("polynomial: c on the left", only="check_polynomial", points=2)
+def polynomial_c_left():
+    def polynomial(c, x):
+        return c @ x ** torch.arange(c.shape[0], device=x.device)[:, None]
+
+
+@right("polynomial: weighted terms summed by ones", only="check_polynomial", points=2)
+def polynomial_weighted_terms():
+    def polynomial(c, x):
+        return (c * x[:, None] ** torch.arange(c.shape[0], device=x.device)) @ (c * 0 + 1)
+
+
+@wrong("polynomial: highest power first", fails={"check_polynomial_rule": "from the highest power down",
+                                                 "check_polynomial_random": "from the highest power down"})
+def polynomial_highest_first():
+    def polynomial(c, x):
+        return x[:, None] ** (c.shape[0] - 1 - torch.arange(c.shape[0], device=x.device)) @ c
+
+
+@wrong("polynomial: powers from 1", fails={"check_polynomial_rule": "the powers start at 1",
+                                           "check_polynomial_random": "the powers start at 1"})
+def polynomial_from_one():
+    def polynomial(c, x):
+        return x[:, None] ** (torch.arange(c.shape[0], device=x.device) + 1) @ c
+
+
+@right("exactly_one_positive: xor", only="check_exactly_one_positive", points=2)
+def exactly_one_xor():
+    def exactly_one_positive(x, y):
+        return (x > 0) ^ (y > 0)
+
+
+@right("exactly_one_positive: or and not both", only="check_exactly_one_positive", points=2)
+def exactly_one_or_not_both():
+    def exactly_one_positive(x, y):
+        return ((x > 0) | (y > 0)) & ~((x > 0) & (y > 0))
+
+
+@right("exactly_one_positive: one or the other", only="check_exactly_one_positive", points=2)
+def exactly_one_spelled_out():
+    def exactly_one_positive(x, y):
+        return (x > 0) & (y <= 0) | (x <= 0) & (y > 0)
+
+
+@wrong("exactly_one_positive: |", fails={"check_exactly_one_positive_rule": "either is positive",
+                                         "check_exactly_one_positive_random": "either is positive"})
+def exactly_one_or():
+    def exactly_one_positive(x, y):
+        return (x > 0) | (y > 0)
+
+
+@wrong("exactly_one_positive: sign of the product", fails={"check_exactly_one_positive_rule": "misses the zeros",
+                                                           "check_exactly_one_positive_random": "misses the zeros"})
+def exactly_one_sign_product():
+    def exactly_one_positive(x, y):
+        return x * y < 0
+
+
+@wrong("exactly_one_positive: &", fails={"check_exactly_one_positive_rule": "both are positive"})
+def exactly_one_and():
+    def exactly_one_positive(x, y):
+        return (x > 0) & (y > 0)
+
+
+@right("causal_mask: columns against rows", only="check_causal_mask", points=2)
+def causal_mask_columns_first():
+    def causal_mask(n):
+        return torch.arange(n)[None, :] <= torch.arange(n)[:, None]
+
+
+@right("causal_mask: not above", only="check_causal_mask", points=2)
+def causal_mask_not_above():
+    def causal_mask(n):
+        return ~(torch.arange(n)[:, None] < torch.arange(n))
+
+
+@right("causal_mask: sign of the difference", only="check_causal_mask", points=2)
+def causal_mask_difference():
+    def causal_mask(n):
+        return torch.arange(n)[:, None] - torch.arange(n) >= 0
+
+
+@wrong("causal_mask: upper triangle", fails={"check_causal_mask_rule": "the upper triangle",
+                                             "check_causal_mask_random": "the upper triangle"})
+def causal_mask_upper():
+    def causal_mask(n):
+        return torch.arange(n)[:, None] <= torch.arange(n)
+
+
+@wrong("causal_mask: no diagonal", fails={"check_causal_mask_rule": "the diagonal is missing",
+                                          "check_causal_mask_random": "the diagonal is missing"})
+def causal_mask_strict():
+    def causal_mask(n):
+        return torch.arange(n)[:, None] > torch.arange(n)
+
+
+@wrong("causal_mask: a helper variable", fails={"check_causal_mask_rule": "not one `return <expression>`"})
+def causal_mask_variable():
+    def causal_mask(n):
+        i = torch.arange(n)
+        return i[:, None] >= i
+
+
+# -- momentum_step_ ------------------------------------------------------------------------------------------------
+
+
+@right("momentum_step_: augmented assignment", only="momentum_step", points=2)
+def momentum_augmented():
+    def momentum_step_(p, v, lr, beta):
+        with torch.no_grad():
+            v *= beta
+            v += p.grad
+            p -= lr * v
+
+
+@right("momentum_step_: through .data", only="momentum_step", points=2)
+def momentum_data():
+    def momentum_step_(p, v, lr, beta):
+        v.copy_(beta * v + p.grad)
+        p.data.add_(v, alpha=-lr)
+
+
+@wrong("momentum_step_: v rebound", fails={"check_momentum_step_one_step": "the caller's v did not change"})
+def momentum_v_rebound():
+    def momentum_step_(p, v, lr, beta):
+        v = beta * v + p.grad
+        with torch.no_grad():
+            p -= lr * v
+
+
+@wrong("momentum_step_: p rebound", fails={"check_momentum_step_one_step": "the caller's p did not change"})
+def momentum_p_rebound():
+    def momentum_step_(p, v, lr, beta):
+        with torch.no_grad():
+            v.mul_(beta).add_(p.grad)
+            p = p - lr * v
+
+
+@wrong("momentum_step_: p with the old v", fails={"check_momentum_step_one_step": "p moved by the old velocity"})
+def momentum_old_velocity():
+    def momentum_step_(p, v, lr, beta):
+        with torch.no_grad():
+            p.sub_(lr * v)
+            v.mul_(beta).add_(p.grad)
+
+
+@wrong("momentum_step_: no torch.no_grad", fails={"check_momentum_step_one_step": "leaf Variable that requires grad"})
+def momentum_recorded():
+    def momentum_step_(p, v, lr, beta):
+        v.mul_(beta).add_(p.grad)
+        p.sub_(lr * v)
+
+
+@wrong("momentum_step_: returns p", fails={"check_momentum_step_three_steps": "returned a value"})
+def momentum_returns():
+    def momentum_step_(p, v, lr, beta):
+        with torch.no_grad():
+            v.mul_(beta).add_(p.grad)
+            return p.sub_(lr * v)

@@ -1,4 +1,5 @@
-"""Hidden checks for 04_overloaded_ops: row_sum and pairwise_sq_distances.
+"""Hidden checks for 04_overloaded_ops: row_sum, pairwise_sq_distances, the operator puzzles, momentum_step_ and
+the stretch Dual.
 
 Oracles run in the judge in float64: torch.sum for row_sum and
 torch.cdist(x, y) ** 2 for pairwise_sq_distances. "Vectorized" is measured on
@@ -6,8 +7,10 @@ the judge's clock (autograder/judging/timing.py): a loop pays a fixed cost per
 row in any library, so on many short rows it takes many times as long as the
 vectorized reference, timed in the same interleaved run. The operators a call
 issues (a trace made in the student's process) only shape the failure message.
-"No torch.cdist" is read from the source of the task's own cell. Random inputs
-come from `rng`, seeded by the grading's secret seed.
+"No torch.cdist" is read from the source of the task's own cell, and so is each
+puzzle's rule (one expression over the stated operations: puzzles.py,
+autograder/judging/source.py puzzle_breaks). Random inputs come from `rng`,
+seeded by the grading's secret seed.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ import torch
 from torch import Tensor
 
 from autograder.chapters.ch04_overloaded_ops.harness import EXPRESSIONS, expression
+from autograder.chapters.ch04_overloaded_ops.puzzles import ALLOWED_SHOWN, OPERATIONS, PUZZLES, RULE_HINT, Puzzle
 from autograder.judging.api import Remote, StudentApi, answer, harness
-from autograder.judging.expect import expect_tensor, failure, output_shape_checked
+from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
 from autograder.judging.plugin import check
 from autograder.judging.remote import StudentError, summarize
+from autograder.judging.results import Outcome
+from autograder.judging.source import listed, puzzle_breaks, task_code
 from autograder.judging.timing import (
     RecordProperty,
     Spec,
@@ -36,6 +42,15 @@ from autograder.judging.timing import (
 from autograder.sandbox.runtime.wire import RemoteObject
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
+
+class Momentum(TypedDict):
+    """What the caller holds after momentum_step_ ran (harness.momentum_steps)."""
+    p: Tensor
+    v: Tensor
+    leaf: bool
+    requires_grad: bool
+    returned: list[str]  # the type of each call's return value
+
 
 class DualResult(TypedDict, total=False):
     type: str  # "Dual" or the type the expression gave instead
@@ -56,6 +71,43 @@ class Api(StudentApi):
     @answer(example=PAIRWISE_EXAMPLE)
     def pairwise_sq_distances(self, x: Tensor, y: Tensor) -> Tensor:
         """[N, M] squared Euclidean distances between the rows of x [N, D] and y [M, D]."""
+
+    # The operator puzzles (puzzles.py): one expression each.
+    @answer(example=PUZZLES["running_diff"].example)
+    def running_diff(self, x: Tensor) -> Tensor:
+        """x[..., i + 1] - x[..., i] along the last axis."""
+
+    @answer(example=PUZZLES["column_means"].example)
+    def column_means(self, x: Tensor) -> Tensor:
+        """The mean of each column of an [N, D] matrix, through @."""
+
+    @answer(example=PUZZLES["band"].example)
+    def band(self, x: Tensor, lo: float, hi: float) -> Tensor:
+        """x where lo <= x <= hi, 0 elsewhere."""
+
+    @answer(example=PUZZLES["reverse"].example)
+    def reverse(self, x: Tensor) -> Tensor:
+        """x with its first axis reversed."""
+
+    @answer(example=PUZZLES["polynomial"].example)
+    def polynomial(self, c: Tensor, x: Tensor) -> Tensor:
+        """sum_k c[k] x**k for every entry of x [N]."""
+
+    @answer(example=PUZZLES["exactly_one_positive"].example)
+    def exactly_one_positive(self, x: Tensor, y: Tensor) -> Tensor:
+        """A bool mask: exactly one of x, y is positive."""
+
+    @answer(example=PUZZLES["causal_mask"].example)
+    def causal_mask(self, n: int) -> Tensor:
+        """[n, n] bool, True where column <= row."""
+
+    @answer
+    def momentum_step_(self, p: Tensor, v: Tensor, lr: float, beta: float) -> None:
+        """In place: v <- beta * v + p.grad, then p <- p - lr * v."""
+
+    @harness()
+    def momentum_steps(self, p0: Tensor, v0: Tensor, grads: list[Tensor], lr: float, beta: float) -> Momentum:
+        """momentum_step_ run once per gradient on the caller's own p (a leaf requiring grad) and v."""
 
     @harness()
     def row_sum_of_view(self, view: str, base: Tensor) -> Tensor:
@@ -242,21 +294,18 @@ def check_row_sum_guide_example(api: Api, rng: torch.Generator, device: str) -> 
     _expect_row_sum(api, torch.rand(500, 10, generator=rng), AXIS_HINT, device)
 
 
-@check(task="row_sum", points=2)
+@check(task="row_sum", points=1)
 def check_row_sum_random(api: Api, rng: torch.Generator, device: str) -> None:
-    """random [N, D] float32 matrices with N != D give shape [D]"""
-    for _ in range(4):
+    """random [N, D] matrices (N != D; float32, float64, int64; one row or one column) give [D] in their dtype"""
+    for _ in range(3):
         n, d = _sizes(rng, 2, 2, 64)
         n = n if n != d else d + 1
         _expect_row_sum(api, torch.randn(n, d, generator=rng), AXIS_HINT, device)
-
-
-@check(task="row_sum", points=1)
-def check_row_sum_dtypes(api: Api, rng: torch.Generator, device: str) -> None:
-    """float64 and int64 inputs keep their dtype and precision"""
     n, d = _sizes(rng, 2, 2, 40)
     _expect_row_sum(api, torch.randn(n, d + 40, generator=rng, dtype=torch.float64), DTYPE_HINT, device)
     _expect_row_sum(api, torch.randint(-1000, 1000, (n, d + 40), generator=rng), DTYPE_HINT, device)
+    for shape in ((1, d), (n, 1), (1, 1)):
+        _expect_row_sum(api, torch.randn(*shape, generator=rng), SHAPE_HINT, device)
 
 
 @check(task="row_sum", points=1)
@@ -271,14 +320,6 @@ def check_row_sum_non_contiguous(api: Api, rng: torch.Generator, device: str) ->
         rtol, atol = ROW_SUM_TOL[x.dtype]
         _expect(run_row_sum_on_view(api, base, view, how), row_sum_oracle(x), f"row_sum(x) with {how}, a view",
                 {"base": base, "x": x}, STRIDE_HINT, device, rtol, atol)
-
-
-@check(task="row_sum", points=1)
-def check_row_sum_edge_shapes(api: Api, rng: torch.Generator, device: str) -> None:
-    """one row gives that row, one column gives a [1] total, [1, 1] gives [1]"""
-    n, d = _sizes(rng, 2, 2, 20)
-    for shape in ((1, d), (n, 1), (1, 1)):
-        _expect_row_sum(api, torch.randn(*shape, generator=rng), SHAPE_HINT, device)
 
 
 # -- pairwise_sq_distances -----------------------------------------------------
@@ -362,7 +403,7 @@ def check_pairwise_vectorized(api: Api, rng: torch.Generator, record_property: R
 # -- speed (row_sum only, as the contract asks) and large clouds --------------------
 
 
-@check(task="row_sum", points=4)
+@check(task="row_sum", points=1)
 def check_row_sum_speed(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
     """vectorized and fast: on [32768, 1] and [1, 32768] matrices, at most 8x the time of x.sum(dim=0)"""
     speed = _timed(api.row_sum, "row_sum_reference", ROW_SUM_TIMED, row_sum_oracle, rng, *ROW_SUM_TOL[torch.float32])
@@ -384,6 +425,214 @@ def check_pairwise_large_clouds(api: Api, rng: torch.Generator, device: str) -> 
         x = torch.randn(n, d, generator=rng) + offset
         y = torch.randn(m, d, generator=rng) + offset
         _expect_pairwise(api, x, y, SQUARED_HINT, device)
+
+
+# -- momentum_step_: in-place updates -----------------------------------------------------------------------
+# The harness calls the student's momentum_step_ on tensors it holds, as an optimizer would, and reports them
+# afterwards; the oracle runs the same steps in float64 in the judge.
+
+IN_PLACE_HINT = ("Update the caller's tensors themselves: v.mul_(beta).add_(p.grad) (or v *= beta; v += p.grad) "
+                 "and p.sub_(lr * v) or p -= lr * v. `v = beta * v + p.grad` makes a new tensor bound to a local "
+                 "name, which the caller never sees. p is a leaf that requires grad: change it inside "
+                 "`with torch.no_grad():`, or autograd refuses the in-place operation.")
+MOMENTUM_TOL = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-12, 1e-12)}
+
+
+def momentum_oracle(p0: Tensor, v0: Tensor, grads: list[Tensor], lr: float, beta: float) -> tuple[Tensor, Tensor]:
+    p, v = p0.double(), v0.double()
+    for g in grads:
+        v = beta * v + g.double()
+        p = p - lr * v
+    return p.to(p0.dtype), v.to(v0.dtype)
+
+
+def expect_momentum(api: Api, p0: Tensor, v0: Tensor, grads: list[Tensor], lr: float, beta: float,
+                    device: str) -> None:
+    steps = len(grads)
+    call = (f"momentum_step_(p, v, lr={lr}, beta={beta}) on the caller's p (a leaf with requires_grad=True, "
+            f"p.grad = g{'' if steps == 1 else '[k]'}) and v" + ("" if steps == 1 else f", {steps} times in a row"))
+    inputs = {"p": p0, "v": v0, **({"g": grads[0]} if steps == 1 else {f"g[{k}]": g for k, g in enumerate(grads)})}
+    got = api.momentum_steps.using(call=call, hint=IN_PLACE_HINT)(p0, v0, grads, lr, beta)
+    want_p, want_v = momentum_oracle(p0, v0, grads, lr, beta)
+    rtol, atol = MOMENTUM_TOL[p0.dtype]
+    if torch.equal(got["v"], v0):
+        fail(call + "; then the caller's v", inputs, want_v, got["v"],
+             "the caller's v did not change: a new tensor bound to the name v inside the function is lost when "
+             "it returns.", IN_PLACE_HINT)
+    if torch.equal(got["p"], p0):
+        fail(call + "; then the caller's p", inputs, want_p, got["p"],
+             "the caller's p did not change: `p = p - ...` binds a new tensor to a local name.", IN_PLACE_HINT)
+    if steps == 1 and _same(got["p"], p0 - lr * v0):
+        fail(call + "; then the caller's p", inputs, want_p, got["p"],
+             "p moved by the old velocity: update v first, then p with the new v.", IN_PLACE_HINT)
+    expect_tensor(got["v"], want_v, call=call + "; then the caller's v", inputs=inputs, hint=IN_PLACE_HINT,
+                  rtol=rtol, atol=atol, device=device)
+    expect_tensor(got["p"], want_p, call=call + "; then the caller's p", inputs=inputs, hint=IN_PLACE_HINT,
+                  rtol=rtol, atol=atol, device=device)
+    if not (got["leaf"] and got["requires_grad"]):
+        raise failure(call=call, expected="p still a leaf tensor with requires_grad=True",
+                      got=f"is_leaf={got['leaf']}, requires_grad={got['requires_grad']}",
+                      problem="the parameter stopped being a trainable leaf, so later gradients never reach it.",
+                      hint=IN_PLACE_HINT)
+    if any(r != "NoneType" for r in got["returned"]):
+        raise failure(call=call, expected="None (the update is the effect on p and v)",
+                      got=", ".join(got["returned"]), problem="momentum_step_ returned a value.",
+                      hint="Return nothing: an in-place method's caller reads p and v themselves.")
+
+
+def _momentum_inputs(rng: torch.Generator, steps: int, dtype: torch.dtype) -> tuple[Tensor, Tensor, list[Tensor]]:
+    shape = _sizes(rng, 2, 2, 7)
+    p0 = torch.randn(*shape, generator=rng, dtype=dtype)
+    v0 = torch.randn(*shape, generator=rng, dtype=dtype)
+    return p0, v0, [torch.randn(*shape, generator=rng, dtype=dtype) for _ in range(steps)]
+
+
+@check(task="momentum_step_", points=1)
+def check_momentum_step_one_step(api: Api, rng: torch.Generator, device: str) -> None:
+    """one step on a random [N, D] parameter: the caller's v and p hold the new velocity and position"""
+    p0, v0, grads = _momentum_inputs(rng, 1, torch.float32)
+    expect_momentum(api, p0, v0, grads, 0.1, 0.9, device)
+
+
+@check(task="momentum_step_", points=1)
+def check_momentum_step_three_steps(api: Api, rng: torch.Generator, device: str) -> None:
+    """three steps in a row (float32 and float64): p stays a leaf that requires grad, and None is returned"""
+    for dtype in (torch.float32, torch.float64):
+        p0, v0, grads = _momentum_inputs(rng, 3, dtype)
+        expect_momentum(api, p0, v0, grads, 0.05, 0.8, device)
+
+
+
+# -- the operator puzzles (puzzles.py) -------------------------------------------------------------------
+# Each puzzle has a rule check (one expression over the stated operations, read from its cell; its point also
+# needs the notebook's example right) and a check on random shapes drawn from `rng`.
+
+
+def _same(got: Any, want: Tensor) -> bool:
+    return (isinstance(got, Tensor) and got.shape == want.shape and got.dtype == want.dtype
+            and bool(torch.isclose(got.double(), want.double(), rtol=1e-5, atol=1e-5).all()))
+
+
+def expect_puzzle(api: Api, p: Puzzle, args: tuple[Any, ...], device: str, note: str = "") -> None:
+    """The puzzle's output on `args` against its oracle; a known mistake is named."""
+    hint = f"{note} {p.hint}".strip()
+    got = getattr(api, p.name).using(call=p.call, hint=hint)(*args)
+    want = p.oracle(*args)
+    inputs = dict(zip(p.params, args, strict=True))
+    on = device if any(isinstance(a, Tensor) for a in args) else None  # causal_mask(n) makes its own tensor
+    if not _same(got, want):
+        for what, mistake in p.mistakes.items():
+            if _same(got, mistake(*args)):
+                fail(p.call, inputs, want, got, f"the result matches a common mistake: {what}.", hint)
+    expect_tensor(got, want, call=p.call, inputs=inputs, hint=hint, rtol=p.rtol, atol=p.atol, device=on)
+
+
+def expect_puzzle_rule(api: Api, name: str, device: str) -> None:
+    """The puzzle's rule, read from its cell (a break voids its checks), then its example answered right."""
+    p = PUZZLES[name]
+    breaks = puzzle_breaks(task_code(api.student.submission, name), name, OPERATIONS)
+    if breaks:
+        try:
+            getattr(api, name)(*p.example)
+        except StudentError as e:
+            if e.outcome is Outcome.NOT_IMPLEMENTED:
+                raise  # the untouched stub: not implemented, not a broken rule
+        raise failure(call=f"the judge's reading of the code of `{name}`",
+                      expected=f"one `return <expression>` using only {ALLOWED_SHOWN}", got=listed(breaks),
+                      problem="the puzzle's rule is broken, so none of this puzzle's checks counts.",
+                      hint=RULE_HINT, breaks_rule=True)
+    expect_puzzle(api, p, p.example, device, "The rule's point needs the right answer on the notebook's example too.")
+
+
+def expect_puzzle_random(api: Api, name: str, rng: torch.Generator, device: str) -> None:
+    p = PUZZLES[name]
+    for args in p.draw(rng):
+        expect_puzzle(api, p, args, device)
+
+
+@check(task="running_diff", points=1, rule=True)
+def check_running_diff_rule(api: Api, device: str) -> None:
+    """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
+    expect_puzzle_rule(api, "running_diff", device)
+
+
+@check(task="running_diff", points=1)
+def check_running_diff_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random tensors of rank 1 to 3, and one entry (an empty result), along the last axis"""
+    expect_puzzle_random(api, "running_diff", rng, device)
+
+
+@check(task="column_means", points=1, rule=True)
+def check_column_means_rule(api: Api, device: str) -> None:
+    """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
+    expect_puzzle_rule(api, "column_means", device)
+
+
+@check(task="column_means", points=1)
+def check_column_means_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random [N, D] matrices with N != D, one row, and one column"""
+    expect_puzzle_random(api, "column_means", rng, device)
+
+
+@check(task="band", points=1, rule=True)
+def check_band_rule(api: Api, device: str) -> None:
+    """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
+    expect_puzzle_rule(api, "band", device)
+
+
+@check(task="band", points=1)
+def check_band_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random tensors of rank 1 to 3 whose entries include lo and hi"""
+    expect_puzzle_random(api, "band", rng, device)
+
+
+@check(task="reverse", points=1, rule=True)
+def check_reverse_rule(api: Api, device: str) -> None:
+    """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
+    expect_puzzle_rule(api, "reverse", device)
+
+
+@check(task="reverse", points=1)
+def check_reverse_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random tensors of rank 1 to 3, and one entry, reversed along the first axis"""
+    expect_puzzle_random(api, "reverse", rng, device)
+
+
+@check(task="polynomial", points=1, rule=True)
+def check_polynomial_rule(api: Api, device: str) -> None:
+    """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
+    expect_puzzle_rule(api, "polynomial", device)
+
+
+@check(task="polynomial", points=1)
+def check_polynomial_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random coefficients (K from 1 to 6) at random points in [-1.5, 1.5]"""
+    expect_puzzle_random(api, "polynomial", rng, device)
+
+
+@check(task="exactly_one_positive", points=1, rule=True)
+def check_exactly_one_positive_rule(api: Api, device: str) -> None:
+    """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
+    expect_puzzle_rule(api, "exactly_one_positive", device)
+
+
+@check(task="exactly_one_positive", points=1)
+def check_exactly_one_positive_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random integers from -2 to 2 (zeros included), same shapes and [N, 1] against [M]"""
+    expect_puzzle_random(api, "exactly_one_positive", rng, device)
+
+
+@check(task="causal_mask", points=1, rule=True)
+def check_causal_mask_rule(api: Api, device: str) -> None:
+    """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
+    expect_puzzle_rule(api, "causal_mask", device)
+
+
+@check(task="causal_mask", points=1)
+def check_causal_mask_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random n from 2 to 19, and n = 1"""
+    expect_puzzle_random(api, "causal_mask", rng, device)
+
 
 
 # -- Dual (stretch, bonus) ------------------------------------------------------------
