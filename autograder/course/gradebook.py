@@ -19,6 +19,7 @@ import html
 import json
 import os
 import re
+import shutil
 import sqlite3
 import sys
 import warnings
@@ -175,6 +176,8 @@ def _esc(text: str) -> str:
 
 
 KIT_PAGE = "effective-pytorch-kit feedback"  # marks the pages write_feedback may replace
+# What `nbgrader release_feedback` opens beside each page: a submission made through the exchange has both.
+RELEASE_FEEDBACK_READS = ("timestamp.txt", "submission_secret.txt")
 
 
 def feedback_html(result: Results) -> str:
@@ -226,4 +229,8 @@ def write_feedback(course: Path, results: list[Results]) -> Feedback:
         folder.mkdir(parents=True, exist_ok=True)
         page.write_text(feedback_html(result), encoding="utf-8")
         done.written += 1
+        submitted = course / "submitted" / extra["student"] / (extra["assignment"] or "unknown")
+        for name in RELEASE_FEEDBACK_READS:  # as nbgrader generate_feedback copies them, never over its own
+            if (submitted / name).is_file() and not (folder / name).exists():
+                shutil.copyfile(submitted / name, folder / name)
     return done

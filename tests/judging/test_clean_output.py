@@ -82,6 +82,22 @@ def test_feedback_never_replaces_a_page_the_kit_did_not_write(tmp_path: Path) ->
     assert "half of the overflow case" in theirs.read_text()
 
 
+def test_feedback_pages_carry_what_release_feedback_reads(tmp_path: Path) -> None:
+    """nbgrader release_feedback opens timestamp.txt and submission_secret.txt beside each page: a kit page
+    without them made it fail for every student."""
+    ada = gradescope(_grade())
+    ada["extra_data"]["student"], ada["extra_data"]["sha256"] = "ada", ""
+    assignment = str(ada["extra_data"]["assignment"])
+    submitted = tmp_path / "submitted" / "ada" / assignment
+    submitted.mkdir(parents=True)
+    (submitted / "timestamp.txt").write_text("2026-11-26 10:00:00.000000 UTC")
+    (submitted / "submission_secret.txt").write_text("s3cret")
+    write_feedback(tmp_path, [ada])
+    folder = tmp_path / "feedback" / "ada" / assignment
+    assert (folder / "timestamp.txt").read_text().startswith("2026-11-26")
+    assert (folder / "submission_secret.txt").read_text() == "s3cret"
+
+
 ESCAPES_AT_IMPORT = f"raise RuntimeError({HOSTILE!r})\n"
 
 
