@@ -719,7 +719,8 @@ def check_centre_rows_rule(api: Api, device: str) -> None:
 
 L1_HINT = ("Give x a middle axis and y a leading one: x[:, None] - y[None] is [N, M, D], every difference of a "
            "row of x and a row of y; take .abs() and sum over the last axis, dim=-1.")
-L1_SWAPPED = "The result is [M, N], transposed: row i belongs to x[i], so x gets the axis after its own (x[:, None])."
+L1_SWAPPED = ("The result is [M, N], transposed: row i belongs to x[i], so the difference is x[:, None] - y[None], "
+              "not y[:, None] - x[None].")
 L1_WRONG_AXIS = "The sum ran over the wrong axis: the features are the last axis of x[:, None] - y[None], dim=-1."
 L1_ABS_LATE = "The absolute value comes before the sum: |x - y| summed, not |sum of x - y|."
 
