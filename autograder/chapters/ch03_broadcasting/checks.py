@@ -8,6 +8,7 @@ weight is split into two blocks and copied into the student's `linear1` and
 
 from __future__ import annotations
 
+import ast
 import functools
 import statistics
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from autograder.judging.results import (
     RecordProperty,
     record_measured,
 )
-from autograder.judging.source import listed, puzzle_breaks, task_code
+from autograder.judging.source import TaskCode, listed, puzzle_breaks, task_code
 from autograder.judging.timing import Run, interleave, reference_process
 from autograder.sandbox.control import CpuTime
 from autograder.sandbox.runtime.wire import RemoteObject
@@ -537,15 +538,30 @@ def _expect_puzzle(got: Any, want: Tensor, call: str, inputs: dict[str, Any], hi
                   rtol=rtol, atol=atol, device=device)
 
 
-def expect_puzzle_rule(api: Api, name: str) -> None:
-    """The rule read from the source: `name`'s cell defines it as one return of one expression over ALLOWED."""
-    found = puzzle_breaks(task_code(api.student.submission, name), name, ALLOWED[name])
+def _stub(code: TaskCode, name: str) -> bool:
+    """`name` is defined in its own cell by a body that only raises NotImplementedError, as released."""
+    own = [n for cell, n in code.walk() if cell == code.task and isinstance(n, ast.FunctionDef) and n.name == name]
+    body = [st for n in own for st in n.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    raised = body[0].exc if len(own) == 1 and len(body) == 1 and isinstance(body[0], ast.Raise) else None
+    raised = raised.func if isinstance(raised, ast.Call) else raised
+    return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
+
+
+def expect_puzzle_rule(api: Api, name: str, example: Callable[[], None]) -> None:
+    """The rule read from the source: `name`'s cell defines it as one return of one expression over ALLOWED; then
+    the notebook's `example` must come out right (the rule's point needs a working answer). An unanswered puzzle
+    (the released stub) runs first, so that its NotImplementedError is the verdict, not a broken rule."""
+    code = task_code(api.student.submission, name)
+    if _stub(code, name):
+        example()
+    found = puzzle_breaks(code, name, ALLOWED[name])
     if found:
         allowed = ", ".join(sorted(ALLOWED[name]))
         raise failure(call=f"the judge's reading of the code of `{name}`",
                       expected=f"one `return <expression>` using operators, indexing and {allowed}",
                       got=listed(found), problem="the puzzle's rule is broken, so none of its checks counts.",
                       hint=PUZZLE_RULE_HINT, breaks_rule=True)
+    example()
 
 
 TIMES_HINT = "Make a column 1..n (arange with a None axis) and a row 1..n and multiply them: [n, 1] * [n] is [n, n]."
@@ -574,8 +590,7 @@ def check_times_table_random(api: Api, rng: torch.Generator) -> None:
 @check(task="times_table", points=1, rule=True)
 def check_times_table_rule(api: Api) -> None:
     """rule: one expression of operators, indexing and torch.arange (read from your code)"""
-    expect_puzzle_rule(api, "times_table")
-    check_times_table_example(api)
+    expect_puzzle_rule(api, "times_table", lambda: check_times_table_example(api))
 
 
 OUTER_HINT = ("Give x a trailing axis and leave y as it is: x[:, None] is [N, 1], y is [M] read as [1, M], and "
@@ -608,8 +623,7 @@ def check_outer_sum_random(api: Api, rng: torch.Generator, device: str) -> None:
 @check(task="outer_sum", points=1, rule=True)
 def check_outer_sum_rule(api: Api, device: str) -> None:
     """rule: one expression of operators and indexing (read from your code)"""
-    expect_puzzle_rule(api, "outer_sum")
-    check_outer_sum_example(api, device)
+    expect_puzzle_rule(api, "outer_sum", lambda: check_outer_sum_example(api, device))
 
 
 LOWER_HINT = ("Compare a column of row numbers with a row of column numbers: torch.arange(n)[:, None] is the "
@@ -639,8 +653,7 @@ def check_lower_mask_random(api: Api, rng: torch.Generator) -> None:
 @check(task="lower_mask", points=1, rule=True)
 def check_lower_mask_rule(api: Api) -> None:
     """rule: one expression of operators, indexing and torch.arange (read from your code)"""
-    expect_puzzle_rule(api, "lower_mask")
-    check_lower_mask_example(api)
+    expect_puzzle_rule(api, "lower_mask", lambda: check_lower_mask_example(api))
 
 
 ONE_HOT_HINT = ("Compare each index with every class number: idx[:, None] is [N, 1], torch.arange(c) is [c], and "
@@ -673,8 +686,7 @@ def check_one_hot_random(api: Api, rng: torch.Generator, device: str) -> None:
 @check(task="one_hot", points=1, rule=True)
 def check_one_hot_rule(api: Api, device: str) -> None:
     """rule: one expression of operators, indexing and torch.arange (read from your code)"""
-    expect_puzzle_rule(api, "one_hot")
-    check_one_hot_example(api, device)
+    expect_puzzle_rule(api, "one_hot", lambda: check_one_hot_example(api, device))
 
 
 CENTRE_HINT = ("Take the mean along the row, dim=1, and keep that axis (keepdim=True): a [N, 1] column of means "
@@ -713,8 +725,7 @@ def check_centre_rows_random(api: Api, rng: torch.Generator, device: str) -> Non
 @check(task="centre_rows", points=1, rule=True)
 def check_centre_rows_rule(api: Api, device: str) -> None:
     """rule: one expression of operators, indexing and .mean (read from your code)"""
-    expect_puzzle_rule(api, "centre_rows")
-    check_centre_rows_example(api, device)
+    expect_puzzle_rule(api, "centre_rows", lambda: check_centre_rows_example(api, device))
 
 
 L1_HINT = ("Give x a middle axis and y a leading one: x[:, None] - y[None] is [N, M, D], every difference of a "
@@ -751,8 +762,7 @@ def check_pairwise_l1_random(api: Api, rng: torch.Generator, device: str) -> Non
 @check(task="pairwise_l1", points=1, rule=True)
 def check_pairwise_l1_rule(api: Api, device: str) -> None:
     """rule: one expression of operators, indexing, .abs and .sum (read from your code)"""
-    expect_puzzle_rule(api, "pairwise_l1")
-    check_pairwise_l1_example(api, device)
+    expect_puzzle_rule(api, "pairwise_l1", lambda: check_pairwise_l1_example(api, device))
 
 
 # -- additive_scores (stretch, bonus) ------------------------------------------------
