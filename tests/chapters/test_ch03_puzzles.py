@@ -13,17 +13,18 @@ from autograder.course.cases import mutant
 from tests.kit import by_name, grade_fast, solved, task_scores, write_submission
 
 CH = "03_broadcasting"
-PUZZLES = ("times_table", "outer_sum", "lower_mask", "one_hot", "centre_rows", "pairwise_l1")
+PUZZLES = ("times_table", "outer_sum", "lower_mask", "one_hot", "rescale_rows", "pairwise_l1")
 ONLY = " or ".join(f"check_{p}_" for p in PUZZLES)
 
 
 def test_a_broken_rule_voids_that_puzzle_alone(tmp_path: Path) -> None:
-    helper = "def centre_rows(x):\n    m = x.mean(dim=1, keepdim=True)\n    return x - m\n"
-    g = grade_fast(solved(tmp_path, CH, centre_rows=helper), only=ONLY)
+    helper = ("def rescale_rows(x):\n    low = x.amin(1, keepdim=True)\n"
+              "    return (x - low) / (x.amax(1, keepdim=True) - low)\n")
+    g = grade_fast(solved(tmp_path, CH, rescale_rows=helper), only=ONLY)
     scores = task_scores(g)
-    assert scores["centre_rows"] == 0, scores
-    assert all(scores[p] == 3 for p in PUZZLES if p != "centre_rows"), scores
-    random = by_name(g)["check_centre_rows_random"]
+    assert scores["rescale_rows"] == 0, scores
+    assert all(scores[p] == 3 for p in PUZZLES if p != "rescale_rows"), scores
+    random = by_name(g)["check_rescale_rows_random"]
     assert "breaks its stated rule" in random.output and "On its own this check passed" in random.output
 
 

@@ -259,16 +259,16 @@ def one_hot_difference():
         return (idx[:, None] - torch.arange(c)) == 0
 
 
-@right("centre_rows with a None axis", only="centre_rows", points=3)
-def centre_rows_none_axis():
-    def centre_rows(x):
-        return x - x.mean(1)[:, None]
+@right("rescale_rows with None axes", only="rescale_rows", points=3)
+def rescale_rows_none_axes():
+    def rescale_rows(x):
+        return (x - x.amin(1)[:, None]) / (x.amax(1)[:, None] - x.amin(1)[:, None])
 
 
-@right("centre_rows with dim=-1", only="centre_rows", points=3)
-def centre_rows_last_dim():
-    def centre_rows(x):
-        return x - x.mean(-1, keepdim=True)
+@right("rescale_rows as one minus the distance from the top", only="rescale_rows", points=3)
+def rescale_rows_from_top():
+    def rescale_rows(x):
+        return 1 - (x.amax(-1, keepdim=True) - x) / (x.amax(-1, keepdim=True) - x.amin(-1, keepdim=True))
 
 
 @right("pairwise_l1 with y[None, :, :]", only="pairwise_l1", points=3)
@@ -340,23 +340,29 @@ def one_hot_library():
         return F.one_hot(idx, c).bool()
 
 
-@wrong("centre_rows centres columns", fails={"check_centre_rows_example": "Each column was centred"})
-def centre_rows_columns():
-    def centre_rows(x):
-        return x - x.mean(0, keepdim=True)
+@wrong("rescale_rows rescales columns", fails={"check_rescale_rows_random": "Each column was rescaled"})
+def rescale_rows_columns():
+    def rescale_rows(x):
+        return (x - x.amin(0, keepdim=True)) / (x.amax(0, keepdim=True) - x.amin(0, keepdim=True))
 
 
-@wrong("centre_rows without keepdim", fails={"check_centre_rows_random": "keepdim=True"})
-def centre_rows_no_keepdim():
-    def centre_rows(x):
-        return x - x.mean(1)
+@wrong("rescale_rows without keepdim", fails={"check_rescale_rows_random": "keepdim=True"})
+def rescale_rows_no_keepdim():
+    def rescale_rows(x):
+        return (x - x.amin(1)) / (x.amax(1) - x.amin(1))
 
 
-@wrong("centre_rows with a helper variable", fails={"check_centre_rows_rule": "not one `return <expression>`"})
-def centre_rows_two_lines():
-    def centre_rows(x):
-        m = x.mean(dim=1, keepdim=True)
-        return x - m
+@wrong("rescale_rows with a helper variable", fails={"check_rescale_rows_rule": "not one `return <expression>`"})
+def rescale_rows_two_lines():
+    def rescale_rows(x):
+        low = x.amin(dim=1, keepdim=True)
+        return (x - low) / (x.amax(dim=1, keepdim=True) - low)
+
+
+@wrong("rescale_rows with .min(dim).values", fails={"check_rescale_rows_rule": ".min"})
+def rescale_rows_min_values():
+    def rescale_rows(x):
+        return (x - x.min(1, keepdim=True).values) / (x.max(1, keepdim=True).values - x.min(1, keepdim=True).values)
 
 
 @wrong("pairwise_l1 transposed", fails={"check_pairwise_l1_random": "transposed"})

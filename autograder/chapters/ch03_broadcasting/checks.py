@@ -76,9 +76,9 @@ class Api(StudentApi):
     def one_hot(self, idx: Tensor, c: int) -> Tensor:
         """Puzzle: [N, c] bool, entry [i, j] True where idx[i] == j."""
 
-    @answer(example=(torch.tensor([[1.0, 2.0, 6.0], [4.0, 4.0, 4.0]]),))
-    def centre_rows(self, x: Tensor) -> Tensor:
-        """Puzzle: x [N, D] minus the mean of its own row."""
+    @answer(example=(torch.tensor([[1.0, 3.0, 5.0], [4.0, 2.0, 0.0]]),))
+    def rescale_rows(self, x: Tensor) -> Tensor:
+        """Puzzle: each row of x [N, D] mapped linearly onto [0, 1]: its smallest entry 0, its largest 1."""
 
     @answer(example=(torch.tensor([[0.0, 0.0], [1.0, 2.0]]), torch.tensor([[1.0, 1.0], [0.0, 3.0], [2.0, 2.0]])))
     def pairwise_l1(self, x: Tensor, y: Tensor) -> Tensor:
@@ -485,7 +485,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "outer_sum": frozenset({".shape"}),
     "lower_mask": frozenset({"torch.arange", ".shape"}),
     "one_hot": frozenset({"torch.arange", ".shape"}),
-    "centre_rows": frozenset({".mean", ".shape"}),
+    "rescale_rows": frozenset({".amin", ".amax", ".shape"}),
     "pairwise_l1": frozenset({".abs", ".sum", ".shape"}),
 }
 PUZZLE_RULE_HINT = ("Write the body as one `return <expression>` using operators, indexing (x[:, None], "
@@ -509,9 +509,10 @@ def _one_hot(idx: Tensor, c: int) -> Tensor:
     return torch.nn.functional.one_hot(idx, c).bool()
 
 
-def _centre_rows(x: Tensor) -> Tensor:
+def _rescale_rows(x: Tensor) -> Tensor:
     x64 = x.double()
-    return (x64 - x64.sum(1, keepdim=True) / x.shape[1]).to(x.dtype)
+    low, high = x64.min(1, keepdim=True).values, x64.max(1, keepdim=True).values
+    return ((x64 - low) / (high - low)).to(x.dtype)
 
 
 def _pairwise_l1(x: Tensor, y: Tensor) -> Tensor:
@@ -528,7 +529,8 @@ def _expect_puzzle(got: Any, want: Tensor, call: str, inputs: dict[str, Any], hi
     """`got` must equal `want`; where it equals one of the named `mistakes` instead, the hint names that one."""
     for wrong, because in mistakes:
         if isinstance(got, Tensor) and got.shape == wrong.shape and got.dtype == wrong.dtype \
-                and not torch.equal(wrong, want) and torch.allclose(got.cpu().double(), wrong.double()):
+                and not torch.equal(wrong, want) \
+                and torch.allclose(got.cpu().double(), wrong.double(), equal_nan=True):
             hint = because
             break
     shown = {k: v for k, v in inputs.items() if isinstance(v, Tensor)}
@@ -689,43 +691,54 @@ def check_one_hot_rule(api: Api, device: str) -> None:
     expect_puzzle_rule(api, "one_hot", lambda: check_one_hot_example(api, device))
 
 
-CENTRE_HINT = ("Take the mean along the row, dim=1, and keep that axis (keepdim=True): a [N, 1] column of means "
-               "stretches along each row.")
-CENTRE_COLUMNS = ("Each column was centred, not each row: the mean over dim=0 is one per column. Rows need "
-                  "x.mean(dim=1, keepdim=True).")
-CENTRE_NO_KEEPDIM = ("The row means lost their axis: x.mean(dim=1) is [N], which lines up with the columns (the "
-                     "rule matches from the right). Keep it as [N, 1] with keepdim=True.")
+RESCALE_HINT = ("Take each row's smallest and largest entry with .amin(dim=1, keepdim=True) and "
+                ".amax(dim=1, keepdim=True): [N, 1] columns that stretch along each row; then (x - low) / "
+                "(high - low).")
+RESCALE_COLUMNS = ("Each column was rescaled, not each row: amin and amax over dim=0 give one value per column. "
+                   "Rows need dim=1.")
+RESCALE_NO_KEEPDIM = ("The row minima and maxima lost their axis: x.amin(dim=1) is [N], which lines up with the "
+                      "columns (the rule matches from the right). Keep it as [N, 1] with keepdim=True.")
 
 
-def _centre_mistakes(x: Tensor) -> list[tuple[Tensor, str]]:
-    mistakes = [(x - x.mean(0, keepdim=True), CENTRE_COLUMNS)]
+def _rescale_mistakes(x: Tensor) -> list[tuple[Tensor, str]]:
+    low, high = x.amin(0, keepdim=True), x.amax(0, keepdim=True)
+    mistakes = [((x - low) / (high - low), RESCALE_COLUMNS)]
     if x.shape[0] == x.shape[1]:
-        mistakes.append((x - x.mean(1), CENTRE_NO_KEEPDIM))
+        mistakes.append(((x - x.amin(1)) / (x.amax(1) - x.amin(1)), RESCALE_NO_KEEPDIM))
     return mistakes
 
 
-@check(task="centre_rows", points=1, visible=True)
-def check_centre_rows_example(api: Api, device: str) -> None:
+def _distinct_rows(rng: torch.Generator, n: int, d: int, dtype: torch.dtype) -> Tensor:
+    """[n, d] with d >= 2 different entries in every row: a random permutation of 0 .. d-1 per row, scaled and
+    shifted by a random amount per row, plus noise below the gaps."""
+    order = torch.argsort(torch.rand(n, d, generator=rng), dim=1).to(dtype)
+    scale = torch.rand(n, 1, generator=rng, dtype=dtype) * 4 + 0.5
+    shift = torch.randn(n, 1, generator=rng, dtype=dtype) * 3
+    return (order + torch.rand(n, d, generator=rng, dtype=dtype) * 0.5) * scale + shift
+
+
+@check(task="rescale_rows", points=1, visible=True)
+def check_rescale_rows_example(api: Api, device: str) -> None:
     """the notebook's [2, 3] example"""
-    x = torch.tensor([[1.0, 2.0, 6.0], [4.0, 4.0, 4.0]])
-    _expect_puzzle(api.centre_rows(x), _centre_rows(x), "centre_rows(x)", {"x": x}, CENTRE_HINT,
-                   _centre_mistakes(x), device)
+    x = torch.tensor([[1.0, 3.0, 5.0], [4.0, 2.0, 0.0]])
+    _expect_puzzle(api.rescale_rows(x), _rescale_rows(x), "rescale_rows(x)", {"x": x}, RESCALE_HINT,
+                   _rescale_mistakes(x), device)
 
 
-@check(task="centre_rows", points=1)
-def check_centre_rows_random(api: Api, rng: torch.Generator, device: str) -> None:
-    """random N and D (1 included, N == D too), float32 and float64"""
-    for n, d in [(1, 4), (4, 1), (4, 4), tuple(_sizes(rng, 2, 2, 9))]:
+@check(task="rescale_rows", points=1)
+def check_rescale_rows_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random N and D >= 2 (N = 1 and N == D included), float32 and float64"""
+    for n, d in [(4, 4), (1, 4), (5, 2), tuple(_sizes(rng, 2, 2, 9))]:  # N == D first: a lost axis still runs
         for dtype in (torch.float32, torch.float64):
-            x = torch.randn(n, d, generator=rng, dtype=dtype)
-            _expect_puzzle(api.centre_rows(x), _centre_rows(x), "centre_rows(x)", {"x": x}, CENTRE_HINT,
-                           _centre_mistakes(x), device)
+            x = _distinct_rows(rng, n, d, dtype)
+            _expect_puzzle(api.rescale_rows(x), _rescale_rows(x), "rescale_rows(x)", {"x": x}, RESCALE_HINT,
+                           _rescale_mistakes(x), device)
 
 
-@check(task="centre_rows", points=1, rule=True)
-def check_centre_rows_rule(api: Api, device: str) -> None:
-    """rule: one expression of operators, indexing and .mean (read from your code)"""
-    expect_puzzle_rule(api, "centre_rows", lambda: check_centre_rows_example(api, device))
+@check(task="rescale_rows", points=1, rule=True)
+def check_rescale_rows_rule(api: Api, device: str) -> None:
+    """rule: one expression of operators, indexing, .amin and .amax (read from your code)"""
+    expect_puzzle_rule(api, "rescale_rows", lambda: check_rescale_rows_example(api, device))
 
 
 L1_HINT = ("Give x a middle axis and y a leading one: x[:, None] - y[None] is [N, M, D], every difference of a "
