@@ -205,3 +205,179 @@ def transposed_weights_in_place_fill():
         keys = torch.arange(k.shape[1], device=k.device).expand(len(lengths), -1)
         s.masked_fill_((keys >= lengths[:, None])[:, None, :], float("-inf"))
         return s
+
+
+# -- puzzles: other correct forms ----------------------------------------------------------------------------------
+
+
+@right("times_table from 0, shifted", only="times_table", points=3)
+def times_table_shifted():
+    def times_table(n):
+        return (torch.arange(n)[:, None] + 1) * (torch.arange(n) + 1)
+
+
+@right("times_table as outer product of column and row views", only="times_table", points=3)
+def times_table_views():
+    def times_table(n):
+        """Row times column."""
+        return torch.arange(1, n + 1)[None, :] * torch.arange(1, n + 1)[:, None]
+
+
+@right("outer_sum with y given a leading axis", only="outer_sum", points=3)
+def outer_sum_both_axes():
+    def outer_sum(x, y):
+        return x[:, None] + y[None, :]
+
+
+@right("outer_sum via .shape-free ellipsis", only="outer_sum", points=3)
+def outer_sum_ellipsis():
+    def outer_sum(x, y):
+        return y[None] + x[..., None]
+
+
+@right("lower_mask as >=", only="lower_mask", points=3)
+def lower_mask_ge():
+    def lower_mask(n):
+        return torch.arange(n)[:, None] >= torch.arange(n)
+
+
+@right("lower_mask as not strictly upper", only="lower_mask", points=3)
+def lower_mask_not_upper():
+    def lower_mask(n):
+        return ~(torch.arange(n)[:, None] < torch.arange(n)[None])
+
+
+@right("one_hot with arange first", only="one_hot", points=3)
+def one_hot_arange_first():
+    def one_hot(idx, c):
+        return torch.arange(c)[None, :] == idx[:, None]
+
+
+@right("one_hot as a zero difference", only="one_hot", points=3)
+def one_hot_difference():
+    def one_hot(idx, c):
+        return (idx[:, None] - torch.arange(c)) == 0
+
+
+@right("rescale_rows with None axes", only="rescale_rows", points=3)
+def rescale_rows_none_axes():
+    def rescale_rows(x):
+        return (x - x.amin(1)[:, None]) / (x.amax(1)[:, None] - x.amin(1)[:, None])
+
+
+@right("rescale_rows as one minus the distance from the top", only="rescale_rows", points=3)
+def rescale_rows_from_top():
+    def rescale_rows(x):
+        return 1 - (x.amax(-1, keepdim=True) - x) / (x.amax(-1, keepdim=True) - x.amin(-1, keepdim=True))
+
+
+@right("pairwise_l1 with y[None, :, :]", only="pairwise_l1", points=3)
+def pairwise_l1_explicit():
+    def pairwise_l1(x, y):
+        return (x[:, None, :] - y[None, :, :]).abs().sum(2)
+
+
+@right("pairwise_l1 with y minus x", only="pairwise_l1", points=3)
+def pairwise_l1_reversed_difference():
+    def pairwise_l1(x, y):
+        return (y[None] - x[:, None]).abs().sum(dim=-1)
+
+
+# -- puzzles: named wrong ones -------------------------------------------------------------------------------------
+
+
+@wrong("times_table counted from 0", fails={"check_times_table_random": "count from 1"})
+def times_table_from_zero():
+    def times_table(n):
+        return torch.arange(n)[:, None] * torch.arange(n)
+
+
+@wrong("times_table built with a comprehension", fails={"check_times_table_rule": "not allowed in a puzzle"})
+def times_table_comprehension():
+    def times_table(n):
+        return torch.tensor([[(i + 1) * (j + 1) for j in range(n)] for i in range(n)])
+
+
+@wrong("outer_sum transposed", fails={"check_outer_sum_random": "transposed"})
+def outer_sum_transposed():
+    def outer_sum(x, y):
+        return y[:, None] + x
+
+
+@wrong("outer_sum with unsqueeze", fails={"check_outer_sum_rule": ".unsqueeze"})
+def outer_sum_unsqueeze():
+    def outer_sum(x, y):
+        return x.unsqueeze(1) + y
+
+
+@wrong("lower_mask is the upper triangle", fails={"check_lower_mask_example": "upper triangle"})
+def lower_mask_upper():
+    def lower_mask(n):
+        return torch.arange(n)[:, None] <= torch.arange(n)
+
+
+@wrong("lower_mask without the diagonal", fails={"check_lower_mask_random": "diagonal is missing"})
+def lower_mask_strict():
+    def lower_mask(n):
+        return torch.arange(n)[None] < torch.arange(n)[:, None]
+
+
+@wrong("lower_mask with torch.tril", fails={"check_lower_mask_rule": "torch.tril"})
+def lower_mask_tril():
+    def lower_mask(n):
+        return torch.tril(torch.ones(n, n)).bool()
+
+
+@wrong("one_hot transposed", fails={"check_one_hot_random": "one column per index"})
+def one_hot_transposed():
+    def one_hot(idx, c):
+        return idx == torch.arange(c)[:, None]
+
+
+@wrong("one_hot with F.one_hot", fails={"check_one_hot_rule": "torch.nn.functional.one_hot"})
+def one_hot_library():
+    def one_hot(idx, c):
+        return F.one_hot(idx, c).bool()
+
+
+@wrong("rescale_rows rescales columns", fails={"check_rescale_rows_random": "Each column was rescaled"})
+def rescale_rows_columns():
+    def rescale_rows(x):
+        return (x - x.amin(0, keepdim=True)) / (x.amax(0, keepdim=True) - x.amin(0, keepdim=True))
+
+
+@wrong("rescale_rows without keepdim", fails={"check_rescale_rows_random": "keepdim=True"})
+def rescale_rows_no_keepdim():
+    def rescale_rows(x):
+        return (x - x.amin(1)) / (x.amax(1) - x.amin(1))
+
+
+@wrong("rescale_rows with a helper variable", fails={"check_rescale_rows_rule": "not one `return <expression>`"})
+def rescale_rows_two_lines():
+    def rescale_rows(x):
+        low = x.amin(dim=1, keepdim=True)
+        return (x - low) / (x.amax(dim=1, keepdim=True) - low)
+
+
+@wrong("rescale_rows with .min(dim).values", fails={"check_rescale_rows_rule": ".min"})
+def rescale_rows_min_values():
+    def rescale_rows(x):
+        return (x - x.min(1, keepdim=True).values) / (x.max(1, keepdim=True).values - x.min(1, keepdim=True).values)
+
+
+@wrong("pairwise_l1 transposed", fails={"check_pairwise_l1_random": "transposed"})
+def pairwise_l1_transposed():
+    def pairwise_l1(x, y):
+        return (y[:, None] - x[None]).abs().sum(-1)
+
+
+@wrong("pairwise_l1 summed over the wrong axis", fails={"check_pairwise_l1_random": "wrong axis"})
+def pairwise_l1_wrong_axis():
+    def pairwise_l1(x, y):
+        return (x[:, None] - y[None]).abs().sum(1)
+
+
+@wrong("pairwise_l1 with torch.cdist", fails={"check_pairwise_l1_rule": "torch.cdist"})
+def pairwise_l1_cdist():
+    def pairwise_l1(x, y):
+        return torch.cdist(x, y, p=1)
