@@ -38,6 +38,56 @@ def bgr_output():
             return torch.from_numpy(cv2.imread(self.paths[index], 1)).permute(2, 0, 1)
 
 
+@wrong("IMREAD_UNCHANGED keeps 16 bits", fails={"check_directory_gray_and_rgba_png": "uint16"},
+       edits="ImageDirectoryDataset")
+def imread_unchanged():
+    class ImageDirectoryDataset(Dataset):
+        def __getitem__(self, index):
+            image = cv2.imread(self.paths[index], cv2.IMREAD_UNCHANGED)
+            if image is None:
+                raise ValueError(f"OpenCV cannot read {self.paths[index]!r}")
+            if image.ndim == 2:
+                image = image[:, :, None].repeat(3, axis=2)
+            return torch.from_numpy(np.ascontiguousarray(image[:, :, 2::-1])).permute(2, 0, 1)
+
+
+@wrong("16 bits cast, not scaled", fails={"check_directory_gray_and_rgba_png": "IMREAD_COLOR"},
+       edits="ImageDirectoryDataset")
+def sixteen_bits_cast():
+    class ImageDirectoryDataset(Dataset):
+        def __getitem__(self, index):
+            image = cv2.imread(self.paths[index], cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH)
+            if image is None:
+                raise ValueError(f"OpenCV cannot read {self.paths[index]!r}")
+            rgb = cv2.cvtColor(image, cv2.COLOR_BGR2RGB).astype(np.uint8)  # wraps 16-bit values around
+            return torch.from_numpy(rgb).permute(2, 0, 1)
+
+
+@right("16 bits read and scaled by hand", only="check_directory_gray_and_rgba_png", points=1,
+       edits="ImageDirectoryDataset")
+def sixteen_bits_by_hand():
+    class ImageDirectoryDataset(Dataset):
+        def __getitem__(self, index):
+            image = cv2.imread(self.paths[index], cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH)
+            if image is None:
+                raise ValueError(f"OpenCV cannot read {self.paths[index]!r}")
+            if image.dtype == np.uint16:
+                image = (image >> 8).astype(np.uint8)
+            return torch.from_numpy(np.ascontiguousarray(image[:, :, ::-1])).permute(2, 0, 1)
+
+
+@right("decoded from the file's bytes", only="check_directory_gray_and_rgba_png", points=1,
+       edits="ImageDirectoryDataset")
+def decoded_from_bytes():
+    class ImageDirectoryDataset(Dataset):
+        def __getitem__(self, index):
+            with open(self.paths[index], "rb") as f:
+                image = cv2.imdecode(np.frombuffer(f.read(), np.uint8), cv2.IMREAD_COLOR)
+            if image is None:
+                raise ValueError(f"OpenCV cannot read {self.paths[index]!r}")
+            return torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
 @wrong("random __getitem__", fails={"check_directory_same_index_same_image": "random.choice"})
 def random_getitem():
     import random

@@ -280,16 +280,19 @@ def check_directory_rgb_uint8_chw(api: Api, rng: torch.Generator) -> None:
 
 @check(task="ImageDirectoryDataset", points=1)
 def check_directory_gray_and_rgba_png(api: Api, rng: torch.Generator) -> None:
-    """grayscale and RGBA PNGs also give RGB [3, H, W] (grey repeated, alpha dropped)"""
+    """grayscale, RGBA, palette and 16-bit PNGs also give RGB uint8 [3, H, W] (grey repeated, alpha dropped, palette
+    looked up, 16-bit values scaled to their high byte)"""
     folder = new_folder(api.student.data_dir)
     taken: set[str] = set()
-    images = sorted([random_image(rng, random_name(rng, taken), kind) for kind in ("gray", "rgba", "rgb", "gray")],
-                    key=lambda im: im.name)
+    kinds = ("gray", "rgba", "rgb", "palette", "rgb16", "gray", "palette", "rgb16")
+    images = sorted([random_image(rng, random_name(rng, taken), kind) for kind in kinds], key=lambda im: im.name)
     write_directory(folder, images)
     ds = directory_dataset(api, folder)
     for i, image in enumerate(images):
         expect_image(get_item(api, ds, i), image, f"ImageDirectoryDataset(path)[{i}]", images,
-                     "Read with cv2.IMREAD_COLOR: it always gives 3 channels.")
+                     "Read with cv2.IMREAD_COLOR: it always gives 3 channels of 8 bits (a 16-bit value becomes its "
+                     "high byte, value >> 8), then convert BGR to RGB. IMREAD_UNCHANGED or IMREAD_ANYDEPTH keep "
+                     "alpha, one grey channel or 16 bits.")
 
 
 @check(task="ImageDirectoryDataset", points=2)
