@@ -38,6 +38,56 @@ def bgr_output():
             return torch.from_numpy(cv2.imread(self.paths[index], 1)).permute(2, 0, 1)
 
 
+@wrong("IMREAD_UNCHANGED keeps 16 bits", fails={"check_directory_gray_and_rgba_png": "uint16"},
+       edits="ImageDirectoryDataset")
+def imread_unchanged():
+    class ImageDirectoryDataset(Dataset):
+        def __getitem__(self, index):
+            image = cv2.imread(self.paths[index], cv2.IMREAD_UNCHANGED)
+            if image is None:
+                raise ValueError(f"OpenCV cannot read {self.paths[index]!r}")
+            if image.ndim == 2:
+                image = image[:, :, None].repeat(3, axis=2)
+            return torch.from_numpy(np.ascontiguousarray(image[:, :, 2::-1])).permute(2, 0, 1)
+
+
+@wrong("16 bits cast, not scaled", fails={"check_directory_gray_and_rgba_png": "IMREAD_COLOR"},
+       edits="ImageDirectoryDataset")
+def sixteen_bits_cast():
+    class ImageDirectoryDataset(Dataset):
+        def __getitem__(self, index):
+            image = cv2.imread(self.paths[index], cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH)
+            if image is None:
+                raise ValueError(f"OpenCV cannot read {self.paths[index]!r}")
+            rgb = cv2.cvtColor(image, cv2.COLOR_BGR2RGB).astype(np.uint8)  # wraps 16-bit values around
+            return torch.from_numpy(rgb).permute(2, 0, 1)
+
+
+@right("16 bits read and scaled by hand", only="check_directory_gray_and_rgba_png", points=1,
+       edits="ImageDirectoryDataset")
+def sixteen_bits_by_hand():
+    class ImageDirectoryDataset(Dataset):
+        def __getitem__(self, index):
+            image = cv2.imread(self.paths[index], cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH)
+            if image is None:
+                raise ValueError(f"OpenCV cannot read {self.paths[index]!r}")
+            if image.dtype == np.uint16:
+                image = (image >> 8).astype(np.uint8)
+            return torch.from_numpy(np.ascontiguousarray(image[:, :, ::-1])).permute(2, 0, 1)
+
+
+@right("decoded from the file's bytes", only="check_directory_gray_and_rgba_png", points=1,
+       edits="ImageDirectoryDataset")
+def decoded_from_bytes():
+    class ImageDirectoryDataset(Dataset):
+        def __getitem__(self, index):
+            with open(self.paths[index], "rb") as f:
+                image = cv2.imdecode(np.frombuffer(f.read(), np.uint8), cv2.IMREAD_COLOR)
+            if image is None:
+                raise ValueError(f"OpenCV cannot read {self.paths[index]!r}")
+            return torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
 @wrong("random __getitem__", fails={"check_directory_same_index_same_image": "random.choice"})
 def random_getitem():
     import random
@@ -160,15 +210,123 @@ def worker_hangs():
 # -- TarImageDataset: correct forms --------------------------------------------------------------------------------
 
 
-@right("whole files per worker", only="check_tar_fewer_files_than_workers", points=2, edits=tar_cell)
+@wrong("whole files per worker", fails={"check_tar_fewer_files_than_workers": "some workers read nothing"},
+       edits=tar_cell)
 def whole_files_per_worker():
-    """Policy: with fewer files than workers, whole-file sharding leaves workers idle but loses nothing."""
+    """With fewer files than workers, whole-file sharding loses nothing but leaves workers idle: the task asks for
+    the members of a shared file to be split."""
     class TarImageDataset(IterableDataset):
         def __iter__(self):
             info = get_worker_info()
             workers, me = (1, 0) if info is None else (info.num_workers, info.id)
             for path in self.paths[me::workers]:
                 yield from tar_image_iterator(path)  # noqa: F821 (tar_cell's)
+
+
+@wrong("members split between two workers only", fails={"check_tar_fewer_files_than_workers": "some workers read "
+       "nothing"}, edits=tar_cell)
+def members_split_between_two_workers_only():
+    class TarImageDataset(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            workers, me = (1, 0) if info is None else (info.num_workers, info.id)
+            if len(self.paths) >= workers:
+                for path in self.paths[me::workers]:
+                    yield from tar_image_iterator(path)  # noqa: F821 (tar_cell's)
+            elif me < 2:  # a third worker is never given a share
+                for path in self.paths:
+                    yield from tar_image_iterator(path, 2, me)  # noqa: F821 (tar_cell's)
+
+
+@right("every file read by every worker, members dealt out in one count", only="check_tar_fewer_files_than_workers",
+       points=2, edits=tar_cell)
+def members_dealt_out_across_files():
+    """Every worker reads every file and takes the image members i (counted over all files) with i % workers == id."""
+    class TarImageDataset(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            workers, me = (1, 0) if info is None else (info.num_workers, info.id)
+            index = 0
+            for path in self.paths:
+                with tarfile.open(path) as tar:
+                    for member in tar:
+                        if not member.isfile():
+                            continue
+                        if index % workers == me:
+                            data = tar.extractfile(member).read()
+                            yield decode_image(data, f"{member.name} in {path}")  # noqa: F821 (tar_cell's)
+                        index += 1
+
+
+@wrong("map-style Dataset", fails={"check_tar_guide_example": "not a map-style Dataset"})
+def map_style_tar_dataset():
+    class TarImageDataset(Dataset):
+        def __init__(self, paths):
+            super().__init__()
+            self.members = []
+            for path in paths:
+                with tarfile.open(path) as tar:
+                    self.members += [(path, m.name) for m in tar if m.isfile()]
+
+        def __len__(self):
+            return len(self.members)
+
+        def __getitem__(self, index):
+            path, name = self.members[index]
+            with tarfile.open(path) as tar:
+                data = np.frombuffer(tar.extractfile(name).read(), np.uint8)
+            image = cv2.imdecode(data, cv2.IMREAD_COLOR)
+            if image is None:
+                raise ValueError(f"{name} in {path} is not an image")
+            return torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
+@wrong("map-style Dataset with an __iter__", fails={"check_tar_guide_example": "not a map-style Dataset"})
+def dataset_with_iter():
+    class TarImageDataset(Dataset):
+        def __init__(self, paths):
+            super().__init__()
+            self.paths = list(paths)
+
+        def __iter__(self):
+            info = get_worker_info()
+            workers, me = (1, 0) if info is None else (info.num_workers, info.id)
+            index = 0
+            for path in self.paths:
+                with tarfile.open(path) as tar:
+                    for member in tar:
+                        if member.isfile():
+                            if index % workers == me:
+                                data = np.frombuffer(tar.extractfile(member).read(), np.uint8)
+                                image = cv2.imdecode(data, cv2.IMREAD_COLOR)
+                                if image is None:
+                                    raise ValueError(f"{member.name} in {path} is not an image")
+                                yield torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+                            index += 1
+
+
+@right("IterableDataset named through torch", only="check_tar_guide_example", points=1)
+def iterable_through_torch():
+    class TarImageDataset(torch.utils.data.IterableDataset):
+        def __init__(self, paths):
+            super().__init__()
+            self.paths = list(paths)
+
+        def __iter__(self):
+            info = get_worker_info()
+            workers, me = (1, 0) if info is None else (info.num_workers, info.id)
+            index = 0
+            for path in self.paths:
+                with tarfile.open(path) as tar:
+                    for member in tar:
+                        if member.isfile():
+                            if index % workers == me:
+                                data = np.frombuffer(tar.extractfile(member).read(), np.uint8)
+                                image = cv2.imdecode(data, cv2.IMREAD_COLOR)
+                                if image is None:
+                                    raise ValueError(f"{member.name} in {path} is not an image")
+                                yield torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+                            index += 1
 
 
 # -- ShuffleBuffer -------------------------------------------------------------------------------------------------

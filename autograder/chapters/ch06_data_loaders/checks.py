@@ -13,6 +13,7 @@ that is itself bounded in time.
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -37,6 +38,7 @@ from autograder.judging.api import Remote, StudentApi, answer, harness
 from autograder.judging.expect import failure
 from autograder.judging.plugin import check
 from autograder.judging.remote import StudentError, describe_call, summarize
+from autograder.judging.source import subclasses, task_code
 from autograder.sandbox.runtime.wire import RemoteObject
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
@@ -86,6 +88,10 @@ class Api(StudentApi):
     @harness()
     def stream_tar(self, dataset: RemoteObject, num_workers: int, timeout: float, limit: int) -> list[Any]:
         """The same for a TarImageDataset."""
+
+    @harness()
+    def stream_tar_by_worker(self, dataset: RemoteObject, num_workers: int, timeout: float, limit: int) -> list[Any]:
+        """stream_tar, each item as [the id of the DataLoader worker that yielded it, the item]."""
 
     @harness()
     def stream_error(self, dataset: RemoteObject, num_workers: int, timeout: float, limit: int) -> Raised:
@@ -274,16 +280,19 @@ def check_directory_rgb_uint8_chw(api: Api, rng: torch.Generator) -> None:
 
 @check(task="ImageDirectoryDataset", points=1)
 def check_directory_gray_and_rgba_png(api: Api, rng: torch.Generator) -> None:
-    """grayscale and RGBA PNGs also give RGB [3, H, W] (grey repeated, alpha dropped)"""
+    """grayscale, RGBA, palette and 16-bit PNGs also give RGB uint8 [3, H, W] (grey repeated, alpha dropped, palette
+    looked up, 16-bit values scaled to their high byte)"""
     folder = new_folder(api.student.data_dir)
     taken: set[str] = set()
-    images = sorted([random_image(rng, random_name(rng, taken), kind) for kind in ("gray", "rgba", "rgb", "gray")],
-                    key=lambda im: im.name)
+    kinds = ("gray", "rgba", "rgb", "palette", "rgb16", "gray", "palette", "rgb16")
+    images = sorted([random_image(rng, random_name(rng, taken), kind) for kind in kinds], key=lambda im: im.name)
     write_directory(folder, images)
     ds = directory_dataset(api, folder)
     for i, image in enumerate(images):
         expect_image(get_item(api, ds, i), image, f"ImageDirectoryDataset(path)[{i}]", images,
-                     "Read with cv2.IMREAD_COLOR: it always gives 3 channels.")
+                     "Read with cv2.IMREAD_COLOR: it always gives 3 channels of 8 bits (a 16-bit value becomes its "
+                     "high byte, value >> 8), then convert BGR to RGB. IMREAD_UNCHANGED or IMREAD_ANYDEPTH keep "
+                     "alpha, one grey channel or 16 bits.")
 
 
 @check(task="ImageDirectoryDataset", points=2)
@@ -305,10 +314,28 @@ def check_directory_dataloader_workers(api: Api, rng: torch.Generator) -> None:
 
 @check(task="TarImageDataset", points=1, visible=True)
 def check_tar_guide_example(api: Api) -> None:
-    """two tar files of three plain-colour images with 0 and 2 workers, and one of them with 2 workers"""
+    """two tar files of three plain-colour images with 0 and 2 workers, one of them with 2 workers; and your class
+    derives from IterableDataset (read from your code)"""
+    expect_iterable_dataset(api)
     paths, images = tar_example(new_folder(api.student.data_dir))
     for files, workers in ((2, 0), (2, 2), (1, 2)):
         expect_stream(api, paths[:files], [im for part in images[:files] for im in part], workers)
+
+
+ITERABLE_BASES = ("torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset")
+
+
+def expect_iterable_dataset(api: Api) -> None:
+    """The judge's reading of the TarImageDataset cell: class TarImageDataset derives from IterableDataset."""
+    code = task_code(api.student.submission, "TarImageDataset")
+    found = {c.name for base in ITERABLE_BASES for _, c in subclasses(code, base)}
+    if "TarImageDataset" not in found:
+        classes = sorted({n.name for _, n in code.walk() if isinstance(n, ast.ClassDef)})
+        raise failure(call="the judge's reading of the code of `TarImageDataset`",
+                      expected="class TarImageDataset(IterableDataset), from torch.utils.data",
+                      got=f"classes {classes} and none of them TarImageDataset deriving from IterableDataset",
+                      problem="the task asks for a stream (an IterableDataset), not a map-style Dataset",
+                      hint="Write class TarImageDataset(IterableDataset) with __iter__, as the notebook imports it.")
 
 
 @check(task="TarImageDataset", points=2)
@@ -335,12 +362,27 @@ def check_tar_more_files_than_workers(api: Api, rng: torch.Generator) -> None:
         expect_stream(api, paths, images, workers)
 
 
+IDLE_HINT = ("With fewer files than workers, the workers that share a file split its members: worker w of the k "
+             "workers reading a file takes its image members w, w + k, w + 2k, ... (or any split that gives each of "
+             "them some). Whole files per worker leaves some workers idle.")
+
+
 @check(task="TarImageDataset", points=2)
 def check_tar_fewer_files_than_workers(api: Api, rng: torch.Generator) -> None:
-    """fewer files than workers: 1 file with 2 and with 3 workers, 2 files with 3 workers"""
+    """fewer files than workers: 1 file with 2 and with 3 workers, 2 files with 3 workers; each image once and every
+    worker yields some images (the worker of each item as the judge's DataLoader reports it)"""
     for n_files, workers in ((1, 2), (1, 3), (2, 3)):
         paths, images = tar_image_set(api.student.data_dir, rng, n_files)
-        expect_stream(api, paths, images, workers)
+        what = f"{len(images)} images in {tar_files(n_files)}"
+        tagged = read_through_loader(api.stream_tar_by_worker, tar_dataset(api, paths), workers, len(images), what)
+        call = loader_call("TarImageDataset", f"[{tar_files(n_files)}]", workers)
+        expect_each_once([item for _, item in tagged], images, call, SHARD_HINT, LOST_HINT)
+        counts = [sum(1 for w, _ in tagged if w == worker) for worker in range(workers)]
+        if min(counts) == 0:
+            raise failure(call=call, inputs=[f"{tar_files(n_files)} of {len(images)} images in all"],
+                          expected=f"every one of the {workers} workers yields some images",
+                          got=f"images per worker {counts}", problem="some workers read nothing: the members of a "
+                          "file were not split between the workers that share it", hint=IDLE_HINT)
 
 
 @check(task="TarImageDataset", points=2)

@@ -12,7 +12,7 @@ import re
 import time
 from typing import Any
 
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 
 def _as_is(item: Any) -> Any:
@@ -94,6 +94,25 @@ def read_directory(dataset: Any, num_workers: int, timeout: float, limit: int) -
 def stream_tar(dataset: Any, num_workers: int, timeout: float, limit: int) -> list[Any]:
     """The items of a TarImageDataset streamed through a DataLoader."""
     return _collect(dataset, num_workers, timeout, limit)
+
+
+class _Tagged(IterableDataset):
+    """The student's stream, each item paired with the id of the DataLoader worker that yielded it."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def __iter__(self) -> Any:
+        info = get_worker_info()
+        worker = -1 if info is None else info.id
+        for item in iter(self.inner):
+            yield worker, item
+
+
+def stream_tar_by_worker(dataset: Any, num_workers: int, timeout: float, limit: int) -> list[Any]:
+    """Like stream_tar, each item as [the id of the worker that yielded it, the item]."""
+    return [list(pair) for pair in _collect(_Tagged(dataset), num_workers, timeout, limit)]
 
 
 def _own_message(text: str) -> str:

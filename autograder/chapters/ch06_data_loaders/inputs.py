@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import struct
 import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,9 +60,33 @@ def random_name(rng: torch.Generator, taken: set[str], prefix: str = "", suffix:
             return name + suffix
 
 
+def palette_png(indices: np.ndarray, palette: np.ndarray) -> bytes:
+    """A palette PNG (colour type 3, 8 bits), written by hand: OpenCV writes no palette PNGs."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    h, w = indices.shape
+    rows = b"".join(b"\x00" + indices[r].astype(np.uint8).tobytes() for r in range(h))  # filter 0 on every row
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 3, 0, 0, 0))
+            + chunk(b"PLTE", palette.astype(np.uint8).tobytes()) + chunk(b"IDAT", zlib.compress(rows))
+            + chunk(b"IEND", b""))
+
+
+KINDS = ("rgb", "gray", "rgba", "rgb16", "palette")
+
+
 def random_image(rng: torch.Generator, name: str, kind: str = "rgb") -> Image:
-    """A PNG of random size and pixels: "rgb" (stored as BGR, as OpenCV writes), "gray" or "rgba"."""
+    """A PNG of random size and pixels, of a kind in KINDS: "rgb" (stored as BGR, as OpenCV writes), "gray",
+    "rgba", "rgb16" (16 bits a channel) or "palette" (indices into 16 random colours)."""
     h, w = (int(n) for n in torch.randint(5, 41, (2,), generator=rng))
+    if kind == "rgb16":  # read as 8 bits a channel: the high byte of each 16-bit value
+        wide = torch.randint(0, 65536, (h, w, 3), generator=rng, dtype=torch.int32).numpy().astype(np.uint16)
+        rgb = (wide >> 8).astype(np.uint8)
+        return Image(name, torch.from_numpy(rgb).permute(2, 0, 1).contiguous(), encode_png(wide[..., [2, 1, 0]]))
+    if kind == "palette":
+        colours = torch.randint(0, 256, (16, 3), generator=rng, dtype=torch.uint8).numpy()
+        indices = torch.randint(0, 16, (h, w), generator=rng, dtype=torch.uint8).numpy()
+        return Image(name, torch.from_numpy(colours[indices]).permute(2, 0, 1).contiguous(),
+                     palette_png(indices, colours))
     channels = {"rgb": 3, "gray": 1, "rgba": 4}[kind]
     pixels = torch.randint(0, 256, (h, w, channels), generator=rng, dtype=torch.uint8).numpy()
     if kind == "gray":
