@@ -118,6 +118,16 @@ def no_range_check():
         return flat[indices + offsets.reshape([b] + [1] * (indices.dim() - 1))]
 
 
+@wrong("range check only above N", fails={"check_batch_gather_out_of_range": "-1"})
+def range_check_only_above():
+    """Negative indices pass the check and plain indexing reads them Python-style, from the end of the row."""
+    def batch_gather(tensor, indices):
+        if bool((indices >= tensor.shape[1]).any()):
+            raise IndexError(f"index {int(indices.max())} is out of range for N = {tensor.shape[1]}")
+        rows = torch.arange(tensor.shape[0], device=indices.device).reshape([-1] + [1] * (indices.dim() - 1))
+        return tensor[rows, indices]
+
+
 # -- batch_scatter_add ---------------------------------------------------------------------------------------------
 # The stretch task (bonus).
 

@@ -97,7 +97,7 @@ def gather_grad_oracle(tensor: Tensor, indices: Tensor, grad_output: Tensor) -> 
     return grad.to(tensor.dtype)
 
 
-# The vectorized references, run in a clean process and timed beside the student's code: the notebook's
+# The vectorized references, run in a clean process and timed beside the student's code: the
 # flat offsets, range check included, and the stretch task's one index_add.
 REFERENCE = """
 def gather_reference(tensor, indices):
@@ -177,8 +177,9 @@ SPEED_HINT = ("Index all rows at once: flatten tensor to [B * N, ...] and add a 
               "(or index with a column of row numbers, tensor[rows, indices]). A loop over rows pays a fixed cost "
               "per row, whether it runs in numpy or on Python numbers, and torch.jit.script or torch.compile on "
               "it does not remove that per-row work.")
-RANGE_HINT = ("Check the indices yourself before gathering, and raise IndexError naming the bad index: with "
-              "flat offsets, index N of row i silently reads row i + 1, and on CUDA an out-of-range index is a "
+RANGE_HINT = ("Check the indices yourself before gathering, (indices < 0) | (indices >= N), and raise IndexError "
+              "naming the bad index: -1 is out of range too (plain indexing reads it as the last entry), with "
+              "flat offsets index N of row i silently reads row i + 1, and on CUDA an out-of-range index is a "
               "device-side assert that breaks the whole process.")
 
 
@@ -321,12 +322,13 @@ def _gather_growth(api: Api, rng: torch.Generator) -> str:
 @check(task="batch_gather", points=7)
 def check_batch_gather_speed(api: Api, rng: torch.Generator, device: str,
                              record_property: RecordProperty) -> None:
-    """vectorized and fast: for B = 16384 small rows, at most 8x the time of the notebook's flat offsets"""
+    """vectorized and fast: for B = 16384 small rows, at most 8x the time of a flat-offsets reference"""
     tensor, indices = _random_case(rng, 3, 2)
     _expect(api.batch_gather(tensor, indices), gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT,
             device)
     speed = _timed(api.batch_gather, "gather_reference", GATHER_TIMED, gather_oracle, rng)
-    expect_within(speed, AT_MOST, f"batch_gather on {GATHER_TIMED_SHOWN}", "the notebook's flat offsets",
+    expect_within(speed, AT_MOST, f"batch_gather on {GATHER_TIMED_SHOWN}",
+                  "a flat-offsets reference (with the range check)",
                   GROWS, SPEED_HINT, record_property, lambda: _gather_growth(api, rng))
 
 
@@ -450,14 +452,22 @@ def check_scatter_add_vectorized(api: Api, rng: torch.Generator, record_property
 # Last in the module: on CUDA, code that indexes out of range breaks the process's CUDA context.
 @check(task="batch_gather", points=2)
 def check_batch_gather_out_of_range(api: Api, rng: torch.Generator, device: str) -> None:
-    """an index of N raises IndexError naming it, from a batch_gather that answers in-range indices"""
+    """an index of N, then one of -1, raises IndexError naming it, from a batch_gather that answers in-range indices"""
     tensor, indices = _case(rng, [4, 6, 3], [4, 2])
     n = tensor.shape[1]
     api.batch_gather(tensor, indices)  # a function that raises on every call earns nothing here
-    indices[0, 0] = n  # with flat offsets this is row 1's entry 0: valid memory, wrong answer
-    call = f"batch_gather(tensor, indices) with indices[0, 0] = {n} on an axis of size N = {n}"
+    # N: with flat offsets, row 1's entry 0 (valid memory, wrong answer). -1: plain indexing reads the last entry.
+    for bad, (row, column) in ((n, (0, 0)), (-1, (2, 1))):
+        wrong = indices.clone()
+        wrong[row, column] = bad
+        _expect_index_error(api, tensor, wrong, bad, f"batch_gather(tensor, indices) with indices[{row}, {column}] = "
+                                                     f"{bad} on an axis of size N = {n}")
+
+
+def _expect_index_error(api: Api, tensor: Tensor, indices: Tensor, bad: int, call: str) -> None:
+    """batch_gather(tensor, indices) raises an IndexError whose message names `bad`."""
     inputs = {"tensor": tensor, "indices": indices}
-    expected = f"IndexError with {n} in its message, since {n} is not a valid index"
+    expected = f"IndexError with {bad} in its message, since {bad} is not in [0, N)"
     try:
         outcome = api.gather_error(tensor, indices)
     except StudentError as e:
@@ -482,6 +492,6 @@ def check_batch_gather_out_of_range(api: Api, rng: torch.Generator, device: str)
     if not outcome["index_error"]:
         fail(call, inputs, expected, f"{outcome['type']}: {outcome['message'][:300]}",
              f"raised {outcome['type']}, not IndexError (or a subclass of it)", RANGE_HINT)
-    if not re.search(rf"(?<![\d.]){n}(?![\d.])", outcome["message"]):
+    if not re.search(rf"(?<![\d.]){re.escape(str(bad))}(?![\d.])", outcome["message"]):
         fail(call, inputs, expected, f"{outcome['type']}: {outcome['message'][:300]}",
-             f"the message does not say which index is wrong ({n})", RANGE_HINT)
+             f"the message does not say which index is wrong ({bad})", RANGE_HINT)
