@@ -118,6 +118,16 @@ def no_range_check():
         return flat[indices + offsets.reshape([b] + [1] * (indices.dim() - 1))]
 
 
+@wrong("range check only above N", fails={"check_batch_gather_out_of_range": "-1"})
+def range_check_only_above():
+    """Negative indices pass the check and plain indexing reads them Python-style, from the end of the row."""
+    def batch_gather(tensor, indices):
+        if bool((indices >= tensor.shape[1]).any()):
+            raise IndexError(f"index {int(indices.max())} is out of range for N = {tensor.shape[1]}")
+        rows = torch.arange(tensor.shape[0], device=indices.device).reshape([-1] + [1] * (indices.dim() - 1))
+        return tensor[rows, indices]
+
+
 # -- batch_scatter_add ---------------------------------------------------------------------------------------------
 # The stretch task (bonus).
 
@@ -244,3 +254,159 @@ def in_place_index_add_on_flat_offsets():
         out = torch.zeros(b * n, *e, dtype=values.dtype, device=values.device)
         out.index_add_(0, flat.flatten(), values.flatten(0, indices.dim() - 1))
         return out.view(b, n, *e)
+
+
+# -- puzzles: other correct forms (any allowed expression) and named wrong ones -------------------------------------
+
+
+@right("pick_per_row by torch.gather", only="pick_per_row", points=2)
+def pick_per_row_gather():
+    def pick_per_row(x, idx):
+        return torch.gather(x, 1, idx.view(-1, 1)).view(-1)
+
+
+@right("pick_per_row on flat offsets", only="pick_per_row", points=2)
+def pick_per_row_flat():
+    def pick_per_row(x, idx):
+        return x.flatten()[torch.arange(x.shape[0], device=x.device) * x.shape[1] + idx]
+
+
+@wrong("pick_per_row with x[:, idx]", fails={"check_pick_per_row_rule": "rows = torch.arange(B)",
+                                             "check_pick_per_row_random": "rows = torch.arange(B)"})
+def pick_per_row_all_pairs():
+    def pick_per_row(x, idx):
+        return x[:, idx]
+
+
+@wrong("pick_per_row by a comprehension", fails={"check_pick_per_row_rule": "not allowed in a puzzle"})
+def pick_per_row_comprehension():
+    def pick_per_row(x, idx):
+        return torch.stack([x[i, idx[i]] for i in range(x.shape[0])])
+
+
+@right("last_valid on flat offsets", only="last_valid", points=2)
+def last_valid_flat():
+    def last_valid(x, lengths):
+        return x.flatten(0, 1)[torch.arange(x.shape[0], device=x.device) * x.shape[1] + lengths - 1]
+
+
+@right("last_valid by reshape and a shifted arange", only="last_valid", points=2)
+def last_valid_reshape():
+    def last_valid(x, lengths):
+        return x.reshape(-1, x.shape[2])[(torch.arange(1, x.shape[0] + 1, device=x.device) - 1) * x.shape[1]
+                                         + lengths - 1]
+
+
+@wrong("last_valid with the last position", fails={"check_last_valid_rule": "not lengths[i] and not -1",
+                                                   "check_last_valid_random": "not lengths[i] and not -1"})
+def last_valid_last_position():
+    def last_valid(x, lengths):
+        return x[:, -1]
+
+
+@wrong("last_valid through index_select", fails={"check_last_valid_rule": "torch.index_select"})
+def last_valid_index_select():
+    def last_valid(x, lengths):
+        return torch.index_select(x.flatten(0, 1), 0, torch.arange(x.shape[0]) * x.shape[1] + lengths - 1)
+
+
+@right("batch_diagonal by a strided slice", only="batch_diagonal", points=2)
+def batch_diagonal_stride():
+    def batch_diagonal(m):
+        return m.flatten(1)[:, ::m.shape[1] + 1]
+
+
+@right("batch_diagonal on flat positions i * (N + 1)", only="batch_diagonal", points=2)
+def batch_diagonal_flat():
+    def batch_diagonal(m):
+        return m.reshape(m.shape[0], -1)[:, torch.arange(m.shape[1], device=m.device) * (m.shape[1] + 1)]
+
+
+@wrong("batch_diagonal by torch.diagonal", fails={"check_batch_diagonal_rule": "torch.diagonal"})
+def batch_diagonal_library():
+    def batch_diagonal(m):
+        return torch.diagonal(m, dim1=1, dim2=2)
+
+
+@wrong("batch_diagonal stepped by N", fails={"check_batch_diagonal_rule": "same arange(N)",
+                                             "check_batch_diagonal_random": "same arange(N)"})
+def batch_diagonal_step_n():
+    def batch_diagonal(m):
+        return m.flatten(1)[:, ::m.shape[1]][:, :m.shape[1]]
+
+
+@right("roll_rows by torch.gather", only="roll_rows", points=2)
+def roll_rows_gather():
+    def roll_rows(x, shifts):
+        return torch.gather(x, 1, (torch.arange(x.shape[1], device=x.device) - shifts.view(-1, 1)) % x.shape[1])
+
+
+@right("roll_rows on flat offsets", only="roll_rows", points=2)
+def roll_rows_flat():
+    def roll_rows(x, shifts):
+        return x.flatten()[torch.arange(x.shape[0], device=x.device).view(-1, 1) * x.shape[1]
+                           + (torch.arange(x.shape[1], device=x.device) - shifts.view(-1, 1)) % x.shape[1]]
+
+
+@wrong("roll_rows the wrong way", fails={"check_roll_rows_rule": "subtract the shift",
+                                         "check_roll_rows_random": "subtract the shift"})
+def roll_rows_wrong_way():
+    def roll_rows(x, shifts):
+        return torch.gather(x, 1, (torch.arange(x.shape[1], device=x.device) + shifts.view(-1, 1)) % x.shape[1])
+
+
+@wrong("roll_rows by torch.roll per row", fails={"check_roll_rows_rule": "torch.roll"})
+def roll_rows_library():
+    def roll_rows(x, shifts):
+        return torch.stack([torch.roll(row, int(s)) for row, s in zip(x, shifts, strict=True)])
+
+
+@right("pick_pair_sum by torch.gather", only="pick_pair_sum", points=2)
+def pick_pair_sum_gather():
+    def pick_pair_sum(x, a, b):
+        return (torch.gather(x, 1, a.view(-1, 1)) + torch.gather(x, 1, b.view(-1, 1))).view(-1)
+
+
+@right("pick_pair_sum on flat offsets", only="pick_pair_sum", points=2)
+def pick_pair_sum_flat():
+    def pick_pair_sum(x, a, b):
+        return (x.flatten()[torch.arange(x.shape[0], device=x.device) * x.shape[1] + a]
+                + x.flatten()[torch.arange(x.shape[0], device=x.device) * x.shape[1] + b])
+
+
+@wrong("pick_pair_sum by .sum", fails={"check_pick_pair_sum_rule": ".sum"})
+def pick_pair_sum_sum():
+    def pick_pair_sum(x, a, b):
+        return torch.gather(x, 1, torch.stack([a, b], 1)).sum(1)
+
+
+@wrong("pick_pair_sum picking a twice", fails={"check_pick_pair_sum_rule": "one for a, one for b",
+                                               "check_pick_pair_sum_random": "one for a, one for b"})
+def pick_pair_sum_twice():
+    def pick_pair_sum(x, a, b):
+        return x[torch.arange(x.shape[0]), a] * 2
+
+
+@right("permute_rows on flat offsets", only="permute_rows", points=2)
+def permute_rows_flat():
+    def permute_rows(x, perm):
+        return x.flatten(0, 1)[torch.arange(x.shape[0], device=x.device).view(-1, 1) * x.shape[1] + perm]
+
+
+@right("permute_rows with reshaped row numbers", only="permute_rows", points=2)
+def permute_rows_reshape():
+    def permute_rows(x, perm):
+        return x[torch.arange(x.shape[0], device=x.device).reshape(x.shape[0], 1), perm]
+
+
+@wrong("permute_rows with x[:, perm]", fails={"check_permute_rows_rule": "pairs every batch",
+                                              "check_permute_rows_random": "pairs every batch"})
+def permute_rows_all_pairs():
+    def permute_rows(x, perm):
+        return x[:, perm]
+
+
+@wrong("permute_rows by take_along_dim", fails={"check_permute_rows_rule": "torch.take_along_dim"})
+def permute_rows_library():
+    def permute_rows(x, perm):
+        return torch.take_along_dim(x, perm[:, :, None], dim=1)

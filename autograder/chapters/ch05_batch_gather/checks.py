@@ -15,6 +15,7 @@ the failure message.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 import torch
@@ -24,6 +25,7 @@ from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
 from autograder.judging.plugin import check
 from autograder.judging.remote import StudentError
+from autograder.judging.source import listed, puzzle_breaks, task_code
 from autograder.judging.timing import (
     RecordProperty,
     Spec,
@@ -71,6 +73,30 @@ class Api(StudentApi):
     def batch_scatter_add(self, values: Tensor, indices: Tensor, n: int) -> Tensor:
         """The stretch task: out[i, j] = sum of values[i, k] over indices[i, k] == j, shape [B, n] + trailing."""
 
+    @answer(example=(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([1, 0])))
+    def pick_per_row(self, x: Tensor, idx: Tensor) -> Tensor:
+        """Puzzle: out[i] = x[i, idx[i]]."""
+
+    @answer(example=(torch.arange(12.0).reshape(2, 3, 2), torch.tensor([2, 1])))
+    def last_valid(self, x: Tensor, lengths: Tensor) -> Tensor:
+        """Puzzle: out[i] = x[i, lengths[i] - 1]."""
+
+    @answer(example=(torch.arange(8.0).reshape(2, 2, 2),))
+    def batch_diagonal(self, m: Tensor) -> Tensor:
+        """Puzzle: out[b, i] = m[b, i, i]."""
+
+    @answer(example=(torch.arange(6.0).reshape(2, 3), torch.tensor([1, -1])))
+    def roll_rows(self, x: Tensor, shifts: Tensor) -> Tensor:
+        """Puzzle: out[i, j] = x[i, (j - shifts[i]) % N]."""
+
+    @answer(example=(torch.arange(6.0).reshape(2, 3), torch.tensor([0, 2]), torch.tensor([2, 2])))
+    def pick_pair_sum(self, x: Tensor, a: Tensor, b: Tensor) -> Tensor:
+        """Puzzle: out[i] = x[i, a[i]] + x[i, b[i]]."""
+
+    @answer(example=(torch.arange(8.0).reshape(2, 2, 2), torch.tensor([[1, 0], [0, 0]])))
+    def permute_rows(self, x: Tensor, perm: Tensor) -> Tensor:
+        """Puzzle: out[b, j] = x[b, perm[b, j]]."""
+
 
 # -- oracles -------------------------------------------------------------------------
 
@@ -97,7 +123,7 @@ def gather_grad_oracle(tensor: Tensor, indices: Tensor, grad_output: Tensor) -> 
     return grad.to(tensor.dtype)
 
 
-# The vectorized references, run in a clean process and timed beside the student's code: the notebook's
+# The vectorized references, run in a clean process and timed beside the student's code: the
 # flat offsets, range check included, and the stretch task's one index_add.
 REFERENCE = """
 def gather_reference(tensor, indices):
@@ -177,8 +203,9 @@ SPEED_HINT = ("Index all rows at once: flatten tensor to [B * N, ...] and add a 
               "(or index with a column of row numbers, tensor[rows, indices]). A loop over rows pays a fixed cost "
               "per row, whether it runs in numpy or on Python numbers, and torch.jit.script or torch.compile on "
               "it does not remove that per-row work.")
-RANGE_HINT = ("Check the indices yourself before gathering, and raise IndexError naming the bad index: with "
-              "flat offsets, index N of row i silently reads row i + 1, and on CUDA an out-of-range index is a "
+RANGE_HINT = ("Check the indices yourself before gathering, (indices < 0) | (indices >= N), and raise IndexError "
+              "naming the bad index: -1 is out of range too (plain indexing reads it as the last entry), with "
+              "flat offsets index N of row i silently reads row i + 1, and on CUDA an out-of-range index is a "
               "device-side assert that breaks the whole process.")
 
 
@@ -321,13 +348,177 @@ def _gather_growth(api: Api, rng: torch.Generator) -> str:
 @check(task="batch_gather", points=7)
 def check_batch_gather_speed(api: Api, rng: torch.Generator, device: str,
                              record_property: RecordProperty) -> None:
-    """vectorized and fast: for B = 16384 small rows, at most 8x the time of the notebook's flat offsets"""
+    """vectorized and fast: for B = 16384 small rows, at most 8x the time of a flat-offsets reference"""
     tensor, indices = _random_case(rng, 3, 2)
     _expect(api.batch_gather(tensor, indices), gather_oracle(tensor, indices), tensor, indices, SHAPE_HINT,
             device)
     speed = _timed(api.batch_gather, "gather_reference", GATHER_TIMED, gather_oracle, rng)
-    expect_within(speed, AT_MOST, f"batch_gather on {GATHER_TIMED_SHOWN}", "the notebook's flat offsets",
+    expect_within(speed, AT_MOST, f"batch_gather on {GATHER_TIMED_SHOWN}",
+                  "a flat-offsets reference (with the range check)",
                   GROWS, SPEED_HINT, record_property, lambda: _gather_growth(api, rng))
+
+
+# -- puzzles: one expression each over the stated operations ------------------------------------------------------
+
+PUZZLE_ALLOWED = frozenset({"torch.arange", "torch.gather", ".shape", ".device", ".view", ".reshape", ".flatten"})
+PUZZLE_SHOWN = ("one `return <expression>` using indexing, arithmetic, torch.arange, torch.gather, .shape, .device, "
+                ".view, .reshape and .flatten")
+PUZZLE_RULE_HINT = ("Write the body as one `return` of an expression: no loop, comprehension, lambda or helper "
+                    "function, and no library function beyond the allowed ones (no torch.diagonal, torch.roll, "
+                    "torch.take_along_dim, .sum, batch_gather). Row numbers come from torch.arange.")
+PUZZLE_HINTS = {
+    "pick_per_row": "Pair each row number with its index: x[rows, idx] with rows = torch.arange(B), shape [B].",
+    "last_valid": "Row i's last real entry is at position lengths[i] - 1, not lengths[i] and not -1.",
+    "batch_diagonal": "The diagonal pairs position i with position i on both inner axes: index the last two axes "
+                      "with the same arange(N), keep the batch axis with `:`.",
+    "roll_rows": "Entry j of the rolled row comes from position (j - shift) % N: subtract the shift (a roll by +1 "
+                 "moves the last entry to the front), and wrap with % N, since shifts may be negative or beyond N.",
+    "pick_pair_sum": "Two picks per row, each x[rows, a] with rows = torch.arange(B): one for a, one for b.",
+    "permute_rows": "Row numbers of shape [B, 1] broadcast against perm [B, N]: x[rows, perm] keeps the trailing "
+                    "axis D. x[:, perm] pairs every batch with every permutation.",
+}
+
+
+def _rows(x: Tensor) -> range:
+    return range(x.shape[0])
+
+
+PUZZLE_ORACLES: dict[str, Callable[..., Tensor]] = {
+    "pick_per_row": lambda x, idx: torch.stack([x[i, idx[i]] for i in _rows(x)]),
+    "last_valid": lambda x, lengths: torch.stack([x[i, int(lengths[i]) - 1] for i in _rows(x)]),
+    "batch_diagonal": lambda m: torch.diagonal(m, dim1=1, dim2=2),
+    "roll_rows": lambda x, shifts: torch.stack([torch.roll(x[i], int(shifts[i])) for i in _rows(x)]),
+    "pick_pair_sum": lambda x, a, b: torch.stack([x[i, a[i]] + x[i, b[i]] for i in _rows(x)]),
+    "permute_rows": lambda x, perm: torch.stack([x[i, perm[i]] for i in _rows(x)]),
+}
+PUZZLE_PARAMS = {"pick_per_row": ("x", "idx"), "last_valid": ("x", "lengths"), "batch_diagonal": ("m",),
+                 "roll_rows": ("x", "shifts"), "pick_pair_sum": ("x", "a", "b"), "permute_rows": ("x", "perm")}
+
+
+def _values(rng: torch.Generator, shape: list[int], trial: int) -> Tensor:
+    return _random_tensor(rng, shape, (torch.float32, torch.int64, torch.float64)[trial % 3])
+
+
+def _puzzle_inputs(name: str, rng: torch.Generator, trial: int) -> tuple[Tensor, ...]:
+    """Random inputs of random shapes (B from 1 to 6 and N from 2 to 7, never equal, so that mixing them up fails)."""
+    b = int(torch.randint(1, 7, (1,), generator=rng))
+    n = b + 1 + int(torch.randint(0, 3, (1,), generator=rng))
+    d = int(torch.randint(1, 4, (1,), generator=rng))
+    def ints(low: int, high: int, *shape: int) -> Tensor:
+        return torch.randint(low, high, shape, generator=rng)
+    if name == "pick_per_row":
+        return _values(rng, [b, n], trial), ints(0, n, b)
+    if name == "last_valid":
+        lengths = ints(1, n + 1, b)
+        lengths[0] = n  # a full row, and (B > 1) a row of length 1
+        if b > 1:
+            lengths[1] = 1
+        return _values(rng, [b, n, d], trial), lengths
+    if name == "batch_diagonal":
+        return (_values(rng, [b, n, n], trial),)
+    if name == "roll_rows":
+        return _values(rng, [b, n], trial), ints(-2 * n, 2 * n, b)
+    if name == "pick_pair_sum":
+        return _values(rng, [b, n], trial), ints(0, n, b), ints(0, n, b)
+    return _values(rng, [b, n, d], trial), torch.stack([torch.randperm(n, generator=rng) for _ in range(b)])
+
+
+def _expect_puzzle(api: Api, name: str, args: tuple[Tensor, ...], device: str, call: str) -> None:
+    hint = PUZZLE_HINTS[name]
+    got = getattr(api, name).using(hint=hint)(*args)
+    expect_tensor(got, PUZZLE_ORACLES[name](*args), call=call, inputs=dict(zip(PUZZLE_PARAMS[name], args,
+                  strict=True)), hint=hint, rtol=0.0, atol=0.0, device=device)
+
+
+def expect_puzzle_rule(api: Api, name: str, device: str) -> None:
+    """The rule, read from the puzzle's own cell before anything runs; then the notebook's example, answered right
+    (a stub earns no point for keeping the rule)."""
+    broken = puzzle_breaks(task_code(api.student.submission, name), name, PUZZLE_ALLOWED)
+    if broken:
+        raise failure(call=f"the judge's reading of the code of `{name}`", expected=PUZZLE_SHOWN, got=listed(broken),
+                      problem="the puzzle's rule is broken, so none of this puzzle's checks counts.",
+                      hint=PUZZLE_RULE_HINT, breaks_rule=True)
+    example = Api.__dict__[name].example
+    _expect_puzzle(api, name, example, device, f"{name} on the notebook's example")
+
+
+def expect_puzzle_random(api: Api, name: str, rng: torch.Generator, device: str) -> None:
+    for trial in range(6):
+        args = _puzzle_inputs(name, rng, trial)
+        shapes = ", ".join(f"{p} {list(a.shape)}" for p, a in zip(PUZZLE_PARAMS[name], args, strict=True))
+        _expect_puzzle(api, name, args, device, f"{name} on random inputs ({shapes})")
+
+
+@check(task="pick_per_row", points=1, rule=True)
+def check_pick_per_row_rule(api: Api, device: str) -> None:
+    """rule: one expression over the allowed operations (read from your code), right on the notebook's example"""
+    expect_puzzle_rule(api, "pick_per_row", device)
+
+
+@check(task="pick_per_row", points=1)
+def check_pick_per_row_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random shapes (B != N), float and integer values"""
+    expect_puzzle_random(api, "pick_per_row", rng, device)
+
+
+@check(task="last_valid", points=1, rule=True)
+def check_last_valid_rule(api: Api, device: str) -> None:
+    """rule: one expression over the allowed operations (read from your code), right on the notebook's example"""
+    expect_puzzle_rule(api, "last_valid", device)
+
+
+@check(task="last_valid", points=1)
+def check_last_valid_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random shapes (B != N), float and integer values"""
+    expect_puzzle_random(api, "last_valid", rng, device)
+
+
+@check(task="batch_diagonal", points=1, rule=True)
+def check_batch_diagonal_rule(api: Api, device: str) -> None:
+    """rule: one expression over the allowed operations (read from your code), right on the notebook's example"""
+    expect_puzzle_rule(api, "batch_diagonal", device)
+
+
+@check(task="batch_diagonal", points=1)
+def check_batch_diagonal_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random shapes (B != N), float and integer values"""
+    expect_puzzle_random(api, "batch_diagonal", rng, device)
+
+
+@check(task="roll_rows", points=1, rule=True)
+def check_roll_rows_rule(api: Api, device: str) -> None:
+    """rule: one expression over the allowed operations (read from your code), right on the notebook's example"""
+    expect_puzzle_rule(api, "roll_rows", device)
+
+
+@check(task="roll_rows", points=1)
+def check_roll_rows_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random shapes (B != N), float and integer values"""
+    expect_puzzle_random(api, "roll_rows", rng, device)
+
+
+@check(task="pick_pair_sum", points=1, rule=True)
+def check_pick_pair_sum_rule(api: Api, device: str) -> None:
+    """rule: one expression over the allowed operations (read from your code), right on the notebook's example"""
+    expect_puzzle_rule(api, "pick_pair_sum", device)
+
+
+@check(task="pick_pair_sum", points=1)
+def check_pick_pair_sum_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random shapes (B != N), float and integer values"""
+    expect_puzzle_random(api, "pick_pair_sum", rng, device)
+
+
+@check(task="permute_rows", points=1, rule=True)
+def check_permute_rows_rule(api: Api, device: str) -> None:
+    """rule: one expression over the allowed operations (read from your code), right on the notebook's example"""
+    expect_puzzle_rule(api, "permute_rows", device)
+
+
+@check(task="permute_rows", points=1)
+def check_permute_rows_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random shapes (B != N), float and integer values"""
+    expect_puzzle_random(api, "permute_rows", rng, device)
 
 
 # -- batch_scatter_add (the stretch task, bonus points) ------------------------------------
@@ -450,14 +641,22 @@ def check_scatter_add_vectorized(api: Api, rng: torch.Generator, record_property
 # Last in the module: on CUDA, code that indexes out of range breaks the process's CUDA context.
 @check(task="batch_gather", points=2)
 def check_batch_gather_out_of_range(api: Api, rng: torch.Generator, device: str) -> None:
-    """an index of N raises IndexError naming it, from a batch_gather that answers in-range indices"""
+    """an index of N, then one of -1, raises IndexError naming it, from a batch_gather that answers in-range indices"""
     tensor, indices = _case(rng, [4, 6, 3], [4, 2])
     n = tensor.shape[1]
     api.batch_gather(tensor, indices)  # a function that raises on every call earns nothing here
-    indices[0, 0] = n  # with flat offsets this is row 1's entry 0: valid memory, wrong answer
-    call = f"batch_gather(tensor, indices) with indices[0, 0] = {n} on an axis of size N = {n}"
+    # N: with flat offsets, row 1's entry 0 (valid memory, wrong answer). -1: plain indexing reads the last entry.
+    for bad, (row, column) in ((n, (0, 0)), (-1, (2, 1))):
+        wrong = indices.clone()
+        wrong[row, column] = bad
+        _expect_index_error(api, tensor, wrong, bad, f"batch_gather(tensor, indices) with indices[{row}, {column}] = "
+                                                     f"{bad} on an axis of size N = {n}")
+
+
+def _expect_index_error(api: Api, tensor: Tensor, indices: Tensor, bad: int, call: str) -> None:
+    """batch_gather(tensor, indices) raises an IndexError whose message names `bad`."""
     inputs = {"tensor": tensor, "indices": indices}
-    expected = f"IndexError with {n} in its message, since {n} is not a valid index"
+    expected = f"IndexError with {bad} in its message, since {bad} is not in [0, N)"
     try:
         outcome = api.gather_error(tensor, indices)
     except StudentError as e:
@@ -482,6 +681,6 @@ def check_batch_gather_out_of_range(api: Api, rng: torch.Generator, device: str)
     if not outcome["index_error"]:
         fail(call, inputs, expected, f"{outcome['type']}: {outcome['message'][:300]}",
              f"raised {outcome['type']}, not IndexError (or a subclass of it)", RANGE_HINT)
-    if not re.search(rf"(?<![\d.]){n}(?![\d.])", outcome["message"]):
+    if not re.search(rf"(?<![\d.]){re.escape(str(bad))}(?![\d.])", outcome["message"]):
         fail(call, inputs, expected, f"{outcome['type']}: {outcome['message'][:300]}",
-             f"the message does not say which index is wrong ({n})", RANGE_HINT)
+             f"the message does not say which index is wrong ({bad})", RANGE_HINT)
