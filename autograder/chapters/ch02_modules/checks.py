@@ -309,14 +309,14 @@ def check_sgd_momentum_step_float64(api: Api, rng: torch.Generator, device: str)
 # -- AffineScalar --------------------------------------------------------------
 
 
-@check(task="AffineScalar", points=2, visible=True)
+@check(task="AffineScalar", points=1, visible=True)
 def check_affine_parameters_registered(api: Api, device: str) -> None:
     """AffineScalar registers trainable parameters a and b of shape [1]"""
     module = build(api.AffineScalar, device)
     _expect_parameters("AffineScalar()", api.student.inspect(module), {"a": [1], "b": [1]}, PARAMETER_HINT)
 
 
-@check(task="AffineScalar", points=2)
+@check(task="AffineScalar", points=1)
 def check_affine_forward(api: Api, rng: torch.Generator, device: str) -> None:
     """with a and b set, forward(x) is a * x + b for [N] inputs"""
     module = build(api.AffineScalar, device)
@@ -343,7 +343,7 @@ def check_linear_regressor_structure(api: Api, device: str) -> None:
                        "self.linear = nn.Linear(1, 1) registers linear.weight [1, 1] and linear.bias [1].")
 
 
-@check(task="LinearRegressor", points=2)
+@check(task="LinearRegressor", points=1)
 def check_linear_regressor_forward(api: Api, rng: torch.Generator, device: str) -> None:
     """with weight and bias set, maps a [N] tensor to the [N] tensor weight * x + bias"""
     module = build(api.LinearRegressor, device)
