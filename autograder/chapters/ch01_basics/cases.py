@@ -6,6 +6,8 @@ reads and checks it); the imports below are those of the notebook's imports cell
 Not shipped to Gradescope (autograder/course/bundle.py).
 """
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -121,6 +123,65 @@ def sgd_instead_of_adam():
         features = x.unsqueeze(1) ** torch.arange(degree, -1, -1)
         w = torch.zeros(features.shape[1], requires_grad=True)
         opt = torch.optim.SGD([w], lr=lr)
+        for _ in range(steps):
+            loss = F.mse_loss(features @ w, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return w.detach()
+
+
+@right("centred and scaled, mapped back by Horner's rule", only="fit_polynomial", points=8)
+def centred_scaled_horner():
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        m, s = x.mean(), x.std()
+        t = (x - m) / s
+        features = t.unsqueeze(1) ** torch.arange(degree, -1, -1, device=x.device)
+        c = torch.zeros(degree + 1, dtype=x.dtype, device=x.device, requires_grad=True)
+        opt = torch.optim.Adam([c], lr=lr)
+        for _ in range(steps):
+            loss = F.mse_loss(features @ c, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        # p(x) = (...(c_d t + c_(d-1)) t + ...) t + c_0 with t = (x - m) / s, highest power first
+        w = torch.zeros(1, dtype=torch.float64, device=x.device)
+        zero = torch.zeros(1, dtype=torch.float64, device=x.device)
+        for coefficient in c.detach().double():
+            w = (torch.cat([w, zero]) - m.double() * torch.cat([zero, w])) / s.double()
+            w[-1] += coefficient
+        return w[1:].to(x.dtype)
+
+
+@right("centred, mapped back by the binomial theorem", only="fit_polynomial", points=8)
+def centred_binomial():
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        m = x.mean()
+        powers = torch.arange(degree, -1, -1, device=x.device)
+        features = (x - m).unsqueeze(1) ** powers
+        c = torch.zeros(degree + 1, dtype=x.dtype, device=x.device, requires_grad=True)
+        opt = torch.optim.Adam([c], lr=lr)
+        for _ in range(steps):
+            loss = F.mse_loss(features @ c, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        # (x - m)^k = sum_j comb(k, j) x^j (-m)^(k - j)
+        low_first = c.detach().double().flip(0)
+        w = torch.zeros(degree + 1, dtype=torch.float64, device=x.device)
+        for k in range(degree + 1):
+            for j in range(k + 1):
+                w[j] += low_first[k] * math.comb(k, j) * (-m.double()) ** (k - j)
+        return w.flip(0).to(x.dtype)
+
+
+@wrong("fitted on scaled x, coefficients of t returned", fails={"check_fit_polynomial_guide_example": "values differ"})
+def scaled_not_mapped_back():
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        t = x / x.abs().max()
+        features = t.unsqueeze(1) ** torch.arange(degree, -1, -1)
+        w = torch.zeros(degree + 1, requires_grad=True)
+        opt = torch.optim.Adam([w], lr=lr)
         for _ in range(steps):
             loss = F.mse_loss(features @ w, y)
             opt.zero_grad()

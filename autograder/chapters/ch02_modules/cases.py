@@ -165,6 +165,55 @@ def only_a_and_b_optimised():
         return loss.item()
 
 
+# -- sgd_momentum_step ---------------------------------------------------------------------------------------------
+
+
+@right("lr folded into the velocity", only="sgd_momentum_step", points=5)
+def lr_in_the_velocity():
+    def sgd_momentum_step(params, grads, velocities, lr, momentum):
+        # v' = momentum v' + lr g is lr times PyTorch's velocity: the same parameters as long as lr is fixed
+        scaled = [momentum * v * lr + lr * g for v, g in zip(velocities, grads, strict=True)]
+        return [p - s for p, s in zip(params, scaled, strict=True)], [s / lr for s in scaled]
+
+
+@right("a loop with torch.add and alpha", only="sgd_momentum_step", points=5)
+def loop_with_alpha():
+    def sgd_momentum_step(params, grads, velocities, lr, momentum):
+        new_params, new_velocities = [], []
+        for p, g, v in zip(params, grads, velocities, strict=True):
+            v = torch.add(g, v, alpha=momentum)
+            new_velocities.append(v)
+            new_params.append(torch.add(p, v, alpha=-lr))
+        return new_params, new_velocities
+
+
+@wrong("dampened by 1 - momentum", fails={"check_sgd_momentum_step_example": "values differ"})
+def dampened_velocity():
+    def sgd_momentum_step(params, grads, velocities, lr, momentum):
+        new_velocities = [momentum * v + (1 - momentum) * g for v, g in zip(velocities, grads, strict=True)]
+        return [p - lr * v for p, v in zip(params, new_velocities, strict=True)], new_velocities
+
+
+@wrong("steps with the old velocity", fails={"check_sgd_momentum_step_by_hand": "values differ"})
+def old_velocity():
+    def sgd_momentum_step(params, grads, velocities, lr, momentum):
+        new_params = [p - lr * v for p, v in zip(params, velocities, strict=True)]
+        return new_params, [momentum * v + g for v, g in zip(velocities, grads, strict=True)]
+
+
+@wrong("torch.optim.SGD inside", fails={"check_sgd_momentum_step_by_hand": "torch.optim"})
+def optim_inside():
+    def sgd_momentum_step(params, grads, velocities, lr, momentum):
+        copies = [p.detach().clone().requires_grad_(True) for p in params]
+        optimizer = torch.optim.SGD(copies, lr=lr, momentum=momentum)
+        for c, g, v in zip(copies, grads, velocities, strict=True):
+            c.grad = g.clone()
+            optimizer.state[c]["momentum_buffer"] = v.clone()
+        optimizer.step()
+        return ([c.detach() for c in copies],
+                [optimizer.state[c]["momentum_buffer"].clone() for c in copies])
+
+
 # -- RunningNorm ---------------------------------------------------------------------------------------------------
 # The stretch task (bonus). Each wrong form is the reference RunningNorm with one piece changed: an edit of it.
 

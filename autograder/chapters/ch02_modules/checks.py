@@ -20,6 +20,7 @@ from autograder.judging.api import Remote, StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, failure, number, show
 from autograder.judging.plugin import check
 from autograder.judging.remote import describe_call, origin
+from autograder.judging.source import listed, names_used, task_code, unreadable
 from autograder.sandbox.runtime.wire import RemoteObject
 
 P = ParamSpec("P")
@@ -58,6 +59,11 @@ class Api(StudentApi):
     @answer
     def train(self, model: RemoteObject, x: Tensor, y: Tensor, steps: int = 1000, lr: float = 0.01) -> float:
         """Fits `model` to y(x) with SGD and MSE; the last step's loss."""
+
+    @answer
+    def sgd_momentum_step(self, params: list[Tensor], grads: list[Tensor], velocities: list[Tensor], lr: float,
+                          momentum: float) -> Any:
+        """One step of SGD with momentum: (new_params, new_velocities)."""
 
     @harness()
     def running_norm(self, num_features: int, steps: list[list[Any]], options: dict[str, float],
@@ -210,17 +216,107 @@ def _expect_line(result: Any, a: Tensor, b: Tensor, call: str, x: Tensor, y: Ten
                   hint=TRAIN_HINT)
 
 
+# -- sgd_momentum_step -----------------------------------------------------------
+
+MOMENTUM_HINT = ("torch.optim.SGD with momentum updates each velocity first, v = momentum * v + g, and then the "
+                 "parameter with the new velocity, p = p - lr * v; no (1 - momentum) factor on g.")
+OPTIM_NAMES = ("optim", "SGD")
+OPTIM_RULE_HINT = ("Write the update from tensor arithmetic, with every call written out by name; the rule is read "
+                   "from the task's cell and every answer cell it uses.")
+MOMENTUM_STEPS = 6
+
+
+def _momentum_problem(rng: torch.Generator, dtype: torch.dtype) -> tuple[list[Tensor], list[Tensor]]:
+    """Random parameters (1 to 4 tensors of rank 0 to 3) and the weights of the judge's loss on them."""
+    count = _n(rng, 1, 5)
+    shapes = [[_n(rng, 1, 4) for _ in range(_n(rng, 0, 4))] for _ in range(count)]
+    params = [torch.randn(shape, generator=rng, dtype=torch.float64).to(dtype) for shape in shapes]
+    weights = [torch.randn(shape, generator=rng, dtype=torch.float64) for shape in shapes]
+    return params, weights
+
+
+def _momentum_grads(params: list[Tensor], weights: list[Tensor]) -> list[Tensor]:
+    """Gradients of sum(sin(p) * w + p^2 / 2) at params, worked out by hand in float64, in params' dtype."""
+    return [(torch.cos(p.double()) * w + p.double()).to(p.dtype) for p, w in zip(params, weights, strict=True)]
+
+
+def _expect_momentum_run(api: Api, rng: torch.Generator, device: str, dtype: torch.dtype, lr: float,
+                         momentum: float) -> None:
+    """MOMENTUM_STEPS steps of the student's update against torch.optim.SGD fed the same gradients."""
+    params, weights = _momentum_problem(rng, dtype)
+    reference = [p.clone().requires_grad_(True) for p in params]
+    optimizer = torch.optim.SGD(reference, lr=lr, momentum=momentum)
+    velocities = [torch.zeros_like(p) for p in params]
+    shapes = [list(p.shape) for p in params]
+    for step in range(1, MOMENTUM_STEPS + 1):
+        grads = _momentum_grads(params, weights)
+        for r, g in zip(reference, grads, strict=True):
+            r.grad = g.clone()
+        optimizer.step()
+        call = (f"sgd_momentum_step(params, grads, velocities, lr={lr}, momentum={momentum}), step {step} of "
+                f"{MOMENTUM_STEPS} on {len(params)} {dtype} parameters of shapes {shapes}")
+        out = api.sgd_momentum_step([p.to(device) for p in params], [g.to(device) for g in grads],
+                                    [v.to(device) for v in velocities], lr, momentum)
+        if not (isinstance(out, (tuple, list)) and len(out) == 2 and all(
+                isinstance(part, (tuple, list)) and len(part) == len(params) for part in out)):
+            raise failure(call=call, expected=f"(new_params, new_velocities): two lists of {len(params)} tensors",
+                          got=show(out), hint="Return a tuple of two lists, in the order of the inputs.")
+        new_params, velocities = list(out[0]), list(out[1])
+        for i, (got, want) in enumerate(zip(new_params, reference, strict=True)):
+            expect_tensor(got, want.detach(), call=f"{call}: parameter {i}",
+                          inputs={"params[i]": params[i], "grads[i]": grads[i]}, hint=MOMENTUM_HINT, device=device)
+        params = [p.detach().cpu() for p in new_params]
+        velocities = [v.detach().cpu() if isinstance(v, Tensor) else v for v in velocities]
+
+
+@check(task="sgd_momentum_step", points=1, rule=True)
+def check_sgd_momentum_step_by_hand(api: Api, device: str) -> None:
+    """rule: no torch.optim in the update (read from your code), and the notebook's example right"""
+    code = task_code(api.student.submission, "sgd_momentum_step")
+    used, hidden = names_used(code, OPTIM_NAMES), unreadable(code)
+    if used or hidden:
+        raise failure(call="the judge's reading of the code of `sgd_momentum_step`",
+                      expected="no torch.optim, and every function called by its name",
+                      got=listed(used + hidden), problem="the exercise is to write the update yourself, so none of "
+                      "this exercise's checks counts.", hint=OPTIM_RULE_HINT, breaks_rule=True)
+    p, g = torch.tensor([1.0, -2.0]), torch.tensor([0.5, 1.0])
+    out = api.sgd_momentum_step([p], [g], [torch.zeros(2)], 0.1, 0.9)
+    got = out[0][0] if isinstance(out, (tuple, list)) and out and isinstance(out[0], (tuple, list)) else out
+    expect_tensor(got, p - 0.1 * g, call="sgd_momentum_step([p], [g], [zeros], lr=0.1, momentum=0.9)",
+                  inputs={"p": p, "g": g}, hint="The rule's point needs the notebook's example right too: "
+                  + MOMENTUM_HINT, device=device)
+
+
+@check(task="sgd_momentum_step", points=1, visible=True)
+def check_sgd_momentum_step_example(api: Api, rng: torch.Generator, device: str) -> None:
+    """6 steps on random float32 parameters with lr=0.1 and momentum=0.9 match torch.optim.SGD"""
+    _expect_momentum_run(api, rng, device, torch.float32, 0.1, 0.9)
+
+
+@check(task="sgd_momentum_step", points=2)
+def check_sgd_momentum_step_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """6 steps match torch.optim.SGD for other lr and momentum, on random lists of tensors of rank 0 to 3"""
+    for lr, momentum in ((0.05, 0.5), (0.3, 0.99), (0.01, 0.0)):
+        _expect_momentum_run(api, rng, device, torch.float32, lr, momentum)
+
+
+@check(task="sgd_momentum_step", points=1)
+def check_sgd_momentum_step_float64(api: Api, rng: torch.Generator, device: str) -> None:
+    """float64 parameters stay float64 and match torch.optim.SGD to float64 precision"""
+    _expect_momentum_run(api, rng, device, torch.float64, 0.2, 0.8)
+
+
 # -- AffineScalar --------------------------------------------------------------
 
 
-@check(task="AffineScalar", points=2, visible=True)
+@check(task="AffineScalar", points=1, visible=True)
 def check_affine_parameters_registered(api: Api, device: str) -> None:
     """AffineScalar registers trainable parameters a and b of shape [1]"""
     module = build(api.AffineScalar, device)
     _expect_parameters("AffineScalar()", api.student.inspect(module), {"a": [1], "b": [1]}, PARAMETER_HINT)
 
 
-@check(task="AffineScalar", points=2)
+@check(task="AffineScalar", points=1)
 def check_affine_forward(api: Api, rng: torch.Generator, device: str) -> None:
     """with a and b set, forward(x) is a * x + b for [N] inputs"""
     module = build(api.AffineScalar, device)
@@ -247,7 +343,7 @@ def check_linear_regressor_structure(api: Api, device: str) -> None:
                        "self.linear = nn.Linear(1, 1) registers linear.weight [1, 1] and linear.bias [1].")
 
 
-@check(task="LinearRegressor", points=2)
+@check(task="LinearRegressor", points=1)
 def check_linear_regressor_forward(api: Api, rng: torch.Generator, device: str) -> None:
     """with weight and bias set, maps a [N] tensor to the [N] tensor weight * x + bias"""
     module = build(api.LinearRegressor, device)
