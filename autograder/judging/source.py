@@ -372,6 +372,17 @@ def _body(function: ast.FunctionDef) -> list[ast.stmt]:
     return function.body[1:] if ast.get_docstring(function) is not None else function.body
 
 
+def released_stub(code: TaskCode, name: str) -> bool:
+    """`name` is defined once in the task's own cell by a body that, after a docstring and comments, only raises
+    NotImplementedError: the task as released, not attempted. A rule check runs it first, so that "not
+    implemented" is the verdict rather than a broken rule; code that merely raises it somewhere is not a stub."""
+    own = [n for cell, n in code.walk() if cell == code.task and isinstance(n, ast.FunctionDef) and n.name == name]
+    body = _body(own[0]) if len(own) == 1 else []
+    raised = body[0].exc if len(body) == 1 and isinstance(body[0], ast.Raise) else None
+    raised = raised.func if isinstance(raised, ast.Call) else raised
+    return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
+
+
 def puzzle_breaks(code: TaskCode, name: str, allowed: AbstractSet[str]) -> list[Use]:
     """Where the puzzle `name` (a function of the task's own cell) breaks its rule: its body, after a docstring, is
     one `return <expression>`, with no lambda, comprehension, conditional expression or walrus; every function it

@@ -8,7 +8,6 @@ weight is split into two blocks and copied into the student's `linear1` and
 
 from __future__ import annotations
 
-import ast
 import functools
 import statistics
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from autograder.judging.results import (
     RecordProperty,
     record_measured,
 )
-from autograder.judging.source import TaskCode, listed, puzzle_breaks, task_code
+from autograder.judging.source import listed, puzzle_breaks, released_stub, task_code
 from autograder.judging.timing import Run, interleave, reference_process
 from autograder.sandbox.control import CpuTime
 from autograder.sandbox.runtime.wire import RemoteObject
@@ -540,21 +539,12 @@ def _expect_puzzle(got: Any, want: Tensor, call: str, inputs: dict[str, Any], hi
                   rtol=rtol, atol=atol, device=device)
 
 
-def _stub(code: TaskCode, name: str) -> bool:
-    """`name` is defined in its own cell by a body that only raises NotImplementedError, as released."""
-    own = [n for cell, n in code.walk() if cell == code.task and isinstance(n, ast.FunctionDef) and n.name == name]
-    body = [st for n in own for st in n.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
-    raised = body[0].exc if len(own) == 1 and len(body) == 1 and isinstance(body[0], ast.Raise) else None
-    raised = raised.func if isinstance(raised, ast.Call) else raised
-    return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
-
-
 def expect_puzzle_rule(api: Api, name: str, example: Callable[[], None]) -> None:
     """The rule read from the source: `name`'s cell defines it as one return of one expression over ALLOWED; then
     the notebook's `example` must come out right (the rule's point needs a working answer). An unanswered puzzle
     (the released stub) runs first, so that its NotImplementedError is the verdict, not a broken rule."""
     code = task_code(api.student.submission, name)
-    if _stub(code, name):
+    if released_stub(code, name):
         example()
     found = puzzle_breaks(code, name, ALLOWED[name])
     if found:

@@ -27,8 +27,7 @@ from autograder.judging.api import Remote, StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
 from autograder.judging.plugin import check
 from autograder.judging.remote import StudentError, summarize
-from autograder.judging.results import Outcome
-from autograder.judging.source import listed, puzzle_breaks, task_code
+from autograder.judging.source import listed, puzzle_breaks, released_stub, task_code
 from autograder.judging.timing import (
     RecordProperty,
     Spec,
@@ -530,13 +529,11 @@ def expect_puzzle(api: Api, p: Puzzle, args: tuple[Any, ...], device: str, note:
 def expect_puzzle_rule(api: Api, name: str, device: str) -> None:
     """The puzzle's rule, read from its cell (a break voids its checks), then its example answered right."""
     p = PUZZLES[name]
-    breaks = puzzle_breaks(task_code(api.student.submission, name), name, OPERATIONS)
+    code = task_code(api.student.submission, name)
+    if released_stub(code, name):
+        getattr(api, name)(*p.example)  # the untouched stub: not implemented, not a broken rule
+    breaks = puzzle_breaks(code, name, OPERATIONS)
     if breaks:
-        try:
-            getattr(api, name)(*p.example)
-        except StudentError as e:
-            if e.outcome is Outcome.NOT_IMPLEMENTED:
-                raise  # the untouched stub: not implemented, not a broken rule
         raise failure(call=f"the judge's reading of the code of `{name}`",
                       expected=f"one `return <expression>` using only {ALLOWED_SHOWN}", got=listed(breaks),
                       problem="the puzzle's rule is broken, so none of this puzzle's checks counts.",

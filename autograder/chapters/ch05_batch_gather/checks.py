@@ -25,7 +25,7 @@ from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
 from autograder.judging.plugin import check
 from autograder.judging.remote import StudentError
-from autograder.judging.source import listed, puzzle_breaks, task_code
+from autograder.judging.source import listed, puzzle_breaks, released_stub, task_code
 from autograder.judging.timing import (
     RecordProperty,
     Spec,
@@ -433,12 +433,15 @@ def _expect_puzzle(api: Api, name: str, args: tuple[Tensor, ...], device: str, c
 def expect_puzzle_rule(api: Api, name: str, device: str) -> None:
     """The rule, read from the puzzle's own cell before anything runs; then the notebook's example, answered right
     (a stub earns no point for keeping the rule)."""
-    broken = puzzle_breaks(task_code(api.student.submission, name), name, PUZZLE_ALLOWED)
+    code = task_code(api.student.submission, name)
+    example = Api.__dict__[name].example
+    if released_stub(code, name):
+        getattr(api, name)(*example)  # the untouched stub: not implemented, not a broken rule
+    broken = puzzle_breaks(code, name, PUZZLE_ALLOWED)
     if broken:
         raise failure(call=f"the judge's reading of the code of `{name}`", expected=PUZZLE_SHOWN, got=listed(broken),
                       problem="the puzzle's rule is broken, so none of this puzzle's checks counts.",
                       hint=PUZZLE_RULE_HINT, breaks_rule=True)
-    example = Api.__dict__[name].example
     _expect_puzzle(api, name, example, device, f"{name} on the notebook's example")
 
 
