@@ -377,7 +377,12 @@ def released_stub(code: TaskCode, name: str) -> bool:
     NotImplementedError: the task as released, not attempted. A rule check runs it first, so that "not
     implemented" is the verdict rather than a broken rule; code that merely raises it somewhere is not a stub."""
     own = [n for cell, n in code.walk() if cell == code.task and isinstance(n, ast.FunctionDef) and n.name == name]
-    body = _body(own[0]) if len(own) == 1 else []
+    return len(own) == 1 and only_raises_not_implemented(own[0])
+
+
+def only_raises_not_implemented(function: ast.FunctionDef) -> bool:
+    """The function's body, after a docstring, is one `raise NotImplementedError(...)`: a stub as released."""
+    body = _body(function)
     raised = body[0].exc if len(body) == 1 and isinstance(body[0], ast.Raise) else None
     raised = raised.func if isinstance(raised, ast.Call) else raised
     return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"

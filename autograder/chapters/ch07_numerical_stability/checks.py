@@ -26,7 +26,15 @@ from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
 from autograder.judging.notebook import Submission
 from autograder.judging.plugin import check
-from autograder.judging.source import Use, listed, names_used, subclasses, task_code, unreadable
+from autograder.judging.source import (
+    Use,
+    listed,
+    names_used,
+    only_raises_not_implemented,
+    subclasses,
+    task_code,
+    unreadable,
+)
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
 
@@ -483,22 +491,16 @@ def check_log_softmax_gradient_extremes(api: Api, rng: torch.Generator, device: 
         _expect_log_softmax_grad(api, x, g, -1, DTYPE_HINT, device)
 
 
-def _stub(function: ast.FunctionDef) -> bool:
-    """A function as the release has it: a docstring at most, then raise NotImplementedError(...)."""
-    body = function.body[1:] if ast.get_docstring(function) is not None else function.body
-    raised = body[0].exc if len(body) == 1 and isinstance(body[0], ast.Raise) else None
-    raised = raised.func if isinstance(raised, ast.Call) else raised
-    return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
-
-
 @check(task="log_softmax", points=1, rule=True)
 def check_log_softmax_own_backward(api: Api, rng: torch.Generator) -> None:
     """rule: your torch.autograd.Function, applied, saving one tensor, no library softmax (read from your code)"""
     expect_by_hand(api, "log_softmax")
     code = task_code(api.student.submission, "log_softmax")
     entries = [n for _, n in code.walk() if isinstance(n, ast.FunctionDef) and n.name == "log_softmax"]
-    if all(_stub(n) for n in entries):  # as released, or missing (a notebook that did not load): run it, so the
-        expect_runs(api, "log_softmax")  # stub or the load error is the verdict, not a broken rule
+    # As released, or missing (a notebook that did not load): run it, so that the stub or the load error is the
+    # verdict, not a broken rule.
+    if all(only_raises_not_implemented(n) for n in entries):
+        expect_runs(api, "log_softmax")
     functions = subclasses(code, "torch.autograd.Function")
     where = "the judge's reading of the code of `log_softmax`"
     defined = [(cell, c) for cell, c in functions
