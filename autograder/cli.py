@@ -146,7 +146,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _selftest(args: argparse.Namespace) -> int:
     from autograder.course.selftest import main  # imports torch
 
-    return main(args.device, args.out)
+    return main(args.device, args.out, chapters=args.chapter)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     t.add_argument("--out", type=Path, default=Path("selftest.json"), help="write the table as JSON here "
                    "(default: %(default)s)")
+    t.add_argument("--chapter", action="append", choices=sorted(CHAPTERS),
+                   help="only this chapter (repeat for more; default: all), e.g. to run chapters side by side")
     t.set_defaults(run=_selftest)
 
     d = sub.add_parser("demo", help="build, then grade the bundled example submissions")

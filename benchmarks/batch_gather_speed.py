@@ -59,8 +59,8 @@ import numpy as np
 
 
 def batch_gather_numpy(tensor, indices):
-    t, i = tensor.numpy(), indices.numpy()
-    return torch.from_numpy(np.stack([t[b].take(i[b], axis=0) for b in range(t.shape[0])]))
+    t, i = tensor.cpu().numpy(), indices.cpu().numpy()  # on CUDA: there and back, as such code must
+    return torch.from_numpy(np.stack([t[b].take(i[b], axis=0) for b in range(t.shape[0])])).to(tensor.device)
 """
 B, N, D = GATHER_TIMED[0]["shape"]
 K = GATHER_TIMED[1]["shape"][1]

@@ -93,6 +93,7 @@ class Declared:
     only: str = ""  # right: the pytest -k selection that grades it
     points: float = 0.0  # right: the points of the checks `only` selects, all of them earned
     bonus: float = 0.0  # right: their bonus points, all of them earned
+    devices: tuple[str, ...] = ("cpu", "cuda")  # wrong: the devices whose grading can show its mistake
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ class Mutant:
     name: str
     cells: dict[str, str]  # answer cell (grade_id) -> the code replacing the reference
     fails: dict[str, str]  # check that must fail -> a phrase its message must contain
+    devices: tuple[str, ...] = ("cpu", "cuda")  # where its mistake shows (float16 for dtype=bfloat16: CPU only)
 
     kind: ClassVar[str] = "wrong"
 
@@ -182,9 +184,14 @@ def _declare(kind: Literal["wrong", "right", "cell"], name: str | None, **fields
 
 
 def wrong(name: str, *, fails: dict[str, str], cell: str | None = None, edits: str | Declared | None = None,
-          also: Sequence[Declared] = ()) -> Callable[[Callable[..., Any]], Declared]:
-    """A named wrong implementation: each check in `fails` must fail on it, its message containing the phrase."""
-    return _declare("wrong", name, fails=dict(fails), cell=cell, edits=edits, also=tuple(also))
+          also: Sequence[Declared] = (), devices: Sequence[str] = ("cpu", "cuda")
+          ) -> Callable[[Callable[..., Any]], Declared]:
+    """A named wrong implementation: each check in `fails` must fail on it, its message containing the phrase,
+    when graded on each of `devices` (a mistake that one device's grading cannot show names the others)."""
+    if not set(devices) <= {"cpu", "cuda"} or not devices:
+        raise CaseError(f"wrong({name!r}): devices= names cpu and/or cuda")
+    return _declare("wrong", name, fails=dict(fails), cell=cell, edits=edits, also=tuple(also),
+                    devices=tuple(devices))
 
 
 def right(name: str, *, only: str, points: float = 0.0, bonus: float = 0.0, cell: str | None = None,
@@ -413,7 +420,7 @@ def load(chapter: Chapter, path: Path | None = None) -> Cases:
                                     + (f" (did you mean {near[0]!r}?)" if near else ""))
                 if not (isinstance(phrase, str) and phrase):
                     raise CaseError(f"{case.where}: {case.name!r}: {check} needs a phrase its message must contain")
-            wrong.append(Mutant(chapter.id, case.name, cells, dict(case.fails)))
+            wrong.append(Mutant(chapter.id, case.name, cells, dict(case.fails), case.devices))
         else:
             if not case.only.strip():
                 raise CaseError(f"{case.where}: {case.name!r} needs only=, the checks that grade it (pytest -k)")

@@ -374,7 +374,8 @@ def rows(device: str, grader: Grader = default_grader, chapters: list[str] | Non
         yield from found
         yield release_row(chapter, device, grader)
         for m in mutants(chapter):
-            yield mutant_row(m, device, grader)
+            if device in m.devices:
+                yield mutant_row(m, device, grader)
     yield _sandbox_row(solutions)
     if device == "cuda":
         yield _measured("cuda", "05_batch_gather", "batch_gather bandwidth", _bandwidth_row)

@@ -338,9 +338,23 @@ def _checked_load_report(report: Any, cells: set[str]) -> dict[str, Any]:
     return {"errors": {k: v for k, v in errors.items() if k in cells}, "names": names}
 
 
+# Errors that only a GPU grading shows, and their likely cause (the notebooks' "Grading on a GPU" paragraph).
+DEVICE_HINTS = {
+    "Expected all tensors to be on the same device": (
+        "Likely cause: a tensor your code made itself (torch.arange, torch.zeros, torch.tensor, a plain tensor "
+        "attribute of a Module) is on the CPU while the inputs are on the GPU. Make it on the input's device: "
+        "torch.arange(n, device=x.device), and register a Module's state with register_buffer so that .to() "
+        "moves it."),
+    "device type tensor to numpy": (
+        "Likely cause: numpy reads CPU memory only, and this grading ran on a GPU; loops in numpy are also what "
+        "these tasks ask you to replace: write it with torch operations on the input's device."),
+}
+
+
 def _format_error(err: dict[str, Any]) -> str:
     text = f"{err.get('type', 'Error')}: {err.get('message', '')}"
-    return text + (f"\n{err['where']}" if err.get("where") else "")
+    hints = [hint for key, hint in DEVICE_HINTS.items() if key in str(err.get("message", ""))]
+    return text + (f"\n{err['where']}" if err.get("where") else "") + "".join(f"\n{h}" for h in hints)
 
 
 def _list_of(kind: type | tuple[type, ...]) -> Callable[[Any], bool]:

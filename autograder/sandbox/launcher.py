@@ -51,7 +51,7 @@ class Zygote:
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", bootstrap, str(theirs.fileno()), *(["warm"] if self.warm else [])],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"},
+            env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8", **isolation.gpu_env()},
         )
         theirs.close()
         self.sock = ours

@@ -10,6 +10,7 @@ confine and kill it whole.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import select
 import signal
@@ -24,6 +25,14 @@ from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.runtime import isolation, wire
 from autograder.sandbox.runtime.isolation import SandboxUnavailable
+
+
+@functools.cache
+def _judge_sees_cuda() -> bool:
+    """Whether the judge's own torch finds a GPU (asked only when a box found none: it initialises CUDA here)."""
+    import torch
+
+    return torch.cuda.is_available()
 
 
 class ChildDied(Exception):
@@ -88,10 +97,7 @@ class Sandbox:
         # spin-wait (measured: 0.07 ms -> 24 ms for a softmax) and timing checks flip.
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.scratch), "TMPDIR": str(self.scratch),
                "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        for key in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"):
-            if key in os.environ:
-                env[key] = os.environ[key]
-        return env
+        return {**env, **isolation.gpu_env()}
 
     def start(self) -> dict[str, Any]:
         """Start the child and run the answer cells: {"load": the child's load report (unchecked),
@@ -106,6 +112,7 @@ class Sandbox:
             data = [self.data_dir] if self.data_dir else []
             self.plan = isolation.make_plan(self.limits.cpu_seconds, self.limits.file_bytes, memory, self.scratch,
                                             self.limits.scratch_bytes, data, [self.zygote.runtime], self.lease)
+            self.plan.cuda = self.device == "cuda"
             isolation.prepare_scratch(self.plan)
             self.control = BoxControl(self.plan.uid, self.plan.namespaces, self.limits.box_memory_bytes)
         except OSError as e:
@@ -146,6 +153,10 @@ class Sandbox:
         if not isinstance(facts, dict) or facts.get("setup_error") is not None:
             self.kill()
             raise SandboxUnavailable(f"the chapter's imports failed: {facts.get('setup_error') if facts else facts}")
+        if self.device == "cuda" and facts.get("cuda") is not True and _judge_sees_cuda():
+            self.kill()
+            raise SandboxUnavailable(f"this machine has a CUDA GPU but the sandboxed process could not use it "
+                                     f"({facts.get('cuda_error')})")
         header, _ = self._exchange({"cells": self.cells}, [], self.limits.load_seconds, "loading your notebook")
         return {"load": header.get("load"), "cuda": facts.get("cuda") is True}
 

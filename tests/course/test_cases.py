@@ -262,3 +262,13 @@ def test_edit_refuses_to_guess_which_of_two_definitions_it_replaces() -> None:
             "    @x.setter\n    def x(self, v):\n        pass\n")
     with pytest.raises(CaseError, match="class C defines x 2 times: an edit cannot tell which it replaces"):
         edit(base, "class C:\n    def x(self):\n        return 2\n")
+
+
+def test_a_wrong_case_names_the_devices_whose_grading_shows_it() -> None:
+    from autograder.course.cases import wrong
+
+    assert mutant("08_mixed_precision", "float16 on the CPU").devices == ("cpu",)
+    assert mutant("07_numerical_stability", mutants("07_numerical_stability")[0].name).devices == ("cpu", "cuda")
+    for devices in (["tpu"], []):
+        with pytest.raises(CaseError, match="devices="):
+            wrong("x", fails={"check_x": "y"}, devices=devices)

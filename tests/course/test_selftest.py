@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from autograder.course import selftest
-from autograder.course.cases import all_mutants
+from autograder.course.cases import Mutant, all_mutants
 from autograder.judging.judge import Grade
 from tests.chapters.test_chapters import grader
 from tests.kit import ROOT
@@ -81,3 +81,24 @@ def test_amp_figures_measure_the_chapter_08_reference_step() -> None:
     figures = selftest.measure_amp(32, 16, "cpu", torch.bfloat16, steps=2, rounds=1)
     assert figures.float32 > 0 and figures.amp > 0 and figures.speedup > 0
     assert figures.float32_bytes == figures.amp_bytes == 0  # memory is measured on CUDA only
+
+
+def test_a_mistake_only_the_cpu_can_show_is_not_expected_of_a_cuda_grading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """08's "float16 on the CPU" ignores dtype=: on CUDA the asked-for dtype is float16 anyway."""
+    asked: dict[str, list[str]] = {"cpu": [], "cuda": []}
+    row = selftest.Row("info", "-", "-", None, "", "")
+    monkeypatch.setattr(selftest, "machine_row", lambda device: row)
+    monkeypatch.setattr(selftest, "solution_rows", lambda chapter, device, grader: [row])
+    monkeypatch.setattr(selftest, "release_row", lambda chapter, device, grader: row)
+    monkeypatch.setattr(selftest, "_sandbox_row", lambda solutions: row)
+    monkeypatch.setattr(selftest, "_measured", lambda *args: row)
+
+    def mutant_row(m: Mutant, device: str, grader: object) -> selftest.Row:
+        asked[device].append(m.name)
+        return row
+
+    monkeypatch.setattr(selftest, "mutant_row", mutant_row)
+    for device in asked:
+        list(selftest.rows(device, grader, ["08_mixed_precision"]))
+    assert "float16 on the CPU" in asked["cpu"] and "float16 on the CPU" not in asked["cuda"]
+    assert set(asked["cuda"]) == set(asked["cpu"]) - {"float16 on the CPU"}

@@ -57,8 +57,8 @@ def float32_gradient():
 @wrong("lowest power first", fails={"check_fit_polynomial_guide_example": "reverse order"})
 def lowest_power_first():
     def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
-        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1)
-        w = torch.zeros(features.shape[1], requires_grad=True)
+        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1, device=x.device)
+        w = torch.zeros(features.shape[1], device=x.device, requires_grad=True)
         opt = torch.optim.Adam([w], lr=lr)
         for _ in range(steps):
             loss = F.mse_loss(features @ w, y)
@@ -71,8 +71,8 @@ def lowest_power_first():
 @wrong("one coefficient short", fails={"check_fit_polynomial_degrees_1_and_3": "instead of [2]"})
 def one_coefficient_short():
     def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
-        features = x.unsqueeze(1) ** torch.arange(degree - 1, -1, -1)
-        w = torch.zeros(features.shape[1], requires_grad=True)
+        features = x.unsqueeze(1) ** torch.arange(degree - 1, -1, -1, device=x.device)
+        w = torch.zeros(features.shape[1], device=x.device, requires_grad=True)
         opt = torch.optim.Adam([w], lr=lr)
         for _ in range(steps):
             loss = F.mse_loss(features @ w, y)
@@ -85,8 +85,8 @@ def one_coefficient_short():
 @wrong("too few steps", fails={"check_fit_polynomial_random_quadratics": "values differ"})
 def too_few_steps():
     def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
-        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1)
-        w = torch.zeros(features.shape[1], requires_grad=True)
+        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1, device=x.device)
+        w = torch.zeros(features.shape[1], device=x.device, requires_grad=True)
         opt = torch.optim.Adam([w], lr=lr)
         for _ in range(100):
             loss = F.mse_loss(features @ w, y)
@@ -99,8 +99,8 @@ def too_few_steps():
 @wrong("lr ignored", fails={"check_fit_polynomial_uses_steps_and_lr": "values differ"})
 def lr_ignored():
     def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
-        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1)
-        w = torch.zeros(features.shape[1], requires_grad=True)
+        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1, device=x.device)
+        w = torch.zeros(features.shape[1], device=x.device, requires_grad=True)
         opt = torch.optim.Adam([w], lr=0.1)
         for _ in range(steps):
             loss = F.mse_loss(features @ w, y)
@@ -113,15 +113,15 @@ def lr_ignored():
 @wrong("through degree + 1 samples", fails={"check_fit_polynomial_noisy_data": "values differ"})
 def through_degree_plus_1_samples():
     def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
-        features = x[: degree + 1].unsqueeze(1) ** torch.arange(degree, -1, -1)
+        features = x[: degree + 1].unsqueeze(1) ** torch.arange(degree, -1, -1, device=x.device)
         return torch.linalg.solve(features, y[: degree + 1])
 
 
 @wrong("SGD instead of Adam", fails={"check_fit_polynomial_uses_steps_and_lr": "plain SGD"})
 def sgd_instead_of_adam():
     def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
-        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1)
-        w = torch.zeros(features.shape[1], requires_grad=True)
+        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1, device=x.device)
+        w = torch.zeros(features.shape[1], device=x.device, requires_grad=True)
         opt = torch.optim.SGD([w], lr=lr)
         for _ in range(steps):
             loss = F.mse_loss(features @ w, y)
@@ -179,8 +179,8 @@ def centred_binomial():
 def scaled_not_mapped_back():
     def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
         t = x / x.abs().max()
-        features = t.unsqueeze(1) ** torch.arange(degree, -1, -1)
-        w = torch.zeros(degree + 1, requires_grad=True)
+        features = t.unsqueeze(1) ** torch.arange(degree, -1, -1, device=x.device)
+        w = torch.zeros(degree + 1, device=x.device, requires_grad=True)
         opt = torch.optim.Adam([w], lr=lr)
         for _ in range(steps):
             loss = F.mse_loss(features @ w, y)

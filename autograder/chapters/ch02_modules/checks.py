@@ -564,6 +564,9 @@ def _momentum(rng: torch.Generator) -> float:
 @check(task="RunningNorm", points=1, visible=True)
 def check_running_norm_buffers(api: Api, rng: torch.Generator, device: str) -> None:
     """RunningNorm(4) has no parameters and registers buffers running_mean (zeros) and running_var (ones)"""
+    # What it registers first, before any forward pass: on a GPU a plain tensor attribute stays on the CPU, and
+    # the forward pass would raise before the registration could be judged.
+    _judge_norm(api.running_norm.using(hint=BUFFER_HINT)(4, [], {}), [], 4, {}, device)
     steps = [["eval", _batch(rng, [5, 4]), None]]
     _judge_norm(api.running_norm.using(hint=BUFFER_HINT)(4, steps, {}), steps, 4, {}, device)
 

@@ -109,7 +109,7 @@ def squeeze_without_dim():
 def mask_lined_up_with_keys():
     def additive_scores(q, k, lengths, w_q, w_k, v):
         s = torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v
-        real = torch.arange(k.shape[1]) < lengths
+        real = torch.arange(k.shape[1], device=k.device) < lengths
         return s.masked_fill(~real, float("-inf"))
 
 
@@ -117,7 +117,7 @@ def mask_lined_up_with_keys():
 def mask_multiplied_in():
     def additive_scores(q, k, lengths, w_q, w_k, v):
         s = torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v
-        real = (torch.arange(k.shape[1]) < lengths[:, None])[:, None, :]
+        real = (torch.arange(k.shape[1], device=k.device) < lengths[:, None])[:, None, :]
         return s * real + float("-inf") * ~real
 
 
@@ -127,7 +127,7 @@ def pairs_concatenated():
         B, N, M = q.shape[0], q.shape[1], k.shape[1]
         pairs = torch.cat([q[:, :, None].expand(B, N, M, -1), k[:, None].expand(B, N, M, -1)], dim=-1)
         s = torch.tanh(pairs @ torch.cat([w_q, w_k], dim=1).T) @ v
-        real = torch.arange(M) < lengths[:, None]
+        real = torch.arange(M, device=k.device) < lengths[:, None]
         return s.masked_fill(~real[:, None], float("-inf"))
 
 
@@ -135,7 +135,7 @@ def pairs_concatenated():
 def queries_and_keys_axes_swapped():
     def additive_scores(q, k, lengths, w_q, w_k, v):
         s = torch.tanh((q @ w_q.T)[:, None] + (k @ w_k.T)[:, :, None]) @ v
-        real = torch.arange(k.shape[1]) < lengths[:, None]
+        real = torch.arange(k.shape[1], device=k.device) < lengths[:, None]
         return s.masked_fill(~real[:, :, None], float("-inf"))
 
 
@@ -153,7 +153,7 @@ def padding_filled_in_a_loop():
 def scores_squeezed_without_dim():
     def additive_scores(q, k, lengths, w_q, w_k, v):
         s = (torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v[:, None]).squeeze()
-        real = torch.arange(k.shape[1]) < lengths[:, None]
+        real = torch.arange(k.shape[1], device=k.device) < lengths[:, None]
         return s.masked_fill(~real[:, None], float("-inf"))
 
 
@@ -161,7 +161,7 @@ def scores_squeezed_without_dim():
 def v_applied_before_tanh():
     def additive_scores(q, k, lengths, w_q, w_k, v):
         s = torch.tanh((q @ w_q.T @ v)[:, :, None] + (k @ w_k.T @ v)[:, None])
-        real = torch.arange(k.shape[1]) < lengths[:, None]
+        real = torch.arange(k.shape[1], device=k.device) < lengths[:, None]
         return s.masked_fill(~real[:, None], float("-inf"))
 
 
@@ -170,7 +170,7 @@ def scores_detached():
     def additive_scores(q, k, lengths, w_q, w_k, v):
         with torch.no_grad():
             s = torch.tanh((q @ w_q.T)[:, :, None] + (k @ w_k.T)[:, None]) @ v
-        real = torch.arange(k.shape[1]) < lengths[:, None]
+        real = torch.arange(k.shape[1], device=k.device) < lengths[:, None]
         return s.masked_fill(~real[:, None], float("-inf"))
 
 
@@ -184,7 +184,7 @@ def einsum_where():
         pk = torch.einsum("bmd,hd->bmh", k, w_k)
         s = torch.einsum("bnmh,h->bnm", torch.tanh(pq.unsqueeze(2) + pk.unsqueeze(1)), v)
         pad = torch.arange(k.shape[1], device=k.device).unsqueeze(0) >= lengths.unsqueeze(1)
-        return torch.where(pad.unsqueeze(1), torch.tensor(float("-inf"), dtype=s.dtype), s)
+        return torch.where(pad.unsqueeze(1), torch.tensor(float("-inf"), dtype=s.dtype, device=s.device), s)
 
 
 @right("F.linear + sum", only="additive_scores", bonus=5)
@@ -250,13 +250,13 @@ def lower_mask_not_upper():
 @right("one_hot with arange first", only="one_hot", points=3)
 def one_hot_arange_first():
     def one_hot(idx, c):
-        return torch.arange(c)[None, :] == idx[:, None]
+        return torch.arange(c, device=idx.device)[None, :] == idx[:, None]
 
 
 @right("one_hot as a zero difference", only="one_hot", points=3)
 def one_hot_difference():
     def one_hot(idx, c):
-        return (idx[:, None] - torch.arange(c)) == 0
+        return (idx[:, None] - torch.arange(c, device=idx.device)) == 0
 
 
 @right("rescale_rows with None axes", only="rescale_rows", points=3)
@@ -331,7 +331,7 @@ def lower_mask_tril():
 @wrong("one_hot transposed", fails={"check_one_hot_random": "one column per index"})
 def one_hot_transposed():
     def one_hot(idx, c):
-        return idx == torch.arange(c)[:, None]
+        return idx == torch.arange(c, device=idx.device)[:, None]
 
 
 @wrong("one_hot with F.one_hot", fails={"check_one_hot_rule": "torch.nn.functional.one_hot"})

@@ -483,7 +483,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "times_table": frozenset({"torch.arange", ".shape"}),
     "outer_sum": frozenset({".shape"}),
     "lower_mask": frozenset({"torch.arange", ".shape"}),
-    "one_hot": frozenset({"torch.arange", ".shape"}),
+    "one_hot": frozenset({"torch.arange", ".shape", ".device"}),
     "rescale_rows": frozenset({".amin", ".amax", ".shape"}),
     "pairwise_l1": frozenset({".abs", ".sum", ".shape"}),
 }

@@ -360,7 +360,7 @@ def column_means_sums():
 @wrong("column_means: int64 ones", fails={"check_column_means_rule": "same dtype"})
 def column_means_int_ones():
     def column_means(x):
-        return torch.arange(x.shape[0]) ** 0 @ x / x.shape[0]
+        return torch.arange(x.shape[0], device=x.device) ** 0 @ x / x.shape[0]
 
 
 @wrong("column_means: .mean", fails={"check_column_means_rule": ".mean: not among the allowed"})

@@ -46,7 +46,7 @@ def python_numbers_loop():
     def batch_gather(tensor, indices):
         rows, index = tensor.tolist(), indices.tolist()
         return torch.tensor([[row[k] for k in ks] for row, ks in zip(rows, index, strict=True)],
-                            dtype=tensor.dtype)
+                            dtype=tensor.dtype, device=tensor.device)
 
 
 @wrong("hard-coded .cuda()", fails={"check_batch_gather_device": "device=indices.device"})

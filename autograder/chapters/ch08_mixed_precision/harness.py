@@ -283,7 +283,7 @@ def scaler_run(case: Mapping[str, Any], scaler: Any) -> dict[str, Any]:
     """Train the case's MLP for its `steps` with `scaler` (the student's LossScaler, or torch's GradScaler in the
     judge's oracle): each step may poison one gradient entry with inf or nan after backward, or unscale and clip
     before the step. Returns the scale after every step, the final parameters and what scale(loss) gave."""
-    inputs, targets = case["inputs"], case["targets"]
+    inputs, targets = case["inputs"].cpu(), case["targets"].cpu()  # on the CPU in any grading, as stated
     model = _mlp(case["sizes"])
     with torch.no_grad():
         for name, p in model.named_parameters():

@@ -63,7 +63,13 @@ class Child:
             exec(compile(harness, "<harness>", "exec"), self.harness)
         except Exception as exc:
             return {"setup_error": f"{type(exc).__name__}: {exc}", "cuda": False}
-        return {"setup_error": None, "cuda": torch.cuda.is_available()}
+        cuda, why = torch.cuda.is_available(), None
+        if self.device == "cuda" and not cuda:
+            try:
+                torch.cuda.init()  # raises the reason: no driver found, no device visible, ...
+            except Exception as exc:
+                why = f"{type(exc).__name__}: {exc}"
+        return {"setup_error": None, "cuda": cuda, "cuda_error": why}
 
     def load(self, cells: list[dict[str, str]]) -> dict[str, Any]:
         errors: dict[str, Any] = {}

@@ -75,6 +75,19 @@ STATE_DIR = Path("/run/effective-pytorch-kit")  # lease locks and new-root mount
 SYSTEM = ["/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/sys"]
 ETC = ["ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf"]
 DEVICES = ["null", "zero", "full", "random", "urandom"]
+# Read when the zygote starts and a CUDA library is loaded: the GPU driver's libraries sit outside ld.so.cache on
+# container images (/usr/local/nvidia/lib64 named by LD_LIBRARY_PATH), and without them torch finds no GPU.
+GPU_ENV = ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES")
+
+
+def gpu_env() -> dict[str, str]:
+    """The judge's variables that decide which GPU driver and devices torch finds, for the zygote and its boxes."""
+    return {k: os.environ[k] for k in GPU_ENV if k in os.environ}
+
+
+def _library_paths() -> list[Path]:
+    """LD_LIBRARY_PATH's folders, absolute and existing (an empty entry means the working directory: never)."""
+    return [Path(p) for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p.startswith("/") and os.path.isdir(p)]
 
 
 class SandboxUnavailable(Exception):
@@ -99,6 +112,7 @@ class Plan:
     devices: list[str] = field(default_factory=list)
     landlock: bool = False
     seccomp: bool = False
+    cuda: bool = False  # start CUDA before Landlock (see _start_cuda)
     active: list[str] = field(default_factory=list)
     off: list[str] = field(default_factory=list)
 
@@ -135,7 +149,7 @@ def _runtime_paths(extra: list[Path]) -> list[str]:
     exe = Path(sys.executable)
     candidates = [Path(p) for p in SYSTEM] + [Path("/etc") / name for name in ETC] + [
         Path(sys.base_prefix).resolve(), Path(sys.prefix), Path(sys.prefix).resolve(), exe.parent,
-        exe.resolve().parent, *_import_paths(), *extra]
+        exe.resolve().parent, *_import_paths(), *_library_paths(), *extra]
     paths = sorted({str(p) for p in candidates if os.path.lexists(p)})
     return [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths
                                         if not os.path.islink(q))]
@@ -152,6 +166,18 @@ def _kit_files(read_only: list[str]) -> list[str]:
 
 def _devices() -> list[str]:
     return [f"/dev/{d}" for d in DEVICES if os.path.exists(f"/dev/{d}")] + sorted(glob.glob("/dev/nvidia*"))
+
+
+def device_groups(devices: list[str]) -> list[int]:
+    """The groups that own device nodes not open to all (a GPU's /dev/nvidia* in group video, mode 0660): the box's
+    uid joins them, as a user in the video group would, so that CUDA works under the dedicated uid."""
+    groups = set()
+    for dev in devices:
+        with contextlib.suppress(OSError):
+            st = os.stat(dev)
+            if st.st_mode & 0o006 != 0o006 and st.st_gid != 0:
+                groups.add(st.st_gid)
+    return sorted(groups)
 
 
 def _state_dir() -> Path:
@@ -488,6 +514,21 @@ def _monitor(box_pid: int) -> None:
     os._exit(os.waitstatus_to_exitcode(status))
 
 
+def _start_cuda() -> None:
+    """Start CUDA and its context while this process is still the kit's, before Landlock.
+
+    The driver writes beneath /proc/self/task/ for the threads it starts. Landlock can only allow that by allowing
+    every file there, clear_refs too, with which a submission could reset the peak memory the judge reads
+    (control.MemoryPeak's VmHWM fallback). Measured on an H200: under the kit's rules cuInit fails (error 304);
+    allowing /proc/self/task lets it start; allowing the existing threads' comm files does not. A failure here
+    is left for the child to report (Child.setup), so the judge can name it."""
+    import torch  # the zygote's, already imported
+
+    with contextlib.suppress(Exception):
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
+
+
 def enter(plan: Plan, cwd: str, report_fd: int | None) -> None:
     """Isolate this process as `plan` says; returns in the process that will run student code.
 
@@ -522,12 +563,14 @@ def enter(plan: Plan, cwd: str, report_fd: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (plan.memory_bytes, plan.memory_bytes))
     if sys.platform == "linux":
         _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if plan.cuda:
+        _start_cuda()
     if plan.landlock:
         private = ["/tmp", "/var/tmp", "/dev/shm"] if plan.namespaces else ["/dev/shm"]  # DataLoader workers
         landlock.restrict(plan.read_only + plan.data + ["/proc"], [plan.scratch, *plan.devices, *private])
     if plan.uid is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (NPROC, NPROC))
-        os.setgroups([])
+        os.setgroups(device_groups(plan.devices))
         os.setgid(plan.uid)
         os.setuid(plan.uid)
     elif plan.mode == "userns":
