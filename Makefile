@@ -11,7 +11,7 @@ demo: setup
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -n auto --dist loadfile
+	$(PY) -m pytest -n auto --dist loadfile --durations=15
 
 lint: setup
 	$(PY) -m ruff check .

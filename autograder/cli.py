@@ -91,6 +91,10 @@ def _grade_all(args: argparse.Namespace) -> int:
                 print(f"feedback: {len(pages.kept)} pages left as they are, written by nbgrader generate_feedback "
                       "(with your manual grades and comments; rerun it after regrading to update them):\n  "
                       + "\n  ".join(clean(p) for p in pages.kept))
+            if pages.by_hand:
+                print(f"feedback: {len(pages.by_hand)} pages are for submissions copied in by hand (no timestamp.txt): "
+                      "nbgrader release_feedback stops on them; hand them to the students yourself:\n  "
+                      + "\n  ".join(clean(p) for p in pages.by_hand))
     return code
 
 

@@ -210,6 +210,7 @@ a failing check shows the input it failed on.</p>{notes}
 class Feedback:
     written: int = 0
     kept: list[str] = field(default_factory=list)  # pages another tool wrote (nbgrader generate_feedback)
+    by_hand: list[str] = field(default_factory=list)  # pages release_feedback cannot release: no timestamp.txt
 
 
 def write_feedback(course: Path, results: list[Results]) -> Feedback:
@@ -233,4 +234,6 @@ def write_feedback(course: Path, results: list[Results]) -> Feedback:
         for name in RELEASE_FEEDBACK_READS:  # as nbgrader generate_feedback copies them, never over its own
             if (submitted / name).is_file() and not (folder / name).exists():
                 shutil.copyfile(submitted / name, folder / name)
+        if not (folder / "timestamp.txt").is_file():  # copied into submitted/ by hand: no exchange to release to
+            done.by_hand.append(str(page.relative_to(course)))
     return done

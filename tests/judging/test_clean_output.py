@@ -98,6 +98,20 @@ def test_feedback_pages_carry_what_release_feedback_reads(tmp_path: Path) -> Non
     assert (folder / "submission_secret.txt").read_text() == "s3cret"
 
 
+def test_pages_release_feedback_cannot_release_are_listed(tmp_path: Path) -> None:
+    """A notebook copied into submitted/ by hand has no timestamp.txt: nbgrader release_feedback stops with a
+    traceback on its page, so grade-all names those pages for the instructor to hand out."""
+    ada, bea = gradescope(_grade()), gradescope(_grade())
+    for result, name in ((ada, "ada"), (bea, "bea")):
+        result["extra_data"]["student"], result["extra_data"]["sha256"] = name, ""
+    assignment = str(ada["extra_data"]["assignment"])
+    (tmp_path / "submitted" / "ada" / assignment).mkdir(parents=True)
+    (tmp_path / "submitted" / "ada" / assignment / "timestamp.txt").write_text("2026-11-26 10:00:00.000000 UTC")
+    (tmp_path / "submitted" / "bea" / assignment).mkdir(parents=True)
+    done = write_feedback(tmp_path, [ada, bea])
+    assert done.by_hand == [f"feedback/bea/{assignment}/{assignment}.html"]
+
+
 ESCAPES_AT_IMPORT = f"raise RuntimeError({HOSTILE!r})\n"
 
 
