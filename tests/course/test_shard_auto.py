@@ -6,14 +6,17 @@ The Slurm environments are what sbatch 22.05 set in real array tasks (tests/slur
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
 from autograder.cli import main
 from autograder.course.shards import Shard, ShardError, from_environment, parse, resolve
+from tests.kit import ROOT
 
 
 def slurm(task: int, low: int, high: int, step: int = 1, count: int | None = None) -> dict[str, str]:
@@ -123,3 +126,34 @@ def test_grade_all_says_which_shard_auto_found(tmp_path: Path, monkeypatch: pyte
     (tmp_path / "course" / "submitted").mkdir(parents=True)  # an empty class: nothing to grade, fast
     assert main(["grade-all", str(tmp_path / "course"), "--out", str(tmp_path / "graded"), "--shard", "auto"]) == 0
     assert "shard 2/4: Slurm array task 3 of 2-5:1" in capsys.readouterr().err
+
+
+def test_the_kubernetes_manifests_shard_and_merge_the_class() -> None:
+    """deploy/kubernetes: each pod of the Indexed Job is one shard, each shard once, and the merge joins them all."""
+    folder = ROOT / "deploy" / "kubernetes"
+    grade = yaml.safe_load((folder / "grade-shards.yaml").read_text())
+    spec = grade["spec"]
+    assert spec["completionMode"] == "Indexed" and spec["parallelism"] == spec["completions"]
+    container = spec["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert int(env["AUTOGRADER_SHARD_COUNT"]) == spec["completions"]  # Kubernetes does not pass completions
+    command = " ".join(container["args"])
+    assert "--shard auto" in command and '--out "/class/parts/shard-$JOB_COMPLETION_INDEX"' in command
+    found = [from_environment({"JOB_COMPLETION_INDEX": str(i), **env}) for i in range(spec["completions"])]
+    assert sorted(s.index for s in found) == list(range(1, spec["completions"] + 1))
+    merge = yaml.safe_load((folder / "merge.yaml").read_text())["spec"]["template"]["spec"]["containers"][0]
+    assert "merge /class/parts/shard-* --out /class/graded" in " ".join(merge["args"])
+    run = (folder / "run.sh").read_text()
+    assert run.index("wait --for=condition=complete --timeout=\"$timeout\" job/kit-grade") < run.index("merge.yaml")
+
+
+def test_the_slurm_scripts_parse_and_say_how_to_submit() -> None:
+    """deploy/slurm (run for real by tests/slurm, `make slurm-test`)."""
+    folder = ROOT / "deploy" / "slurm"
+    for script in sorted(folder.glob("*.s*")):
+        assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0, script
+    usage = subprocess.run(["bash", str(folder / "submit.sh")], capture_output=True, text=True, timeout=30)
+    assert usage.returncode == 2 and "submit.sh [--gpu] [--shards N]" in usage.stderr
+    gpu = (folder / "grade-gpu.sbatch").read_text()
+    assert "#SBATCH --gres=gpu:1" in gpu and gpu.index("selftest --device cuda") < gpu.index("grade-all")
+    assert "--dependency=\"afterok:$array\"" in (folder / "submit.sh").read_text()
