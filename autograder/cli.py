@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 from autograder.course.batch import grade_all, merge
+from autograder.course.shards import ShardError
+from autograder.course.shards import resolve as resolve_shard
 from autograder.judging import results as fmt
 from autograder.judging.registry import CHAPTERS
 from autograder.sandbox.limits import Limits
@@ -65,7 +67,14 @@ def default_workers() -> int:
 
 def _grade_all(args: argparse.Namespace) -> int:
     workers = args.workers if args.workers is not None else default_workers()
-    code = grade_all(args.root, args.out, workers, args.device, args.shard, args.junit)
+    try:
+        chosen = resolve_shard(args.shard, os.environ, args.shard_count)
+    except ShardError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if chosen is not None and args.shard == "auto":
+        print(f"shard {chosen.spec}: {chosen.source}", file=sys.stderr)
+    code = grade_all(args.root, args.out, workers, args.device, chosen.spec if chosen else None, args.junit)
     if code not in (0, 3):  # 3: some grader errors, listed on stderr; the other results stand
         return code
     print(f"results: {args.out}/results/<student>/<assignment>.json; summaries: {args.out}/summary.csv, "
@@ -180,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--workers", type=int,
                    help="parallel judges, each pinned to its own core (default: one per core)")
     a.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    a.add_argument("--shard", help="grade only shard i of n, as i/n (for a CI matrix); join with `merge`")
+    a.add_argument("--shard", help="grade only shard i of n, as i/n (for a CI matrix); join with `merge`. auto: "
+                   "from a Slurm job array (SLURM_ARRAY_TASK_ID and the array's bounds) or a Kubernetes Indexed Job "
+                   "(JOB_COMPLETION_INDEX, with --shard-count)")
+    a.add_argument("--shard-count", type=int, metavar="N", help="with --shard auto in a Kubernetes Indexed Job: the "
+                   "Job's completions (default: the AUTOGRADER_SHARD_COUNT variable)")
     a.add_argument("--junit", action="store_true", help="also write OUT/junit/<student>__<assignment>.xml")
     a.add_argument("--gradebook", action="store_true",
                    help="also write the scores into ROOT/gradebook.db with nbgrader's API (ROOT: a course dir)")

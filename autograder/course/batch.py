@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TypedDict
 
+from autograder.course import shards
 from autograder.judging import results as fmt
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean, csv_cell
@@ -327,13 +328,17 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
               "folder: nothing graded. Give the course folder, the one with submitted/<student>/<assignment>/ in "
               "it.", file=sys.stderr)
         return 2
+    try:
+        part = shards.parse(shard_spec) if shard_spec else None
+    except shards.ShardError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     jobs = discover(root)
     for stale in set_aside_stale(out, jobs):
         print(f"{stale}: its submission folder is gone (renamed or removed); its old result is set aside in "
               f"{out / 'stale'} and counts nowhere", file=sys.stderr)
-    if shard_spec:
-        i, n = (int(x) for x in shard_spec.split("/"))
-        jobs = shard(jobs, i, n)
+    if part is not None:
+        jobs = shard(jobs, part.index, part.count)
     todo = [j for j in jobs if not _done(out, j)]
     print(f"{len(jobs)} submissions, {len(jobs) - len(todo)} already graded, {len(todo)} to grade "
           f"with {workers} worker(s)", file=sys.stderr)
