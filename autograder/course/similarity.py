@@ -18,7 +18,7 @@ Python only.
 
 Independent correct answers must not be flagged. Three rules, per task (one answer cell):
 - the release's own code of that cell (the stub, the signature, the docstring) is boilerplate;
-- a fingerprint found in more than COMMON_SHARE of the class's submissions, and in at least COMMON_MIN, is the
+- a fingerprint found in at least COMMON_SHARE of the class's submissions, and in at least COMMON_MIN, is the
   class's common way of writing it (MOSS's -m), not evidence: it is left out too;
 - a pair is flagged only when what it shares covers at least MIN_MATCH characters of tokenized code and at least
   THRESHOLD of the smaller answer's fingerprinted code: a one-line puzzle that everyone writes the same way is
@@ -54,6 +54,7 @@ from autograder.course.reference import release_path
 from autograder.judging.notebook import NotebookError, load_submission
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean, csv_cell
+from autograder.judging.untrusted import safe_text
 
 ANSWERS = "answers"  # graded/answers/<student>/<assignment>.json: {"sha256", "cells": {grade_id: code}}
 FOLDER = "similarity"  # graded/similarity/pairs.json and pairs.csv
@@ -62,7 +63,7 @@ FOLDER = "similarity"  # graded/similarity/pairs.json and pairs.csv
 # where a name is one letter: 25 is about a dozen tokens, the size of one ordinary line.
 NOISE = 25
 WINDOW = 1
-COMMON_SHARE = 0.10  # a fingerprint in more than this share of the class is common knowledge ...
+COMMON_SHARE = 0.10  # a fingerprint in at least this share of the class is common knowledge ...
 COMMON_MIN = 5  # ... and in at least this many submissions (a small class has no "common" code)
 THRESHOLD = 0.73  # of the larger share: what the two answers share over the fingerprinted code of one of them
 MIN_MATCH = 120  # characters of tokenized code shared, at the least (about 5 ordinary lines)
@@ -151,7 +152,7 @@ def read_answers(graded: Path) -> dict[str, dict[str, dict[str, str]]]:
             code = {str(k): str(v) for k, v in cells.items() if isinstance(v, str)}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
-        out.setdefault(assignment, {})[clean(path.parent.name)] = code
+        out.setdefault(assignment, {})[safe_text(path.parent.name)] = code  # a folder name: student text
     return out
 
 

@@ -162,8 +162,9 @@ def test_the_command_makes_the_section_and_changes_no_score(graded: Path, capsys
 def test_student_code_is_text_on_the_page(tmp_path: Path) -> None:
     """Code, names and strings a student wrote are escaped: the page runs nothing of theirs."""
     code = _form(AMP, "LossScaler", "modular count").replace('"fresh"', repr(HOSTILE + "</pre></details>"))
+    name = '"><img src=x onerror=alert(2)>\x1b[2J\udcff'  # a folder name with a byte that is not UTF-8
     _class(tmp_path / "course", tmp_path / "graded", {"ann": {AMP: {"LossScaler": code}},
-                                                      "bob": {AMP: {"LossScaler": code + "\n# " + HOSTILE}}})
+                                                      name: {AMP: {"LossScaler": code + "\n# " + HOSTILE}}})
     similarity.save_answers(tmp_path / "course", tmp_path / "graded")
     similarity.write(tmp_path / "graded")
     page = Page()
@@ -172,7 +173,9 @@ def test_student_code_is_text_on_the_page(tmp_path: Path) -> None:
     assert not page.open
     assert {tag for tag, _ in page.tags} <= {"html", "body", "style", "h2", "h3", "h4", "p", "table", "tr", "th", "td",
                                               "details", "summary", "pre", "mark"}
-    assert HOSTILE in "".join(page.text)
+    text = "".join(page.text)
+    assert HOSTILE in text and '"><img src=x onerror=alert(2)>\\x1b[2J\\udcff' in text
+    (tmp_path / "page.html").write_text(similarity.section(tmp_path / "graded"), encoding="utf-8")  # strict UTF-8
 
 
 def test_merge_keeps_the_answers_and_a_folder_without_them_is_refused(graded: Path, tmp_path: Path,
