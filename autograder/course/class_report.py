@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.course.batch import GRADER_ERROR, row
+from autograder.course.similarity import review as similar_answers
 from autograder.course.similarity import section as similarity_section
 from autograder.judging import results as fmt
 from autograder.judging.report import clean, csv_cell
@@ -333,10 +334,13 @@ def analyse(graded: Path) -> Report:
     checks: dict[tuple[str, str, str], Check] = {}
     failures: dict[tuple[str, str], Failure] = {}
     flagged: list[Flagged] = []
+    similar = similar_answers(graded)  # (student, assignment) -> why: a lead for review, never a score
     for sub in subs:
         lesson = lessons.setdefault(sub.assignment, Lesson(sub.assignment))
         lesson.submissions += 1
         rank, reasons = _reasons(sub)
+        if (sub.student, sub.assignment) in similar:
+            rank, reasons = min(rank, 7), [*reasons, similar[(sub.student, sub.assignment)]]
         if reasons:
             lesson.flagged += 1
             flagged.append(Flagged(sub.student, sub.assignment, sub.score, sub.max_score, sub.status, reasons,

@@ -283,6 +283,17 @@ def _as_spans(value: Any) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in value]
 
 
+def review(graded: Path) -> dict[tuple[str, str], str]:
+    """(student, assignment) -> why the class report's review list names it: the tasks alike and with whom."""
+    found = load(graded)
+    alike: dict[tuple[str, str], list[str]] = {}
+    for p in found.pairs if found is not None else []:
+        for me, other in (p.students, p.students[::-1]):
+            alike.setdefault((me, p.assignment), []).append(f"{p.task} with {other} ({p.score:.0%})")
+    return {key: "answers alike (see Similar answers; no points depend on it): " + ", ".join(tasks)
+            for key, tasks in alike.items()}
+
+
 def update(root: Path | None, graded: Path) -> str:
     """grade-all's and merge's step (root: the course, whose answers are saved first): a line for the console.
     A failure is a note, never the run's: the scores are written already."""

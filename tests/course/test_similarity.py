@@ -6,6 +6,7 @@ to the same task, as honest students write them, and one-line puzzles that every
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -157,6 +158,8 @@ def test_the_command_makes_the_section_and_changes_no_score(graded: Path, capsys
     page = (graded / "report" / "report.html").read_text()
     assert "<h2>Similar answers</h2>" in page and "<mark>" in page
     assert page.index("Flagged for review") < page.index("Similar answers")
+    review = {r["student"]: r["reasons"] for r in csv.DictReader((graded / "report" / "flagged.csv").open())}
+    assert set(review) == {"cleo", "eve"} and "LossScaler with cleo" in review["eve"]
 
 
 def test_student_code_is_text_on_the_page(tmp_path: Path) -> None:
