@@ -143,9 +143,12 @@ def merge_answers(parts: Iterable[Path], out: Path) -> None:
 
 
 def read_answers(graded: Path) -> dict[str, dict[str, dict[str, str]]]:
-    """assignment -> student -> task -> code, from graded/answers; damaged files are skipped."""
+    """assignment -> student -> task -> code, from graded/answers; damaged files are skipped, and so are the
+    answers of a submission whose result grade-all has set aside (its folder is gone)."""
     out: dict[str, dict[str, dict[str, str]]] = {}
     for path in sorted((graded / ANSWERS).glob("*/*.json")):
+        if not (graded / "results" / path.parent.name / path.name).is_file():
+            continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             assignment, cells = str(data["assignment"]), data["cells"]

@@ -125,6 +125,12 @@ def test_a_disguised_copy_is_flagged_and_its_honest_classmates_are_not(graded: P
                               GATHER: {**{t: 4 for t in ["batch_gather", *PUZZLES]}, "batch_scatter_add": 4}}
 
 
+def test_a_submission_set_aside_is_compared_no_more(graded: Path) -> None:
+    """grade-all moves the result of a submission whose folder is gone to stale/: its answers count no more."""
+    (graded / "results" / "eve" / f"{AMP}.json").unlink()
+    assert similarity.find(graded).pairs == []
+
+
 def test_identical_one_line_puzzles_are_too_short_to_flag(graded: Path) -> None:
     """Every honest student wrote the same six puzzles: each is below the size a copy can be told at."""
     scores = {p.students: p for p in similarity.task_pairs(GATHER, "roll_rows", {
