@@ -202,3 +202,18 @@ def test_grading_never_imports_copydetect() -> None:
     code = ("import sys, autograder.cli, autograder.course.batch, autograder.judging.judge; "
             "assert 'copydetect' not in sys.modules and 'autograder.course.similarity' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_grade_all_keeps_the_answers_and_reports_on_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    course, out, ch = tmp_path / "course", tmp_path / "graded", "07_numerical_stability"
+    for student in ("ada", "bea"):  # the same code: softmax too short to judge, the bonus log_softmax long enough
+        (course / "submitted" / student / ch).mkdir(parents=True)
+        write_submission(course / "submitted" / student / ch, ch, solution_cells(ch))
+    assert cli.main(["grade-all", str(course), "--out", str(out), "--workers", "1"]) == 0
+    assert "similarity: 1 pair(s) of answers flagged" in capsys.readouterr().out
+    kept = json.loads((out / "answers" / "ada" / f"{ch}.json").read_text())
+    assert kept["cells"]["softmax"] == solution_cells(ch)["softmax"]
+    found = similarity.load(out)
+    assert found is not None and [(p.task, p.students) for p in found.pairs] == [("log_softmax", ("ada", "bea"))]
+    results = [json.loads(p.read_text()) for p in (out / "results").glob("*/*.json")]
+    assert len(results) == 2 and all(r["score"] >= r["max_score"] > 0 for r in results)  # full marks, both
