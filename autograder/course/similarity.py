@@ -65,9 +65,9 @@ NOISE = 25
 WINDOW = 1
 COMMON_SHARE = 0.10  # a fingerprint in at least this share of the class is common knowledge ...
 COMMON_MIN = 5  # ... and in at least this many submissions (a small class has no "common" code)
-THRESHOLD = 0.73  # of the larger share: what the two answers share over the fingerprinted code of one of them
+THRESHOLD = 0.73  # of the larger share: what the two answers share over the smaller one's fingerprinted code
 MIN_MATCH = 120  # characters of tokenized code shared, at the least (about 5 ordinary lines)
-MAX_CODE = 50_000  # characters of one cell compared; longer cells are cut (and say so)
+MAX_CODE = 50_000  # characters of one cell compared: a longer cell is compared on its first ones
 MAX_SHOWN = 20  # pairs shown per task on the page; pairs.csv has them all
 
 
@@ -82,8 +82,8 @@ class Pair:
     assignment: str
     task: str
     students: tuple[str, str]
-    score: float  # shared / the smaller answer's fingerprinted code
-    shares: tuple[float, float]  # the same for each student's answer
+    score: float  # the larger of `shares`
+    shares: tuple[float, float]  # the code shared over each answer's fingerprinted code
     matched: int  # characters of tokenized code shared
     code: tuple[str, str]
     spans: tuple[list[tuple[int, int]], list[tuple[int, int]]]  # the shared regions in each code, as offsets
@@ -114,7 +114,7 @@ def save_answers(root: Path, graded: Path) -> int:
     written = 0
     for job in discover(root):
         target = graded / ANSWERS / job.student / f"{job.assignment}.json"
-        if not job.notebook or not result_path(graded, job).exists():
+        if not result_path(graded, job).exists():
             continue
         try:
             if json.loads(target.read_text(encoding="utf-8")).get("sha256") == job.sha256:
@@ -122,10 +122,12 @@ def save_answers(root: Path, graded: Path) -> int:
         except (OSError, ValueError, AttributeError):
             pass
         try:
-            sub = load_submission(Path(job.notebook), job.assignment if job.assignment in CHAPTERS else None)
+            sub = load_submission(Path(job.notebook), job.assignment if job.assignment in CHAPTERS else None) if (
+                job.notebook) else None
         except NotebookError:
-            continue
-        if sub.error:
+            sub = None
+        if sub is None or sub.error:  # no notebook, or not one: no answers (those of an earlier version go)
+            target.unlink(missing_ok=True)
             continue
         cells = {c["id"]: c["source"] for c in sub.cells}
         _write_atomic(target, json.dumps({"sha256": job.sha256, "assignment": sub.chapter.id, "cells": cells}))

@@ -131,6 +131,13 @@ def test_a_submission_set_aside_is_compared_no_more(graded: Path) -> None:
     assert similarity.find(graded).pairs == []
 
 
+def test_a_notebook_replaced_by_a_broken_one_has_no_answers_any_more(graded: Path) -> None:
+    notebook = graded.parent / "course" / "submitted" / "eve" / AMP / f"{AMP}.ipynb"
+    notebook.write_text("{not json")
+    assert similarity.save_answers(graded.parent / "course", graded) == 0
+    assert not (graded / "answers" / "eve" / f"{AMP}.json").exists() and similarity.find(graded).pairs == []
+
+
 def test_identical_one_line_puzzles_are_too_short_to_flag(graded: Path) -> None:
     """Every honest student wrote the same six puzzles: each is below the size a copy can be told at."""
     scores = {p.students: p for p in similarity.task_pairs(GATHER, "roll_rows", {
