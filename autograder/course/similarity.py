@@ -12,9 +12,10 @@ as text (no files per cell), tokenizes with pygments and writes every name as on
 variables, functions and classes leave the fingerprints as they were; comments and whitespace are dropped, and
 a set of fingerprints does not care in which order functions come. It also takes "boilerplate" fingerprints to
 leave out: the release's starter code, and the class's common code (below). Dolos's tree-sitter tokens are
-finer, but it needs Node.js and its npm packages beside the kit, one process per run, and files on disk; its
-PyPI namesake is another project. Dolos would be the choice for a course in several languages; this one is
-Python only.
+finer (and it is the more active project: copydetect's last release is 0.5.0, March 2024), but it needs
+Node.js and its npm packages beside the kit, run as another process over files on disk; its PyPI namesake is
+another project. Dolos would be the choice for a course in several languages; this one is Python only, and
+copydetect is small enough (600 lines over numpy and pygments) to read and, if need be, to keep.
 
 Independent correct answers must not be flagged. Three rules, per task (one answer cell):
 - the release's own code of that cell (the stub, the signature, the docstring) is boilerplate;
