@@ -338,8 +338,8 @@ def _marked(code: str, spans: list[tuple[int, int]]) -> str:
     return "".join(parts) + _esc(code[at:])
 
 
-STYLE = ("<style>.sim{table-layout:fixed}.sim pre{margin:0;white-space:pre-wrap;word-break:break-word;"
-         "font:12px ui-monospace,monospace}.sim mark{background:#ffd86b}</style>")
+STYLE = ("<style>table.sim{table-layout:fixed;width:100%}.sim th{width:50%}.sim pre{margin:0;white-space:pre-wrap;"
+         "overflow-wrap:anywhere;font:12px ui-monospace,monospace}.sim mark{background:#ffd86b}</style>")
 
 
 def section(graded: Path) -> str:
