@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/similarity.py [--students 200] [--assignment 05_batch_gather] [--worst-case]
 
-Measured on the kit's 2-core machine, shared with other work (2026-11-26): 200 submissions of 05_batch_gather,
-25 s (about 6 s of CPU), no pair flagged; --worst-case, 128 s (about 30 s of CPU), 23 288 pairs flagged.
+Measured on the kit's 2-core machine, shared with seven other jobs (2026-11-26): 200 submissions of
+05_batch_gather, 5.6-6.2 s of CPU (25-42 s of wall time on the loaded machine), no pair flagged; --worst-case,
+29.7 s of CPU (220 s of wall time), 23 288 pairs flagged.
 
 1. Calibration: for every task of every chapter, every pair of different correct forms (the reference and the
    @right cases of autograder/chapters/*/cases.py) is an honest pair; each form against a copy of itself behind
