@@ -1,4 +1,4 @@
-"""Command line: `python -m autograder grade|grade-all|class-report|build|demo`."""
+"""Command line: `python -m autograder grade|grade-all|class-report|similarity|build|demo`."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def _grade_all(args: argparse.Namespace) -> int:
         return code
     print(f"results: {args.out}/results/<student>/<assignment>.json; summaries: {args.out}/summary.csv, "
           f"{args.out}/summary.json")
-    _report_after(args.out)
+    _report_after(args.out, args.root)
     if args.gradebook or args.feedback:
         from autograder.course.gradebook import record, write_feedback  # needs nbgrader: imported only here
         from autograder.judging.report import clean
@@ -119,9 +119,12 @@ def _class_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_after(graded: Path) -> None:
+def _report_after(graded: Path, root: Path | None = None) -> None:
     """The class report at the end of grade-all and merge: a failure is a warning, never the run's."""
+    from autograder.course.similarity import update
     from autograder.judging.report import clean
+
+    print(update(root, graded))  # the report's section on similar answers (root: keep its answers first)
 
     try:
         _class_report(argparse.Namespace(graded=graded, out=None))
@@ -132,8 +135,28 @@ def _report_after(graded: Path) -> None:
 def _merge(args: argparse.Namespace) -> int:
     code = merge(args.parts, args.out)
     if code == 0:
+        from autograder.course.similarity import merge_answers
+
+        merge_answers(args.parts, args.out)
         _report_after(args.out)
     return code
+
+
+def _similarity(args: argparse.Namespace) -> int:
+    from autograder.course.similarity import MissingTool, summary, write
+    from autograder.judging.report import clean
+
+    if not (args.graded / "answers").is_dir():
+        print(clean(f"error: {args.graded} holds no answers/ folder: give the --out folder of grade-all or merge "
+                    "(grade it again with this version of the kit to keep the answers)"), file=sys.stderr)
+        return 2
+    try:
+        found = write(args.graded)
+    except MissingTool as e:
+        print(clean(f"error: {e}"), file=sys.stderr)
+        return 2
+    print(summary(found, args.graded))
+    return _class_report(argparse.Namespace(graded=args.graded, out=args.out))
 
 
 def _bundle(args: argparse.Namespace) -> int:
@@ -210,6 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("graded", type=Path, help="the --out folder of grade-all or merge (with results/)")
     r.add_argument("--out", type=Path, help="where to write report.html and the CSV files (default: GRADED/report)")
     r.set_defaults(run=_class_report)
+
+    s = sub.add_parser("similarity", help="find pairs of students whose answer cells are unusually alike (copydetect, "
+                       "on this machine) and rewrite the class report with them; never changes a score")
+    s.add_argument("graded", type=Path, help="the --out folder of grade-all or merge (with answers/)")
+    s.add_argument("--out", type=Path, help="where the class report goes (default: GRADED/report)")
+    s.set_defaults(run=_similarity)
 
     z = sub.add_parser("bundle", help="build a Gradescope autograder zip for one assignment")
     z.add_argument("assignment", choices=sorted(CHAPTERS))

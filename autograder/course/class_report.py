@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from autograder.course.batch import GRADER_ERROR, row
+from autograder.course.similarity import review as similar_answers
+from autograder.course.similarity import section as similarity_section
 from autograder.judging import results as fmt
 from autograder.judging.report import clean, csv_cell
 from autograder.judging.results import Outcome, TestResult
@@ -332,10 +334,13 @@ def analyse(graded: Path) -> Report:
     checks: dict[tuple[str, str, str], Check] = {}
     failures: dict[tuple[str, str], Failure] = {}
     flagged: list[Flagged] = []
+    similar = similar_answers(graded)  # (student, assignment) -> why: a lead for review, never a score
     for sub in subs:
         lesson = lessons.setdefault(sub.assignment, Lesson(sub.assignment))
         lesson.submissions += 1
         rank, reasons = _reasons(sub)
+        if (sub.student, sub.assignment) in similar:
+            rank, reasons = min(rank, 7), [*reasons, similar[(sub.student, sub.assignment)]]
         if reasons:
             lesson.flagged += 1
             flagged.append(Flagged(sub.student, sub.assignment, sub.score, sub.max_score, sub.status, reasons,
@@ -723,6 +728,7 @@ def render(report: Report, images: dict[str, str], no_plots: str | None, files: 
                     "they name (the first sentence of the problem and of the hint); numbers, which differ with each "
                     "student's inputs, are shown as #.</p>" + _failures_table(report))
         body.append("<h2>Flagged for review</h2>" + _flagged_table(report))
+        body.append(similarity_section(report.source))
         body.append("<h2>Checks</h2><p class=muted>Pass rate: passed / (passed + wrong + not run). Not run: a stub "
                     "(not implemented) or a notebook whose code could not run at all. Skipped checks (CUDA-only on "
                     "CPU) are not scored.</p>" + _checks_tables(report))

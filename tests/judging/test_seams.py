@@ -77,7 +77,7 @@ def test_every_command_parses_where_the_os_has_no_sched_getaffinity(
     grade-all runs."""
     monkeypatch.delattr(os, "sched_getaffinity")
     monkeypatch.setattr(os, "cpu_count", lambda: 3)
-    for command in ("grade", "grade-all", "merge", "class-report", "bundle", "build", "selftest", "demo"):
+    for command in ("grade", "grade-all", "merge", "class-report", "similarity", "bundle", "build", "selftest", "demo"):
         with pytest.raises(SystemExit) as done:
             cli.main([command, "--help"])
         assert done.value.code == 0, command
