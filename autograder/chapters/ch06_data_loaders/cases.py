@@ -329,6 +329,233 @@ def iterable_through_torch():
                             index += 1
 
 
+# -- pad_collate ---------------------------------------------------------------------------------------------------
+
+
+@right("F.pad each image, then stack", only="pad_collate", points=5)
+def pad_each_then_stack():
+    def pad_collate(batch):
+        height = max(image.shape[1] for image in batch)
+        width = max(image.shape[2] for image in batch)
+        padded = [torch.nn.functional.pad(image, (0, width - image.shape[2], 0, height - image.shape[1]))
+                  for image in batch]
+        sizes = torch.tensor([list(image.shape[1:]) for image in batch], dtype=torch.long)
+        return torch.stack(padded), sizes
+
+
+@right("torch.zeros and copy_ in a loop", only="pad_collate", points=5)
+def zeros_and_copy():
+    def pad_collate(batch):
+        sizes = torch.as_tensor([image.shape[-2:] for image in batch])
+        out = torch.zeros(len(batch), 3, int(sizes[:, 0].max()), int(sizes[:, 1].max()), dtype=torch.uint8)
+        for slot, image in zip(out, batch, strict=True):
+            slot[:, :image.shape[1], :image.shape[2]].copy_(image)
+        return out, sizes
+
+
+@right("numpy, channels last, then permuted", only="pad_collate", points=5)
+def through_numpy():
+    def pad_collate(batch):
+        arrays = [image.permute(1, 2, 0).numpy() for image in batch]
+        height, width = max(a.shape[0] for a in arrays), max(a.shape[1] for a in arrays)
+        out = np.zeros((len(arrays), height, width, 3), np.uint8)
+        for i, a in enumerate(arrays):
+            out[i, :a.shape[0], :a.shape[1]] = a
+        sizes = torch.from_numpy(np.array([a.shape[:2] for a in arrays], np.int64))
+        return torch.from_numpy(out).permute(0, 3, 1, 2), sizes
+
+
+@wrong("stacks without padding", edits="pad_collate",
+       fails={"check_pad_collate_notebook_example": "stack expects each tensor to be equal",
+              "check_pad_collate_random_batches": "needs images of one size"})
+def stacks_without_padding():
+    def pad_collate(batch):
+        sizes = torch.tensor([[image.shape[1], image.shape[2]] for image in batch], dtype=torch.int64)
+        return torch.stack(batch), sizes
+
+
+@wrong("pads top and left", fails={"check_pad_collate_random_batches": "padding is at the top and left"},
+       edits="pad_collate")
+def pads_top_left():
+    def pad_collate(batch):
+        sizes = torch.tensor([[image.shape[1], image.shape[2]] for image in batch], dtype=torch.int64)
+        height, width = sizes.max(dim=0).values.tolist()
+        images = batch[0].new_zeros((len(batch), 3, height, width))
+        for i, image in enumerate(batch):
+            images[i, :, height - image.shape[1]:, width - image.shape[2]:] = image
+        return images, sizes
+
+
+@wrong("centred", fails={"check_pad_collate_random_batches": "padding is on every side"}, edits="pad_collate")
+def centred():
+    def pad_collate(batch):
+        sizes = torch.tensor([[image.shape[1], image.shape[2]] for image in batch], dtype=torch.int64)
+        height, width = sizes.max(dim=0).values.tolist()
+        images = batch[0].new_zeros((len(batch), 3, height, width))
+        for i, image in enumerate(batch):
+            top, left = (height - image.shape[1]) // 2, (width - image.shape[2]) // 2
+            images[i, :, top:top + image.shape[1], left:left + image.shape[2]] = image
+        return images, sizes
+
+
+@wrong("converts to float", fails={"check_pad_collate_notebook_example": "converts the dtype"}, edits="pad_collate")
+def converts_to_float():
+    def pad_collate(batch):
+        sizes = torch.tensor([[image.shape[1], image.shape[2]] for image in batch], dtype=torch.int64)
+        height, width = sizes.max(dim=0).values.tolist()
+        images = torch.zeros((len(batch), 3, height, width))
+        for i, image in enumerate(batch):
+            images[i, :, :image.shape[1], :image.shape[2]] = image / 255
+        return images, sizes
+
+
+@wrong("sizes as (W, H)", fails={"check_pad_collate_notebook_example": "(W, H) order"}, edits="pad_collate")
+def sizes_width_first():
+    def pad_collate(batch):
+        sizes = torch.tensor([[image.shape[2], image.shape[1]] for image in batch], dtype=torch.int64)
+        height = max(image.shape[1] for image in batch)
+        width = max(image.shape[2] for image in batch)
+        images = batch[0].new_zeros((len(batch), 3, height, width))
+        for i, image in enumerate(batch):
+            images[i, :, :image.shape[1], :image.shape[2]] = image
+        return images, sizes
+
+
+@wrong("height and width swapped", fails={"check_pad_collate_notebook_example": "height and width swapped"},
+       edits="pad_collate")
+def height_and_width_swapped():
+    def pad_collate(batch):
+        sizes = torch.tensor([[image.shape[1], image.shape[2]] for image in batch], dtype=torch.int64)
+        height, width = sizes.max(dim=0).values.tolist()
+        images = batch[0].new_zeros((len(batch), 3, width, height))
+        for i, image in enumerate(batch):
+            images[i, :, :image.shape[2], :image.shape[1]] = image.transpose(1, 2)
+        return images, sizes
+
+
+@wrong("padded with 255", fails={"check_pad_collate_notebook_example": "padding is 255"}, edits="pad_collate")
+def padded_with_255():
+    def pad_collate(batch):
+        sizes = torch.tensor([[image.shape[1], image.shape[2]] for image in batch], dtype=torch.int64)
+        height, width = sizes.max(dim=0).values.tolist()
+        images = torch.full((len(batch), 3, height, width), 255, dtype=torch.uint8)
+        for i, image in enumerate(batch):
+            images[i, :, :image.shape[1], :image.shape[2]] = image
+        return images, sizes
+
+
+@wrong("square padding", fails={"check_pad_collate_random_batches": "square of the largest side"},
+       edits="pad_collate")
+def square_padding():
+    def pad_collate(batch):
+        sizes = torch.tensor([[image.shape[1], image.shape[2]] for image in batch], dtype=torch.int64)
+        side = int(sizes.max())
+        images = batch[0].new_zeros((len(batch), 3, side, side))
+        for i, image in enumerate(batch):
+            images[i, :, :image.shape[1], :image.shape[2]] = image
+        return images, sizes
+
+
+@wrong("sizes as int32", fails={"check_pad_collate_notebook_example": "not torch.int64"}, edits="pad_collate")
+def sizes_int32():
+    def pad_collate(batch):
+        sizes = torch.tensor([[image.shape[1], image.shape[2]] for image in batch], dtype=torch.int32)
+        height, width = sizes.max(dim=0).values.tolist()
+        images = batch[0].new_zeros((len(batch), 3, height, width))
+        for i, image in enumerate(batch):
+            images[i, :, :image.shape[1], :image.shape[2]] = image
+        return images, sizes
+
+
+@wrong("unsqueeze_ on the inputs", fails={"check_pad_collate_leaves_inputs": "changed 3 of the images"},
+       edits="pad_collate")
+def unsqueeze_in_place():
+    def pad_collate(batch):
+        sizes = torch.tensor([[image.shape[1], image.shape[2]] for image in batch], dtype=torch.int64)
+        height, width = sizes.max(dim=0).values.tolist()
+        padded = [torch.nn.functional.pad(image.unsqueeze_(0), (0, width - image.shape[-1], 0,
+                                                                 height - image.shape[-2])) for image in batch]
+        return torch.cat(padded), sizes
+
+
+@wrong("sorts the batch by size", fails={"check_pad_collate_random_batches": "is not in images"},
+       edits="pad_collate")
+def sorts_the_batch():
+    def pad_collate(batch):
+        batch.sort(key=lambda image: image.shape[1] * image.shape[2], reverse=True)
+        sizes = torch.tensor([[image.shape[1], image.shape[2]] for image in batch], dtype=torch.int64)
+        height, width = sizes.max(dim=0).values.tolist()
+        images = batch[0].new_zeros((len(batch), 3, height, width))
+        for i, image in enumerate(batch):
+            images[i, :, :image.shape[1], :image.shape[2]] = image
+        return images, sizes
+
+
+# -- seed_worker ---------------------------------------------------------------------------------------------------
+
+
+@right("get_worker_info().seed", only="seed_worker", points=3)
+def info_seed():
+    def seed_worker(worker_id):
+        info = get_worker_info()
+        info.dataset.rng = np.random.default_rng(info.seed)
+
+
+@right("numpy's global generator, seeded by torch in every worker", only="seed_worker", points=3)
+def from_numpy_global():
+    def seed_worker(worker_id):
+        get_worker_info().dataset.rng = np.random.default_rng(np.random.randint(0, 2**31, size=4))
+
+
+@right("state replaced in place, seed from the id and torch's seed", only="seed_worker", points=3)
+def state_in_place():
+    def seed_worker(worker_id):
+        fresh = np.random.default_rng([worker_id, torch.initial_seed() % 2**32])
+        get_worker_info().dataset.rng.bit_generator.state = fresh.bit_generator.state
+
+
+@wrong("the documentation's recipe: random and np.random only",
+       fails={"check_seed_worker_notebook_example": "start in the same state",
+              "check_seed_worker_workers_differ_reproducibly": "start in the same state"}, edits="seed_worker")
+def globals_only():
+    def seed_worker(worker_id):
+        import random
+
+        seed = torch.initial_seed() % 2**32
+        np.random.seed(seed)
+        random.seed(seed)
+
+
+@wrong("does nothing", fails={"check_seed_worker_new_each_epoch_and_seed": "the augmentations repeat"},
+       edits="seed_worker")
+def does_nothing():
+    def seed_worker(worker_id):
+        pass
+
+
+@wrong("seeded from worker_id alone", fails={"check_seed_worker_new_each_epoch_and_seed": "augmentations repeat"},
+       edits="seed_worker")
+def worker_id_alone():
+    def seed_worker(worker_id):
+        get_worker_info().dataset.rng = np.random.default_rng(worker_id)
+
+
+@wrong("seeded from the copied rng", fails={"check_seed_worker_new_each_epoch_and_seed": "augmentations repeat"},
+       edits="seed_worker")
+def from_copied_rng():
+    def seed_worker(worker_id):
+        dataset = get_worker_info().dataset
+        dataset.rng = np.random.default_rng(int(dataset.rng.integers(2**62)) + worker_id)
+
+
+@wrong("unseeded default_rng", fails={"check_seed_worker_notebook_example": "drew different numbers",
+                                      "check_seed_worker_workers_differ_reproducibly": "drew different numbers"},
+       edits="seed_worker")
+def unseeded():
+    def seed_worker(worker_id):
+        get_worker_info().dataset.rng = np.random.default_rng()
+
+
 # -- ShuffleBuffer -------------------------------------------------------------------------------------------------
 # The stretch task (bonus). Each wrong form is the compact ShuffleBuffer on random.Random, the first correct
 # form, with one part changed: an edit of it.

@@ -25,6 +25,7 @@ from autograder.chapters.ch06_data_loaders.inputs import (
     Image,
     directory_example,
     new_folder,
+    plain_image,
     random_image,
     random_images,
     random_name,
@@ -33,9 +34,15 @@ from autograder.chapters.ch06_data_loaders.inputs import (
     write_directory,
     write_tar,
 )
-from autograder.chapters.ch06_data_loaders.oracles import INDEX_HINT, SORT_HINT, expect_each_once, expect_image
+from autograder.chapters.ch06_data_loaders.oracles import (
+    INDEX_HINT,
+    SORT_HINT,
+    expect_each_once,
+    expect_image,
+    expect_padded,
+)
 from autograder.judging.api import Remote, StudentApi, answer, harness
-from autograder.judging.expect import failure
+from autograder.judging.expect import failure, show
 from autograder.judging.plugin import check
 from autograder.judging.remote import StudentError, describe_call, summarize
 from autograder.judging.source import subclasses, task_code
@@ -68,6 +75,12 @@ class Resumed(TypedDict, total=False):
     resumed1: list[Any]
 
 
+class Collated(TypedDict):
+    out: Any  # what pad_collate returned
+    same_list: bool  # whether the list it was given still holds the same tensors, in order
+    after: list[Any]  # the tensors it was given, as they are after the call
+
+
 class Api(StudentApi):
     @answer
     def ImageDirectoryDataset(self, path: str, pattern: str = "*.png") -> RemoteObject:
@@ -96,6 +109,27 @@ class Api(StudentApi):
     @harness()
     def stream_error(self, dataset: RemoteObject, num_workers: int, timeout: float, limit: int) -> Raised:
         """Streams like stream_tar; the exception it raises, as plain data (nothing of the grader's)."""
+
+    @answer
+    def pad_collate(self, batch: list[Any]) -> Any:
+        """(images uint8 [B, 3, max H, max W] padded at the bottom and right with 0, sizes int64 [B, 2] of (H, W))."""
+
+    @harness()
+    def collate(self, images: list[Any]) -> Collated:
+        """pad_collate on the images as the datasets give them (channels-first views); the inputs after the call."""
+
+    @harness()
+    def collate_loader(self, images: list[Any], batch_size: int, num_workers: int, timeout: float,
+                       limit: int) -> list[Any]:
+        """The batches of DataLoader(the images, batch_size=..., collate_fn=pad_collate, num_workers=...)."""
+
+    @answer
+    def seed_worker(self, worker_id: int) -> None:
+        """A worker_init_fn: gives the worker's copy of the dataset its own `rng`, from the worker's torch seed."""
+
+    @harness()
+    def seeded_epochs(self, count: int, num_workers: int, seed: int, epochs: int, timeout: float) -> list[Any]:
+        """`epochs` epochs of one DataLoader(random draws, worker_init_fn=seed_worker, generator seeded with seed)."""
 
     @answer
     def ShuffleBuffer(self, source: Any, buffer_size: int, seed: int = 0) -> RemoteObject:
@@ -436,6 +470,183 @@ def check_tar_second_epoch(api: Api, rng: torch.Generator) -> None:
         items = read_through_loader(api.stream_tar, ds, workers, len(images), f"epoch {epoch} of the same dataset")
         call = f"epoch {epoch}: " + loader_call("TarImageDataset", "[2 tar files]", workers)
         expect_each_once(items, images, call, SHARD_HINT if workers else ONCE_HINT, EPOCH_HINT)
+
+
+# -- pad_collate ------------------------------------------------------------------------------
+
+STACK_HINT = ("torch.stack (what DataLoader's default collate does) needs images of one size: make one zero tensor "
+              "of the largest height and width and copy each image into its top-left corner.")
+MUTATE_HINT = ("Leave the batch alone: no in-place operations on its images (unsqueeze_, resize_, copy_ into "
+               "them, ...) and no sort, pop or reassignment of the list. Copy each image into the new tensor.")
+
+
+def collate_call(images: list[torch.Tensor]) -> str:
+    return "pad_collate([" + ", ".join(f"[3, {im.shape[1]}, {im.shape[2]}]" for im in images) + "])"
+
+
+def random_batch(rng: torch.Generator, count: int, equal: bool = False) -> list[torch.Tensor]:
+    """`count` random uint8 [3, H, W] images, sides 1 to 40 (all of one size if `equal`)."""
+    sides = torch.randint(1, 41, (1 if equal else count, 2), generator=rng).expand(count, 2).tolist()
+    return [torch.randint(0, 256, (3, h, w), generator=rng, dtype=torch.uint8) for h, w in sides]
+
+
+def collate_once(api: Api, images: list[torch.Tensor]) -> Collated:
+    """The student's pad_collate on `images` (as views, as the datasets give them), its output judged."""
+    call = collate_call(images)
+    inputs = ["each image a uint8 [3, H, W] view of an [H, W, 3] array, as ImageDirectoryDataset returns it"]
+    run = api.collate.using(call=call, hint=STACK_HINT)(images)
+    expect_padded(run["out"], images, call, inputs)
+    return run
+
+
+@check(task="pad_collate", points=1, visible=True)
+def check_pad_collate_notebook_example(api: Api) -> None:
+    """the notebook's example: three plain-colour images of different sizes"""
+    images = [plain_image(name, colour, h, w).rgb for name, colour, h, w in
+              (("a", (255, 0, 0), 4, 6), ("b", (0, 255, 0), 5, 3), ("c", (0, 0, 255), 2, 2))]
+    collate_once(api, images)
+
+
+@check(task="pad_collate", points=2)
+def check_pad_collate_random_batches(api: Api, rng: torch.Generator) -> None:
+    """random batches of 1 to 6 images of random sizes (1 to 40 pixels a side), one of equal sizes: pixels, zero
+    padding at the bottom and right, (H, W) sizes, dtypes"""
+    for count in (1, 2, 3, 4, 5, 6, 6, 3):
+        collate_once(api, random_batch(rng, count))
+    collate_once(api, random_batch(rng, 4, equal=True))
+
+
+@check(task="pad_collate", points=1)
+def check_pad_collate_leaves_inputs(api: Api, rng: torch.Generator) -> None:
+    """a right answer that leaves the batch unchanged: the list and each of its images"""
+    for count in (3, 5):
+        images = random_batch(rng, count)
+        run = collate_once(api, images)
+        after = run["after"]
+        changed = [i for i, (a, b) in enumerate(zip(after, images, strict=True))
+                   if not (isinstance(a, torch.Tensor) and a.shape == b.shape and torch.equal(a, b))]
+        if changed:
+            i = changed[0]
+            raise failure(call=collate_call(images), expected=f"image {i} unchanged: {show(images[i])}",
+                          got=f"after the call: {show(after[i])}",
+                          problem=f"pad_collate changed {len(changed)} of the images it was given (in place)",
+                          hint=MUTATE_HINT)
+        if not run["same_list"]:
+            raise failure(call=collate_call(images), expected="the list given still holds its images, in order",
+                          got="after the call it does not", problem="pad_collate changed the list it was given",
+                          hint=MUTATE_HINT)
+
+
+@check(task="pad_collate", points=1)
+def check_pad_collate_dataloader_workers(api: Api, rng: torch.Generator) -> None:
+    """as DataLoader(..., batch_size=4, collate_fn=pad_collate) with 0 and 2 workers: every batch padded right"""
+    images = random_batch(rng, int(torch.randint(9, 15, (1,), generator=rng)))
+    for workers in (0, 2):
+        per_item = api.student.limits.call_seconds
+        loader = api.collate_loader.using(timeout=per_item + 5.0 * workers + MARGIN_SECONDS, hint=STACK_HINT)
+        batches = loader(images, 4, workers, per_item, len(images))
+        call = f"DataLoader({len(images)} images, batch_size=4, collate_fn=pad_collate, num_workers={workers})"
+        groups = [images[k:k + 4] for k in range(0, len(images), 4)]
+        if not isinstance(batches, list) or len(batches) != len(groups):
+            raise failure(call=call, expected=f"{len(groups)} batches", got=summarize(batches),
+                          problem="a batch for every 4 images", hint=STACK_HINT)
+        for k, (batch, group) in enumerate(zip(batches, groups, strict=True)):
+            expect_padded(batch, group, f"{call}, batch {k}", [f"batch {k}: {collate_call(group)}"])
+
+
+# -- seed_worker --------------------------------------------------------------------------------
+
+SEED_WORKER_HINT = ("In seed_worker, info = get_worker_info() gives the worker's copy of the dataset "
+                    "(info.dataset); give it a new generator: info.dataset.rng = np.random.default_rng(seed), with "
+                    "seed = torch.initial_seed() (or info.seed), which the DataLoader makes from its generator and "
+                    "the worker's id. Seeding random and numpy.random does not reach a generator the dataset holds.")
+REPRODUCE_HINT = ("Seed the new generator only from torch.initial_seed() (or get_worker_info().seed): the clock, "
+                  "os.urandom or np.random.default_rng() without a seed give new numbers on every run.")
+NEW_EPOCH_HINT = ("The DataLoader draws a new base seed from its generator every epoch, and torch.initial_seed() in "
+                  "a worker is that base seed + worker_id. A seed made from worker_id alone, or drawn from the "
+                  "dataset's copied rng, is the same every epoch.")
+
+
+def seeded_call(count: int, workers: int, seed: int) -> str:
+    return (f"DataLoader(RandomDraws({count}), batch_size=None, num_workers={workers}, worker_init_fn=seed_worker, "
+            f"generator=torch.Generator().manual_seed({seed}))")
+
+
+def seeded_epochs(api: Api, count: int, workers: int, seed: int, epochs: int) -> list[list[tuple[int, int]]]:
+    """Each epoch's draws, item by item, checked for their form (one item per index, in order)."""
+    per_item = api.student.limits.call_seconds
+    run = api.seeded_epochs.using(timeout=epochs * (per_item + 5.0 * workers + MARGIN_SECONDS),
+                                  call=seeded_call(count, workers, seed), hint=SEED_WORKER_HINT)
+    got = run(count, workers, seed, epochs, per_item)
+    out = []
+    for epoch in got:
+        if (not isinstance(epoch, list) or [item[0] if isinstance(item, list) else None for item in epoch]
+                != list(range(count))):
+            raise failure(call=seeded_call(count, workers, seed), expected=f"items 0 .. {count - 1} in order",
+                          got=summarize(epoch), problem="the DataLoader did not give every item once, in order",
+                          hint="seed_worker should change the dataset's rng only.")
+        out.append([(item[1], item[2]) for item in epoch])
+    return out
+
+
+def expect_distinct(draws: list[tuple[int, int]], call: str) -> None:
+    seen: dict[tuple[int, int], int] = {}
+    for i, pair in enumerate(draws):
+        if pair in seen:
+            raise failure(call=call, expected="random numbers of every item different from every other item's",
+                          got=f"items {seen[pair]} and {i} drew the same numbers {list(pair)}",
+                          problem="the workers' copies of dataset.rng start in the same state: each worker repeats "
+                                  "the others' augmentations", hint=SEED_WORKER_HINT)
+        seen[pair] = i
+
+
+def expect_same(first: list[list[tuple[int, int]]], again: list[list[tuple[int, int]]], call: str) -> None:
+    for epoch, (a, b) in enumerate(zip(first, again, strict=True)):
+        i = next((i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), None)
+        if i is not None:
+            raise failure(call=call + ", twice", expected=f"epoch {epoch}, item {i}: {list(a[i])} both times",
+                          got=f"{list(a[i])}, then {list(b[i])}",
+                          problem="two DataLoaders with the same generator seed drew different numbers",
+                          hint=REPRODUCE_HINT)
+
+
+@check(task="seed_worker", points=1, visible=True)
+def check_seed_worker_notebook_example(api: Api) -> None:
+    """the notebook's example: 8 items, 2 workers, generator seed 0, twice: every item's numbers its own, the same
+    in both runs"""
+    first, again = seeded_epochs(api, 8, 2, 0, 1), seeded_epochs(api, 8, 2, 0, 1)
+    expect_distinct(first[0], seeded_call(8, 2, 0))
+    expect_same(first, again, seeded_call(8, 2, 0))
+
+
+@check(task="seed_worker", points=1)
+def check_seed_worker_workers_differ_reproducibly(api: Api, rng: torch.Generator) -> None:
+    """2 and 3 workers, random generator seeds, two epochs: no two items draw the same numbers, and a second
+    DataLoader with the same seed draws the same ones"""
+    for workers in (2, 3):
+        count, seed = int(torch.randint(9, 16, (1,), generator=rng)), int(torch.randint(0, 2**31, (1,), generator=rng))
+        first, again = seeded_epochs(api, count, workers, seed, 2), seeded_epochs(api, count, workers, seed, 2)
+        for epoch in first:
+            expect_distinct(epoch, seeded_call(count, workers, seed))
+        expect_same(first, again, seeded_call(count, workers, seed))
+
+
+@check(task="seed_worker", points=1)
+def check_seed_worker_new_each_epoch_and_seed(api: Api, rng: torch.Generator) -> None:
+    """1 and 2 workers: a new epoch, and another generator seed, draw new numbers for every item"""
+    for workers in (1, 2):
+        count = int(torch.randint(5, 10, (1,), generator=rng))
+        seed, other = (int(s) for s in torch.randperm(2**20, generator=rng)[:2])
+        (first, second), (third,) = seeded_epochs(api, count, workers, seed, 2), seeded_epochs(api, count, workers,
+                                                                                                other, 1)
+        for label, later in (("epoch 1 of the same DataLoader", second), (f"generator seed {other}", third)):
+            repeated = [i for i, (a, b) in enumerate(zip(first, later, strict=True)) if a == b]
+            if repeated:
+                i = repeated[0]
+                raise failure(call=seeded_call(count, workers, seed), expected=f"{label}: new numbers for every item",
+                              got=f"item {i} drew {list(first[i])} in epoch 0 and again with {label}",
+                              problem=f"{len(repeated)} of {count} items drew the same numbers again: the "
+                                      "augmentations repeat", hint=NEW_EPOCH_HINT)
 
 
 # -- ShuffleBuffer (the stretch task, bonus points) ------------------------------------------

@@ -12,7 +12,7 @@ import re
 import time
 from typing import Any
 
-from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
 
 def _as_is(item: Any) -> Any:
@@ -47,15 +47,16 @@ def _cell_frames_only(text: str) -> str:
     return "\n".join([head, *kept, *lines[end:]])
 
 
-def _collect(dataset: Any, num_workers: int, timeout: float, limit: int) -> list[Any]:
+def _collect(dataset: Any, num_workers: int, timeout: float, limit: int, **options: Any) -> list[Any]:
     """Everything `DataLoader(dataset, batch_size=None, num_workers=...)` yields, up to `limit` items.
 
     `timeout` bounds the wait for each item from a worker; workers are forked
-    (the student's classes live in no importable module).
+    (the student's classes live in no importable module). `options` replace the
+    DataLoader's other arguments (batch_size, collate_fn, worker_init_fn, generator).
     """
-    loader = DataLoader(dataset, batch_size=None, num_workers=num_workers, collate_fn=_as_is,
-                        timeout=timeout if num_workers else 0,
-                        multiprocessing_context="fork" if num_workers else None)
+    settings: dict[str, Any] = {"batch_size": None, "collate_fn": _as_is, **options}
+    loader = DataLoader(dataset, num_workers=num_workers, timeout=timeout if num_workers else 0,
+                        multiprocessing_context="fork" if num_workers else None, **settings)
     items: list[Any] = []
     iterator = iter(loader)
     try:
@@ -133,6 +134,77 @@ def stream_error(dataset: Any, num_workers: int, timeout: float, limit: int) -> 
         return {"type": type(e).__name__, "value_error": isinstance(e, ValueError),
                 "message": _own_message(str(e))[:2000]}
     return {"type": None, "count": len(items)}
+
+
+# -- pad_collate -------------------------------------------------------------------------
+
+
+def _as_loaded(image: Any) -> Any:
+    """`image` ([3, H, W]) as the datasets give it: a channels-first view of an [H, W, 3] array."""
+    return image.permute(1, 2, 0).contiguous().permute(2, 0, 1)
+
+
+def collate(images: list[Any]) -> dict[str, Any]:
+    """The student's pad_collate on the images as the datasets give them (views): what it returned, the tensors it
+    was given as they are after the call, and whether the list itself still holds them, in order."""
+    batch = [_as_loaded(image) for image in images]
+    given = list(batch)
+    out = globals()["student"]["pad_collate"](batch)
+    same_list = len(batch) == len(given) and all(a is b for a, b in zip(batch, given, strict=True))
+    return {"out": out, "same_list": same_list, "after": [image.clone() for image in given]}
+
+
+class _Images(Dataset):
+    """A map-style dataset of the judge's images, each as the datasets give it."""
+
+    def __init__(self, images: list[Any]) -> None:
+        super().__init__()
+        self.images = images
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, index: int) -> Any:
+        return _as_loaded(self.images[index])
+
+
+def collate_loader(images: list[Any], batch_size: int, num_workers: int, timeout: float, limit: int) -> list[Any]:
+    """The batches of DataLoader(the images, batch_size=..., collate_fn=pad_collate, num_workers=...)."""
+    return _collect(_Images(images), num_workers, timeout, limit, batch_size=batch_size,
+                    collate_fn=globals()["student"]["pad_collate"])
+
+
+# -- seed_worker ---------------------------------------------------------------------------
+
+
+class _RandomDraws(Dataset):
+    """Item i is [i, two numbers drawn from self.rng]: an augmentation's random numbers. The generator is made in
+    __init__, in the main process, so every worker starts with a copy of the same one unless seed_worker
+    replaces it."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        import numpy as np
+
+        self.count, self.rng = count, np.random.default_rng(0)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int) -> Any:
+        return [index, *(int(x) for x in self.rng.integers(0, 2**62, size=2))]
+
+
+def seeded_epochs(count: int, num_workers: int, seed: int, epochs: int, timeout: float) -> list[Any]:
+    """`epochs` epochs of one DataLoader(count items of random draws, batch_size=None, num_workers=...,
+    worker_init_fn=seed_worker, generator=torch.Generator().manual_seed(seed)), each epoch's items in order."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    dataset = _RandomDraws(count)
+    init = globals()["student"]["seed_worker"]
+    return [_collect(dataset, num_workers, timeout, count + 4, worker_init_fn=init, generator=generator)
+            for _ in range(epochs)]
 
 
 # -- ShuffleBuffer (the stretch task) ---------------------------------------------------
