@@ -7,6 +7,9 @@ the notebook's imports cell that the code uses.
 Not shipped to Gradescope (autograder/course/bundle.py).
 """
 
+import copy
+import io
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -16,7 +19,7 @@ from autograder.course.cases import right, wrong
 # -- AffineScalar --------------------------------------------------------------------------------------------------
 
 
-@wrong("plain tensors, not nn.Parameter", fails={"check_affine_parameters_registered": "parameters() is empty"})
+@wrong("plain tensors, not nn.Parameter", fails={"check_affine_scalar": "parameters() is empty"})
 def plain_tensors_not_nn_parameter():
     class AffineScalar(nn.Module):
         def __init__(self):
@@ -28,7 +31,7 @@ def plain_tensors_not_nn_parameter():
             return self.a * x + self.b
 
 
-@wrong("parameters of shape []", fails={"check_affine_parameters_registered": "'a': []"})
+@wrong("parameters of shape []", fails={"check_affine_scalar": "'a': []"})
 def parameters_of_shape_empty():
     class AffineScalar(nn.Module):
         def __init__(self):
@@ -40,7 +43,7 @@ def parameters_of_shape_empty():
             return self.a * x + self.b
 
 
-@wrong("a and b swapped", fails={"check_affine_forward": "values differ"})
+@wrong("a and b swapped", fails={"check_affine_scalar": "values differ"})
 def a_and_b_swapped():
     class AffineScalar(nn.Module):
         def __init__(self):
@@ -55,7 +58,7 @@ def a_and_b_swapped():
 # -- LinearRegressor -----------------------------------------------------------------------------------------------
 
 
-@wrong("no squeeze", fails={"check_linear_regressor_forward": "squeeze(1)"})
+@wrong("no squeeze", fails={"check_linear_regressor": "squeeze(1)"})
 def no_squeeze():
     class LinearRegressor(nn.Module):
         def __init__(self):
@@ -66,7 +69,7 @@ def no_squeeze():
             return self.linear(x.unsqueeze(1))
 
 
-@wrong("Linear not named linear", fails={"check_linear_regressor_structure": "submodule `linear`"})
+@wrong("Linear not named linear", fails={"check_linear_regressor": "submodule `linear`"})
 def linear_not_named_linear():
     class LinearRegressor(nn.Module):
         def __init__(self):
@@ -212,6 +215,110 @@ def optim_inside():
         optimizer.step()
         return ([c.detach() for c in copies],
                 [optimizer.state[c]["momentum_buffer"].clone() for c in copies])
+
+
+# -- checkpoint and restore ----------------------------------------------------------------------------------------
+
+
+@right("every tensor cloned by a helper of its own", only="checkpoint", points=5)
+def cloned_by_a_helper():
+    def _copied(value):
+        if isinstance(value, torch.Tensor):
+            return value.detach().clone()
+        if isinstance(value, dict):
+            return {k: _copied(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(_copied(v) for v in value)
+        return value
+
+    def checkpoint(model, optimizer, step):
+        return {"model": _copied(model.state_dict()), "optimizer": _copied(optimizer.state_dict()), "step": step}
+
+    def restore(model, optimizer, ckpt):
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        return ckpt["step"]
+
+
+@right("the bytes torch.save writes, the step as a tensor", only="checkpoint", points=5)
+def bytes_of_torch_save():
+    def checkpoint(model, optimizer, step):
+        buffer = io.BytesIO()
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, buffer)
+        return {"blob": buffer.getvalue(), "step": torch.tensor(step)}
+
+    def restore(model, optimizer, ckpt):
+        saved = torch.load(io.BytesIO(ckpt["blob"]), weights_only=True)
+        optimizer.load_state_dict(saved["optimizer"])
+        model.load_state_dict(saved["model"])
+        return int(ckpt["step"])
+
+
+@wrong("checkpoint: state_dicts not copied", fails={"check_checkpoint_is_a_copy": "live tensors"}, edits="checkpoint")
+def state_dicts_not_copied():
+    def checkpoint(model, optimizer, step):
+        return {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}
+
+
+@wrong("checkpoint: a shallow copy of the optimizer's state_dict", fails={"check_checkpoint_is_a_copy": "live tensors"},
+       edits="checkpoint")
+def shallow_optimizer_copy():
+    def checkpoint(model, optimizer, step):
+        return {"model": copy.deepcopy(model.state_dict()), "optimizer": dict(optimizer.state_dict()), "step": step}
+
+
+@wrong("checkpoint: no optimizer state",
+       fails={"check_checkpoint_resume_momentum": "optimizer's state was not restored"}, edits="checkpoint")
+def no_optimizer_state():
+    def checkpoint(model, optimizer, step):
+        return {"model": copy.deepcopy(model.state_dict()), "step": step}
+
+    def restore(model, optimizer, ckpt):
+        model.load_state_dict(ckpt["model"])
+        return ckpt["step"]
+
+
+@wrong("checkpoint: step not restored", fails={"check_checkpoint_resume_momentum": "restore returned 0"},
+       edits="checkpoint")
+def step_not_restored():
+    def restore(model, optimizer, ckpt):
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        return 0
+
+
+@wrong("checkpoint: the model object saved", fails={"check_checkpoint_through_file": "weights_only=True) refused"},
+       edits="checkpoint")
+def model_object_saved():
+    def checkpoint(model, optimizer, step):
+        return {"model": copy.deepcopy(model), "optimizer": copy.deepcopy(optimizer.state_dict()), "step": step}
+
+    def restore(model, optimizer, ckpt):
+        model.load_state_dict(ckpt["model"].state_dict())
+        optimizer.load_state_dict(ckpt["optimizer"])
+        return ckpt["step"]
+
+
+@wrong("checkpoint: load_state_dict(assign=True)",
+       fails={"check_checkpoint_resume_momentum": "no longer holds the model's parameters"}, edits="checkpoint")
+def load_with_assign():
+    def restore(model, optimizer, ckpt):
+        model.load_state_dict(ckpt["model"], assign=True)
+        optimizer.load_state_dict(ckpt["optimizer"])
+        return ckpt["step"]
+
+
+@wrong("checkpoint: parameters only, no buffers", fails={"check_checkpoint_resume_momentum": "buffers"},
+       edits="checkpoint")
+def parameters_only():
+    def checkpoint(model, optimizer, step):
+        params = {name: p.detach().clone() for name, p in model.named_parameters()}
+        return {"model": params, "optimizer": copy.deepcopy(optimizer.state_dict()), "step": step}
+
+    def restore(model, optimizer, ckpt):
+        model.load_state_dict(ckpt["model"], strict=False)
+        optimizer.load_state_dict(ckpt["optimizer"])
+        return ckpt["step"]
 
 
 # -- RunningNorm ---------------------------------------------------------------------------------------------------

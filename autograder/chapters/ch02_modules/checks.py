@@ -16,6 +16,7 @@ from typing import Any, ParamSpec, TypedDict
 import torch
 from torch import Tensor
 
+from autograder.chapters.ch02_modules.harness import reference_run, resume_model
 from autograder.judging.api import Remote, StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, failure, number, show
 from autograder.judging.plugin import check
@@ -41,6 +42,12 @@ class NormRun(TypedDict, total=False):
     initial: dict[str, Tensor]  # its buffers
     steps: list[NormStep]
     reloaded: dict[str, Any]  # eval outputs of the module and of a fresh one loaded from its state_dict
+
+
+class ResumeRun(TypedDict):
+    start: Any  # what restore returned: an int in range, else its repr
+    state: dict[str, Tensor]  # the resumed model's state_dict at the end ({} when start was unusable)
+    losses: list[float]  # the loss of every step of the run as resumed
 
 
 class Api(StudentApi):
@@ -69,6 +76,14 @@ class Api(StudentApi):
     def running_norm(self, num_features: int, steps: list[list[Any]], options: dict[str, float],
                      dtype: str = "float32", reload: bool = False) -> NormRun:
         """The student's RunningNorm(num_features, **options) run through steps [mode, x, grad_output or None]."""
+
+    @answer
+    def checkpoint(self, model: RemoteObject, optimizer: RemoteObject, step: int) -> Any:
+        """A snapshot of model, optimizer and step (its cell also defines restore(model, optimizer, ckpt) -> int)."""
+
+    @harness()
+    def resume_run(self, case: dict[str, Any]) -> ResumeRun:
+        """Train, checkpoint, train on, (save and load,) restore into fresh objects and train to the end."""
 
     @harness()
     def Line(self) -> RemoteObject:
@@ -115,6 +130,9 @@ PARAMETER_HINT = ("Assign each parameter as an nn.Parameter attribute in __init_
                   "registered: parameters(), state_dict(), .to() and optimisers never see it.")
 SQUEEZE_HINT = ("nn.Linear(1, 1) maps [N, 1] to [N, 1]: give it x.unsqueeze(1) and squeeze(1) the result, so "
                 "that a [N] input gives a [N] output.")
+AFFINE_HINT = "forward must return self.a * x + self.b, using the parameters themselves."
+LINEAR_HINT = ("In __init__, after super().__init__(): self.linear = nn.Linear(1, 1); it registers linear.weight "
+               "[1, 1] and linear.bias [1].")
 MLP_HINT = ("Return nn.Sequential(nn.Linear(in_features, hidden_features), nn.ReLU(), "
             "nn.Linear(hidden_features, out_features)); nn.Linear(i, o) has a weight of shape [o, i].")
 TRAIN_HINT = ("Use torch.optim.SGD(model.parameters(), lr=lr) and nn.MSELoss(). For each of `steps` steps: "
@@ -310,43 +328,31 @@ def check_sgd_momentum_step_float64(api: Api, rng: torch.Generator, device: str)
 
 
 @check(task="AffineScalar", points=1, visible=True)
-def check_affine_parameters_registered(api: Api, device: str) -> None:
-    """AffineScalar registers trainable parameters a and b of shape [1]"""
+def check_affine_scalar(api: Api, rng: torch.Generator, device: str) -> None:
+    """AffineScalar registers trainable parameters a and b of shape [1], and with them set at random,
+    forward(x) is a * x + b for [N] inputs"""
     module = build(api.AffineScalar, device)
     _expect_parameters("AffineScalar()", api.student.inspect(module), {"a": [1], "b": [1]}, PARAMETER_HINT)
-
-
-@check(task="AffineScalar", points=1)
-def check_affine_forward(api: Api, rng: torch.Generator, device: str) -> None:
-    """with a and b set, forward(x) is a * x + b for [N] inputs"""
-    module = build(api.AffineScalar, device)
     for _ in range(3):
         a, b, x = _random(rng, 1), _random(rng, 1), _random(rng, _n(rng))
         _set_parameters(api, module, {"a": a, "b": b}, "AffineScalar()")
         expect_tensor(run_forward(api, module, x), affine_oracle(x, a, b), call="AffineScalar()(x)",
-                      inputs={"a": a, "b": b, "x": x}, device=device,
-                      hint="forward must return self.a * x + self.b, using the parameters themselves.")
+                      inputs={"a": a, "b": b, "x": x}, device=device, hint=AFFINE_HINT)
 
 
 # -- LinearRegressor -----------------------------------------------------------
 
 
 @check(task="LinearRegressor", points=1, visible=True)
-def check_linear_regressor_structure(api: Api, device: str) -> None:
-    """LinearRegressor holds one nn.Linear(1, 1) named `linear`"""
-    info = api.student.inspect(build(api.LinearRegressor, device))
+def check_linear_regressor(api: Api, rng: torch.Generator, device: str) -> None:
+    """LinearRegressor holds one nn.Linear(1, 1) named `linear`, and with its weight and bias set at random,
+    maps a [N] tensor to the [N] tensor weight * x + bias"""
+    module = build(api.LinearRegressor, device)
+    info = api.student.inspect(module)
     if info["modules"].get("linear") != "Linear":
         raise failure(call="LinearRegressor()", expected="a submodule `linear` of type nn.Linear",
-                      got=f"submodules {info['modules']}",
-                      hint="In __init__, after super().__init__(): self.linear = nn.Linear(1, 1).")
-    _expect_parameters("LinearRegressor()", info, {"linear.weight": [1, 1], "linear.bias": [1]},
-                       "self.linear = nn.Linear(1, 1) registers linear.weight [1, 1] and linear.bias [1].")
-
-
-@check(task="LinearRegressor", points=1)
-def check_linear_regressor_forward(api: Api, rng: torch.Generator, device: str) -> None:
-    """with weight and bias set, maps a [N] tensor to the [N] tensor weight * x + bias"""
-    module = build(api.LinearRegressor, device)
+                      got=f"submodules {info['modules']}", hint=LINEAR_HINT)
+    _expect_parameters("LinearRegressor()", info, {"linear.weight": [1, 1], "linear.bias": [1]}, LINEAR_HINT)
     for _ in range(3):
         w, b, x = _random(rng, 1, 1), _random(rng, 1), _random(rng, _n(rng))
         _set_parameters(api, module, {"linear.weight": w, "linear.bias": b}, "LinearRegressor()")
@@ -365,14 +371,10 @@ def check_make_mlp_guide_layers(api: Api, device: str) -> None:
 
 @check(task="make_mlp", points=1)
 def check_make_mlp_other_sizes(api: Api, rng: torch.Generator, device: str) -> None:
-    """the layers take their sizes from the arguments, for random sizes"""
+    """the layers take their sizes from the arguments, for random sizes, and with its weights set the network
+    computes relu(x W1^T + b1) W2^T + b2"""
     for _ in range(2):
         _check_mlp_structure(api, (_n(rng, 2, 9), _n(rng, 2, 9), _n(rng, 2, 9)), device)
-
-
-@check(task="make_mlp", points=1)
-def check_make_mlp_forward(api: Api, rng: torch.Generator, device: str) -> None:
-    """with its weights set, the network computes relu(x W1^T + b1) W2^T + b2"""
     i, h, o, n = _n(rng), _n(rng), _n(rng), _n(rng)
     module, (first, _, last) = _check_mlp_structure(api, (i, h, o), device)
     w1, b1, w2, b2 = _random(rng, h, i), _random(rng, h), _random(rng, o, h), _random(rng, o)
@@ -430,6 +432,170 @@ def check_train_any_module(api: Api, rng: torch.Generator, device: str) -> None:
     y = _line_data(rng, x, noise=0.1)
     result, a, b, call = _train_line(api, rng, api.WrappedLinear, x, y, device)
     _expect_line(result, a, b, call, x, y, noise=0.1)
+
+
+# -- checkpoint and restore ---------------------------------------------------------------------------------------
+
+RESUME_RTOL, RESUME_ATOL = 1e-7, 1e-10  # float64; on the CPU both runs agree bit for bit
+CHECKPOINT_HINT = ("checkpoint returns {'model': a copy of model.state_dict(), 'optimizer': a copy of "
+                   "optimizer.state_dict(), 'step': step}; restore calls model.load_state_dict and "
+                   "optimizer.load_state_dict on the objects it is given and returns the step.")
+OPTIMIZER_STATE_HINT = ("The optimizer carries state between steps: SGD's momentum buffers, Adam's two moving "
+                        "averages and its step count. Save optimizer.state_dict() in the checkpoint and load it "
+                        "into the fresh optimizer with optimizer.load_state_dict.")
+COPY_HINT = ("model.state_dict() and optimizer.state_dict() hand out the live tensors, and the optimizer's per-"
+             "parameter dicts too: the next optimizer.step() changes them in place. Store copies: "
+             "copy.deepcopy of each state_dict, or .clone() of every tensor in it, nested dicts included.")
+STEP_HINT = "Store the step in the checkpoint and have restore return it as a Python int: int(ckpt['step'])."
+ASSIGN_HINT = ("Load the values into the model's own tensors, model.load_state_dict(ckpt['model']), without "
+               "assign=True, and never build a new model or optimizer inside restore: the optimizer the caller "
+               "trains with holds the model's Parameter objects, and must keep holding the ones the model uses.")
+BUFFER_STATE_HINT = ("Save model.state_dict(), not the parameters alone: it holds the buffers too, here "
+                     "BatchNorm1d's running_mean, running_var and num_batches_tracked.")
+FILE_HINT = ("Keep only tensors, numbers, strings, lists and dicts in the checkpoint (state_dicts are made of "
+             "them), so that torch.load(..., weights_only=True), the safe default, reads it back.")
+
+
+def _resume_case(rng: torch.Generator, device: str, optimizer: dict[str, Any], file: bool) -> dict[str, Any]:
+    """A random run: sizes, two starting states, one batch per step, the checkpoint's step (restored at once)."""
+    sizes, batch = [_n(rng, 2, 6), _n(rng, 3, 9), _n(rng, 1, 4)], _n(rng, 6, 13)
+    at, after = _n(rng, 3, 8), _n(rng, 3, 8)
+
+    def state() -> dict[str, Tensor]:
+        out = {}
+        for name, t in resume_model(sizes).state_dict().items():
+            noise = torch.randn(t.shape, generator=rng, dtype=torch.float64)
+            out[name] = (torch.zeros_like(t) if not t.is_floating_point() else 1 + 0.5 * noise.abs()
+                         if name.endswith("running_var") else 1 + 0.2 * noise if name == "1.weight" else 0.5 * noise)
+        return out
+
+    steps = at + after
+    inputs = torch.randn([steps, batch, sizes[0]], generator=rng, dtype=torch.float64)
+    mix = torch.randn([sizes[0], sizes[2]], generator=rng, dtype=torch.float64)
+    targets = torch.sin(inputs @ mix) + 0.1 * torch.randn([steps, batch, sizes[2]], generator=rng, dtype=torch.float64)
+    return {"sizes": sizes, "initial": state(), "fresh": state(), "optimizer": optimizer, "inputs": inputs.to(device),
+            "targets": targets.to(device), "at": at, "crash": at, "file": file}
+
+
+def _on_cpu(case: dict[str, Any]) -> dict[str, Any]:
+    return {**case, "inputs": case["inputs"].cpu(), "targets": case["targets"].cpu()}
+
+
+def _describe_resume(case: dict[str, Any]) -> tuple[str, list[str]]:
+    i, h, o = case["sizes"]
+    spec = case["optimizer"]
+    options = ", ".join(f"{k}={tuple(v) if isinstance(v, list) else v}" for k, v in spec.items() if k != "name")
+    total, at, crash = len(case["inputs"]), case["at"], case["crash"]
+    went_on = f"the original trains on to {crash} steps in all, " if crash > at else ""
+    through = ("torch.save(ckpt, buffer), ckpt = torch.load(buffer, weights_only=True) with an io.BytesIO buffer, "
+               if case["file"] else "")
+    call = (f"{at} steps; ckpt = checkpoint(model, optimizer, {at}); {went_on}{through}then "
+            f"start = restore(fresh_model, fresh_optimizer, ckpt) and the fresh pair trains on batches start to "
+            f"{total - 1} ({total} steps in all)")
+    inputs = [f"model = Sequential(Linear({i}, {h}, bias=False), BatchNorm1d({h}), Tanh(), Linear({h}, {o})) in "
+              "float64, fresh_model the same with other weights",
+              f"optimizer = torch.optim.{spec['name']}(model.parameters(), {options}), fresh_optimizer the same "
+              "on fresh_model",
+              f"one batch of {case['inputs'].shape[1]} per step, F.mse_loss, zero_grad/backward/step"]
+    return call, inputs
+
+
+def _state_differences(got: dict[str, Tensor], want: dict[str, Tensor]) -> list[str]:
+    """The entries of a state_dict that differ from the judge's, with how far."""
+    out = []
+    for name, expected in want.items():
+        have = got.get(name)
+        if not isinstance(have, Tensor) or have.shape != expected.shape:
+            out.append(f"{name}: {show(have)} instead of a tensor of shape {list(expected.shape)}")
+        elif not torch.allclose(have.cpu().double(), expected.double(), rtol=RESUME_RTOL, atol=RESUME_ATOL):
+            gap = (have.cpu().double() - expected.double()).abs().max().item()
+            out.append(f"{name}: off by up to {gap:.3g}")
+    return out
+
+
+def _first_departure(got: list[float], want: list[float]) -> str:
+    for step, (have, expected) in enumerate(zip(got, want, strict=False)):
+        if not math.isclose(have, expected, rel_tol=1e-6, abs_tol=1e-9):
+            return f"the loss agrees with the uninterrupted run's up to step {step - 1} and departs at step {step} " \
+                   f"({have:.6g} instead of {expected:.6g})"
+    return "the losses agree, the final state does not"
+
+
+def _diagnose(got: ResumeRun, case: dict[str, Any], differences: list[str]) -> tuple[str, str]:
+    """(problem, hint) for a resumed run that ended away from the uninterrupted one, from the judge's own runs."""
+    at = case["at"]
+    params = [name for name, _ in resume_model(case["sizes"]).named_parameters()]
+    stopped = reference_run(case, stop=at)["state"]
+    if not _state_differences({n: got["state"][n] for n in params if n in got["state"]},
+                              {n: stopped[n] for n in params}):
+        return ("the parameters after the last step equal those of the checkpoint: nothing moved them after "
+                "restore, so the optimizer the caller trains with no longer holds the model's parameters.",
+                ASSIGN_HINT)
+    if not _state_differences(got["state"], reference_run(case, fresh_optimizer_at=at)["state"]):
+        return (f"the run matches one whose optimizer started afresh at step {at}: the optimizer's state was not "
+                "restored.", OPTIMIZER_STATE_HINT)
+    wrong = {line.split(":")[0] for line in differences}
+    if wrong and not wrong & set(params):
+        return (f"the parameters match, but the buffers {sorted(wrong)} do not.", BUFFER_STATE_HINT)
+    return f"{_first_departure(got['losses'], reference_run(case)['losses'])}.", CHECKPOINT_HINT
+
+
+def _expect_resumed(api: Api, case: dict[str, Any], hint: str = CHECKPOINT_HINT, live: bool = False) -> None:
+    """The student's resumed run ends where the judge's uninterrupted run ends, restore returning the step."""
+    call, inputs = _describe_resume(case)
+    got = api.resume_run.using(call=call, hint=hint)(case)
+    cpu_case = _on_cpu(case)
+    if got["start"] != case["at"]:
+        raise failure(call=call, inputs=inputs, expected=f"restore returns {case['at']}, the step of the checkpoint",
+                      got=f"restore returned {got['start']}", problem="training resumes at the step restore "
+                      "returns, so batches are skipped or repeated.", hint=STEP_HINT)
+    differences = _state_differences(got["state"], reference_run(cpu_case)["state"])
+    if not differences:
+        return
+    if live:
+        problem, hint = (f"restored at once, the checkpoint resumes right; restored after {case['crash'] - case['at']}"
+                         " more steps of training, it does not: the checkpoint changed after it was taken, so it "
+                         "holds live tensors of the model or the optimizer, not copies.", COPY_HINT)
+    else:
+        problem, hint = _diagnose(got, cpu_case, differences)
+    raise failure(call=call, inputs=inputs, expected="fresh_model.state_dict() at the end equal to the uninterrupted "
+                  f"run's (rtol={RESUME_RTOL}, atol={RESUME_ATOL})", got="; ".join(differences[:4]),
+                  problem=problem, hint=hint)
+
+
+SGD_MOMENTUM = {"name": "SGD", "lr": 0.05, "momentum": 0.9}
+ADAM = {"name": "Adam", "lr": 0.01, "betas": [0.9, 0.99]}
+
+
+@check(task="checkpoint", points=2, visible=True)
+def check_checkpoint_resume_momentum(api: Api, rng: torch.Generator, device: str) -> None:
+    """with SGD and momentum, restored at once into a fresh model and optimizer, the run ends where the
+    uninterrupted one does, and restore returns the step"""
+    _expect_resumed(api, _resume_case(rng, device, SGD_MOMENTUM, file=False))
+
+
+@check(task="checkpoint", points=1)
+def check_checkpoint_resume_adam(api: Api, rng: torch.Generator, device: str) -> None:
+    """the same with Adam (its moving averages and step counts) and with SGD, weight decay and Nesterov momentum"""
+    _expect_resumed(api, _resume_case(rng, device, ADAM, file=False))
+    _expect_resumed(api, _resume_case(rng, device, {**SGD_MOMENTUM, "weight_decay": 0.01, "nesterov": True},
+                                      file=False))
+
+
+@check(task="checkpoint", points=1)
+def check_checkpoint_is_a_copy(api: Api, rng: torch.Generator, device: str) -> None:
+    """a snapshot: training on after checkpoint() leaves it unchanged (its tensors are copies, not live views)"""
+    for spec in (SGD_MOMENTUM, ADAM):
+        case = _resume_case(rng, device, spec, file=False)
+        _expect_resumed(api, case)
+        _expect_resumed(api, {**case, "crash": len(case["inputs"])}, hint=COPY_HINT, live=True)
+
+
+@check(task="checkpoint", points=1)
+def check_checkpoint_through_file(api: Api, rng: torch.Generator, device: str) -> None:
+    """the checkpoint survives torch.save and torch.load(weights_only=True) through an io.BytesIO, with Adam"""
+    # Restored at once: saving copies the tensors, so a live checkpoint costs the snapshot check's point only.
+    _expect_resumed(api, _resume_case(rng, device, ADAM, file=True), hint=FILE_HINT)
 
 
 # -- RunningNorm (stretch: bonus) ------------------------------------------------

@@ -5,11 +5,16 @@ LinearRegressor, so a mistake in one exercise costs points in that exercise
 only. Both map a [N] tensor to [N]; checks set their parameters before training.
 running_norm drives the student's RunningNorm (the stretch exercise) through training and evaluation steps
 and reports its registered names, outputs, input gradients and buffers; the judge recomputes them all.
+resume_run trains, checkpoints, restores into fresh objects and trains on with the student's checkpoint and
+restore; the judge runs reference_run, the same code without interruption, in its own process.
 """
 
+import io
+import operator
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -72,3 +77,96 @@ def running_norm(num_features: int, steps: list[list[Any]], options: dict[str, f
             last = steps[-1][1].to(getattr(torch, dtype))
             record["reloaded"] = {"fresh": fresh(last), "original": module(last)}
     return record
+
+
+# -- checkpoint and restore ----------------------------------------------------------------------------------------
+# A case is plain data from the judge: "sizes" [i, h, o]; "initial" and "fresh" (state_dicts: the starting model and
+# the different one that restore loads into); "optimizer" {"name": "SGD" or "Adam", **hyperparameters}; "inputs"
+# [T, B, i] and "targets" [T, B, o], one batch per step; "at" (the step checkpoint is called after), "crash" (the
+# step the original run reaches before it is dropped) and "file" (whether the checkpoint goes through torch.save
+# and torch.load(weights_only=True) first).
+
+
+def resume_model(sizes: list[int]) -> nn.Module:
+    """Linear (no bias: the batch norm after it would cancel one), BatchNorm1d, Tanh, Linear; float64."""
+    i, h, o = sizes
+    return nn.Sequential(nn.Linear(i, h, bias=False), nn.BatchNorm1d(h), nn.Tanh(), nn.Linear(h, o)).double()
+
+
+def resume_optimizer(model: nn.Module, spec: dict[str, Any]) -> torch.optim.Optimizer:
+    options = {k: tuple(v) if isinstance(v, list) else v for k, v in spec.items() if k != "name"}
+    return getattr(torch.optim, spec["name"])(model.parameters(), **options)
+
+
+def _started(case: dict[str, Any], weights: str) -> tuple[nn.Module, torch.optim.Optimizer]:
+    model = resume_model(case["sizes"]).to(case["inputs"].device)
+    model.load_state_dict(case[weights])
+    return model, resume_optimizer(model, case["optimizer"])
+
+
+def _train_steps(model: nn.Module, optimizer: torch.optim.Optimizer, case: dict[str, Any], steps: range
+                 ) -> list[float]:
+    losses = []
+    for step in steps:
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(case["inputs"][step]), case["targets"][step])
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def _state(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: t.detach().clone() for name, t in model.state_dict().items()}
+
+
+def reference_run(case: dict[str, Any], fresh_optimizer_at: int | None = None, stop: int | None = None
+                  ) -> dict[str, Any]:
+    """The judge's run, without interruption, to `stop` (default: every batch); with `fresh_optimizer_at`, the
+    optimizer is replaced by a new one at that step (what a resume without the optimizer's state does)."""
+    model, optimizer = _started(case, "initial")
+    stop = len(case["inputs"]) if stop is None else stop
+    losses = _train_steps(model, optimizer, case, range(fresh_optimizer_at or 0))
+    if fresh_optimizer_at is not None:
+        optimizer = resume_optimizer(model, case["optimizer"])
+    losses += _train_steps(model, optimizer, case, range(fresh_optimizer_at or 0, stop))
+    return {"state": _state(model), "losses": losses}
+
+
+def resume_run(case: dict[str, Any]) -> dict[str, Any]:
+    """Train `at` steps, ckpt = checkpoint(model, optimizer, at), train on to `crash`, (save and load ckpt,) then
+    restore it into a fresh model and optimizer and train from the step restore returns to the end."""
+    student: dict[str, Any] = globals()["student"]
+    for name in ("checkpoint", "restore"):
+        if name not in student:
+            raise NameError(f"`{name}` is not defined: keep the name of the function in its answer cell")
+    model, optimizer = _started(case, "initial")
+    losses = _train_steps(model, optimizer, case, range(case["at"]))
+    ckpt = student["checkpoint"](model, optimizer, case["at"])
+    losses += _train_steps(model, optimizer, case, range(case["at"], case["crash"]))
+    if case["file"]:
+        buffer = io.BytesIO()
+        try:
+            torch.save(ckpt, buffer)
+        except Exception as err:
+            raise TypeError(f"torch.save(checkpoint(...), io.BytesIO()) failed: {err}. Keep only tensors, numbers, "
+                            "strings, lists and dicts in the checkpoint.") from None
+        buffer.seek(0)
+        try:
+            ckpt = torch.load(buffer, weights_only=True)
+        except Exception as err:
+            raise TypeError("torch.load(..., weights_only=True) refused the checkpoint: it holds an object that is "
+                            "not a tensor or plain data (a Module or an optimizer itself?). Store "
+                            "model.state_dict() and optimizer.state_dict(), never the objects. torch.load said: "
+                            f"{str(err).splitlines()[0][:300]}") from None
+    del model, optimizer
+    model, optimizer = _started(case, "fresh")
+    start = student["restore"](model, optimizer, ckpt)
+    try:
+        first = operator.index(start)
+    except TypeError:
+        return {"start": repr(start)[:200], "state": {}, "losses": losses}
+    if isinstance(start, bool) or not 0 <= first <= len(case["inputs"]):
+        return {"start": repr(start)[:200], "state": {}, "losses": losses}
+    resumed = _train_steps(model, optimizer, case, range(first, len(case["inputs"])))
+    return {"start": first, "state": _state(model), "losses": losses[:first] + resumed}
