@@ -124,15 +124,33 @@ def _statement(node: ast.expr) -> ast.stmt:
     return ast.copy_location(ast.Expr(value=node), node)
 
 
+def _type_expression(node: ast.expr) -> bool:
+    """An annotation that only names types (`torch.optim.Optimizer`, `list[Tensor] | None`, a string): looking
+    names up runs no code of the student's, so it is no use of what it names. Anything else (a call, a lambda)
+    runs when the definition loads, and is read as code."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _type_expression(node.value)
+    if isinstance(node, ast.Subscript):
+        return _type_expression(node.value) and _type_expression(node.slice)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_type_expression(e) for e in node.elts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _type_expression(node.left) and _type_expression(node.right)
+    return False
+
+
 def _load_time(node: ast.stmt) -> list[ast.stmt]:
-    """What a definition runs when its cell loads: a function's decorators, defaults and annotations; a class's
-    decorators, bases and keywords, and its body but for the bodies of its methods."""
+    """What a definition runs when its cell loads: a function's decorators, defaults and annotations (but those
+    that only name types); a class's decorators, bases and keywords, and its body but for the bodies of its
+    methods."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         a = node.args
+        annotations = [arg.annotation for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+                       if arg is not None and arg.annotation is not None] + ([node.returns] if node.returns else [])
         parts = [*node.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None),
-                 *(arg.annotation for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
-                   if arg is not None and arg.annotation is not None),
-                 *([node.returns] if node.returns else [])]
+                 *(n for n in annotations if not _type_expression(n))]
         return [_statement(p) for p in parts]
     if isinstance(node, ast.ClassDef):
         head = [_statement(p) for p in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]]

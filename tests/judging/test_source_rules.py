@@ -101,3 +101,16 @@ def test_a_task_reaches_the_definitions_it_uses_in_other_cells_and_no_more() -> 
     code = task_code(submission(softmax=softmax, softmax_cross_entropy=xent.replace("helper", "softmax")),
                      "softmax_cross_entropy", stop={"softmax"})
     assert not names_used(code, FORBIDDEN)
+
+
+def test_annotations_that_only_name_types_are_no_use_but_code_in_them_is() -> None:
+    """02's checkpoint cell annotated `optimizer: torch.optim.Optimizer`: read as code run at load, it broke
+    sgd_momentum_step's no-torch.optim rule for an honest notebook. A call hidden in an annotation still runs."""
+    named = ("def helper(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,\n"
+             "           extra: list['torch.optim.SGD'] = ()) -> dict[str, torch.Tensor]:\n    return {}\n")
+    xent = "def softmax_cross_entropy(labels, logits, dim=-1):\n    return logits\n"
+    code = task_code(submission(softmax_cross_entropy=xent, helper=named), "softmax_cross_entropy")
+    assert not names_used(code, ("optim",))
+    hidden = "def helper(x: torch.optim.SGD([torch.zeros(1)], lr=1.0).step()):\n    return x\n"
+    code = task_code(submission(softmax_cross_entropy=xent, helper=hidden), "softmax_cross_entropy")
+    assert [str(u) for u in names_used(code, ("optim",))] == ["cell 'helper', line 1: torch.optim"]
