@@ -195,7 +195,8 @@ def feedback_html(result: Results) -> str:
 <html><head><meta charset="utf-8"><meta name="generator" content="{KIT_PAGE}">
 <title>Feedback: {_esc(extra["assignment"] or "")}</title>
 <style>body{{font-family:sans-serif;margin:2em}}td{{vertical-align:top;padding:4px 8px}}
-tr.failed td:first-child{{color:#b00}}tr.passed td:first-child{{color:#070}}pre{{white-space:pre-wrap;margin:0}}</style>
+tr.failed td:first-child{{color:#b00}}tr.passed td:first-child{{color:#070}}
+td,p,h1{{overflow-wrap:anywhere}}pre{{white-space:pre-wrap;overflow-wrap:anywhere;margin:0}}</style>
 </head><body>
 <h1>{_esc(extra["assignment"] or "")}: {result["score"]:g} / {result["max_score"]:g}</h1>
 <p>Student: {_esc(extra.get("student", ""))}. Hidden checks ran on fresh random inputs;
