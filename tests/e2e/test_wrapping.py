@@ -68,6 +68,7 @@ def test_formgrader_and_feedback_pages_wrap_a_hostile_error(page: Page, course: 
     page.goto((course / "feedback" / STUDENT / CH / f"{CH}.html").as_uri())
     body = page.locator("body").inner_text()
     assert "QQQQQQQQ" in body and "(the same message as under softmax:" in body, body[:3000]
+    page.get_by_text("the kit's checks", exact=False).first.scroll_into_view_if_needed()  # for the screenshots
     assert_wraps(page, shot, "nbgrader-feedback")
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
@@ -77,6 +78,7 @@ def test_formgrader_and_feedback_pages_wrap_a_hostile_error(page: Page, course: 
         check = page.locator("div.cell").filter(has=page.locator(".nbgrader_cell code", has_text="check_softmax"))
         check.first.wait_for()
         assert "QQQQQQQQ" in check.first.inner_text()
+        check.first.locator(".output_area").first.scroll_into_view_if_needed()
         assert_wraps(page, shot, "formgrader-manual-grading")
 
 
