@@ -965,24 +965,40 @@ def _scores_section(report: Report, images: dict[str, str]) -> str:
     return "<h2>Score distribution</h2>" + plot
 
 
-# The page's sections in order, each a function of the report and its plots.
+def _assignments_section(report: Report, images: dict[str, str]) -> str:
+    return _headline(report) + "<h2>Assignments</h2>" + _overview(report)
+
+
+def _students_section(report: Report, images: dict[str, str]) -> str:
+    return "<h2>Students</h2>" + _students_table(report)
+
+
+def _failures_section(report: Report, images: dict[str, str]) -> str:
+    return ("<h2>Most common failures</h2><p class=muted>Messages are grouped by assignment and the mistake they "
+            "name (the first sentence of the problem and of the hint); numbers, which differ with each student's "
+            "inputs, are shown as #.</p>" + _failures_table(report))
+
+
+def _flagged_section(report: Report, images: dict[str, str]) -> str:
+    return ("<h2>Flagged for review</h2><p class=muted>Grader errors, review flags, broken stated rules, deleted "
+            "answer cells, zero scores, drops and scores far below the class, notebooks not submitted.</p>"
+            + _flagged_table(report))
+
+
+def _adjustments_section(report: Report, images: dict[str, str]) -> str:
+    return "<h2>Manual grading in Formgrader</h2>" + _adjustments_table(report)
+
+
+def _checks_section(report: Report, images: dict[str, str]) -> str:
+    return ("<h2>Checks</h2><p class=muted>Pass rate: passed / (passed + wrong + not run + cell missing). Not run: "
+            "a stub (not implemented) or a notebook whose code could not run at all. Skipped checks (CUDA-only on "
+            "CPU) are not scored.</p>" + _checks_tables(report))
+
+
+# The page's sections in order: each a function of the report and its plots (data URIs) that returns HTML.
 SECTIONS: list[Callable[[Report, dict[str, str]], str]] = [
-    lambda r, _: _headline(r),
-    lambda r, _: "<h2>Assignments</h2>" + _overview(r),
-    lambda r, _: "<h2>Students</h2>" + _students_table(r),
-    _task_section,
-    _scores_section,
-    lambda r, _: ("<h2>Most common failures</h2><p class=muted>Messages are grouped by assignment and the mistake "
-                  "they name (the first sentence of the problem and of the hint); numbers, which differ with each "
-                  "student's inputs, are shown as #.</p>" + _failures_table(r)),
-    lambda r, _: ("<h2>Flagged for review</h2><p class=muted>Grader errors, review flags, broken stated rules, "
-                  "deleted answer cells, zero scores, drops and scores far below the class, notebooks not "
-                  "submitted.</p>" + _flagged_table(r)),
-    lambda r, _: "<h2>Manual grading in Formgrader</h2>" + _adjustments_table(r),
-    lambda r, _: ("<h2>Checks</h2><p class=muted>Pass rate: passed / (passed + wrong + not run + cell missing). Not "
-                  "run: a stub (not implemented) or a notebook whose code could not run at all. Skipped checks "
-                  "(CUDA-only on CPU) are not scored.</p>" + _checks_tables(r)),
-]
+    _assignments_section, _students_section, _task_section, _scores_section, _failures_section,
+    _flagged_section, _adjustments_section, _checks_section]
 
 
 def render(report: Report, images: dict[str, str], no_plots: str | None, files: list[str]) -> str:
