@@ -131,10 +131,26 @@ def task_verdict(task: str, tests: list[TestResult], cell_points: float, device:
         if output in shown:
             lines.append(_indent(f"(the same message as {shown[output]} above)"))
         elif output:
-            lines.append(_indent(t["output"]))
+            lines.append(_indent(_long_lines_once(t["output"], f"under {label}: '{name}'", shown)))
             if len(output) > REPEAT_SHOWN_ONCE:
                 shown[output] = f"under {label}: '{name}'"
     return wrap(clean("\n".join(lines))) + "\n", recorded
+
+
+def _long_lines_once(output: str, where: str, shown: dict[str, str]) -> str:
+    """`output` with each long line already shown above (the same exception text in messages about different
+    calls) replaced by where it is; its new long lines are added to `shown`."""
+    lines = []
+    for line in output.splitlines():
+        key = line.strip()
+        if len(key) > REPEAT_SHOWN_ONCE and key in shown:
+            lines.append(line[:len(line) - len(line.lstrip())] + f"(the same {len(key)}-character line as "
+                         f"{shown[key]} above)")
+            continue
+        if len(key) > REPEAT_SHOWN_ONCE:
+            shown[key] = where
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def write_verdicts(nb: NotebookNode, result: Results) -> tuple[dict[str, float], dict[str, float]]:

@@ -216,6 +216,18 @@ def test_long_lines_wrap_and_a_repeated_message_is_shown_once() -> None:
     nbformat.validate(nb)
 
 
+def test_a_long_error_line_in_messages_about_different_calls_is_shown_once() -> None:
+    nb = _notebook()
+    calls = [f"`softmax(tensor(shape=[{i}, 5]))` raised an error:\nValueError: {TOKEN}" for i in range(8)]
+    write_verdicts(nb, _result([*(_test("softmax", f"check {i}", 0, 10 / 8, "failed", call)
+                                  for i, call in enumerate(calls)),
+                                _test("softmax_cross_entropy", "xent", 10, 10), _bonus("d", 0, 4)]))
+    text = _text(_cell(nb, "check_softmax"))
+    assert "".join(line.strip() for line in text.splitlines()).count(TOKEN) == 1
+    assert all(f"shape=[{i}, 5]" in text for i in range(8))  # each call still named
+    assert text.count("(the same 20012-character line as under softmax: 'check 0' above)") == 7
+
+
 def test_short_repeated_messages_stay_where_they_are() -> None:
     nb = _notebook()
     write_verdicts(nb, _result([_test("softmax", "a", 0, 4, "failed", NAN_MESSAGE),
