@@ -115,7 +115,8 @@ def _class_report(args: argparse.Namespace) -> int:
         print(clean(f"error: {args.graded} is not a folder: give the --out folder of grade-all or merge"),
               file=sys.stderr)
         return 2
-    print(f"class report: {write_report(args.graded, args.out)} (CSV files beside it)")
+    print(f"class report: {write_report(args.graded, args.out, getattr(args, 'gradebook', None))} "
+          "(CSV files beside it)")
     return 0
 
 
@@ -232,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
                        "folder grade-all wrote; grade-all and merge write it too")
     r.add_argument("graded", type=Path, help="the --out folder of grade-all or merge (with results/)")
     r.add_argument("--out", type=Path, help="where to write report.html and the CSV files (default: GRADED/report)")
+    r.add_argument("--gradebook", type=Path, help="nbgrader's gradebook.db, for Formgrader's manual grades (default: "
+                   "GRADED/gradebook.db, else one in the folder above GRADED)")
     r.set_defaults(run=_class_report)
 
     s = sub.add_parser("similarity", help="find pairs of students whose answer cells are unusually alike (copydetect, "

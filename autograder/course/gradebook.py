@@ -175,6 +175,8 @@ def _esc(text: str) -> str:
     return html.escape(clean(text))
 
 
+# A message repeated under several checks (a hostile exception text) longer than this is shown once.
+REPEAT_SHOWN_ONCE = 160
 KIT_PAGE = "effective-pytorch-kit feedback"  # marks the pages write_feedback may replace
 # What `nbgrader release_feedback` opens beside each page: a submission made through the exchange has both.
 RELEASE_FEEDBACK_READS = ("timestamp.txt", "submission_secret.txt")
@@ -184,18 +186,24 @@ def feedback_html(result: Results) -> str:
     """One page per submission: each check's name, points and message; no check code."""
     extra = result["extra_data"]
     rows = []
+    shown: dict[str, str] = {}  # a long message repeated under several checks: in full once, then named
     for test in result["tests"]:
         status = _esc(test.get("status", "skipped"))
+        output = test["output"].strip()
+        message = (f"(the same message as under '{shown[output]}' above)" if output in shown else test["output"])
+        if len(output) > REPEAT_SHOWN_ONCE:
+            shown.setdefault(output, test["name"])
         rows.append(
             f'<tr class="{status}"><td>{_esc(test["name"])}</td>'
             f'<td>{test["score"]:g} / {test["max_score"]:g}</td><td>{status}</td>'
-            f'<td><pre>{_esc(test["output"])}</pre></td></tr>')
+            f'<td><pre>{_esc(message)}</pre></td></tr>')
     notes = f'<p class="notes">{_esc(result["output"])}</p>' if result["output"] else ""
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><meta name="generator" content="{KIT_PAGE}">
 <title>Feedback: {_esc(extra["assignment"] or "")}</title>
 <style>body{{font-family:sans-serif;margin:2em}}td{{vertical-align:top;padding:4px 8px}}
-tr.failed td:first-child{{color:#b00}}tr.passed td:first-child{{color:#070}}pre{{white-space:pre-wrap;margin:0}}</style>
+tr.failed td:first-child{{color:#b00}}tr.passed td:first-child{{color:#070}}
+td,p,h1{{overflow-wrap:anywhere}}pre{{white-space:pre-wrap;overflow-wrap:anywhere;margin:0}}</style>
 </head><body>
 <h1>{_esc(extra["assignment"] or "")}: {result["score"]:g} / {result["max_score"]:g}</h1>
 <p>Student: {_esc(extra.get("student", ""))}. Hidden checks ran on fresh random inputs;

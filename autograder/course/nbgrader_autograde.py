@@ -11,6 +11,9 @@ kit's scores through nbgrader's own SaveAutoGrades. For each submitted notebook 
   and the task's points as a numeric execute_result, which nbgrader reads as partial credit (a
   stretch task's check cell is worth 0: its points go in as that cell's extra credit).
 
+The text is wrapped at WIDTH columns and a message repeated under several checks is shown once: see
+`wrap` and `task_verdict`.
+
 No other cell is executed: answer and lesson cells keep no output in the autograded notebook.
 Sources, metadata and checksums are nbgrader's (its sanitizing step has already restored locked
 cells and points from gradebook.db), so locked cells, `generate_feedback` and `export` work as usual.
@@ -26,6 +29,7 @@ Needs nbgrader (the dev extras); the grading path never imports this module.
 from __future__ import annotations
 
 import contextlib
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -71,13 +75,43 @@ def _indent(text: str) -> str:
     return "\n".join("           " + line for line in text.splitlines())
 
 
+# Formgrader and nbgrader's feedback page show a stream output in a <pre> that never wraps: a long line (a
+# student's exception text, a token with no space) ran past the column and cut off the Problem and the Hint.
+# The kit wraps the text it writes instead of patching nbgrader's templates or writing HTML: the same plain
+# text then reads whole in Formgrader, the feedback page, JupyterLab and `nbgrader export`, with no markup
+# from student text to sanitise. 100 columns of monospace fit Formgrader's ~1,000 px column.
+WIDTH = 100
+
+
+def wrap(text: str, width: int = WIDTH) -> str:
+    """Every line of `text` at most `width` columns: broken at spaces where it can, inside a word where it
+    must; continuation lines keep the line's indent plus two spaces."""
+    lines = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())][:width // 2]
+        lines += textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=indent + "  ",
+                               break_long_words=True, break_on_hyphens=False, replace_whitespace=False) or [""]
+    return "\n".join(lines)
+
+
+# A message repeated under several checks (a hostile exception text, a deleted cell) longer than this is
+# shown in full once, then named by where it was shown.
+REPEAT_SHOWN_ONCE = 160
+
+
 def task_verdict(task: str, tests: list[TestResult], cell_points: float, device: str,
-                 bonus: bool = False) -> tuple[str, float]:
+                 bonus: bool = False, shown: dict[str, str] | None = None) -> tuple[str, float]:
     """(the text shown in the check cell, the points recorded) for one task's checks.
 
     When the checks that ran are worth other than the cell's points (the CUDA-only speed check of 08
     runs on CUDA only), the task's share of the cell's points is recorded, and the text says so.
-    A stretch task's (`bonus`) points are extra credit worth `cell_points`, the registry's kit.bonus."""
+    A stretch task's (`bonus`) points are extra credit worth `cell_points`, the registry's kit.bonus.
+    `shown` maps the long messages already written above (in this cell or an earlier one) to where they
+    are; a repeat is named, not written again, and this task's new ones are added."""
+    shown = {} if shown is None else shown
     earned = sum(float(t["score"]) for t in tests)
     possible = sum(float(t["max_score"]) for t in tests)
     if possible <= 0:
@@ -93,9 +127,30 @@ def task_verdict(task: str, tests: list[TestResult], cell_points: float, device:
         hidden = "" if t.get("visibility") == "visible" else " (hidden)"
         name = t["name"].removeprefix(f"[{label}] ")
         lines.append(f"  {MARK.get(status, 'SKIP')} {t['score']:g}/{t['max_score']:g}  {name}{hidden}")
-        if t["output"]:
-            lines.append(_indent(t["output"]))
-    return clean("\n".join(lines)) + "\n", recorded
+        output = t["output"].strip()
+        if output in shown:
+            lines.append(_indent(f"(the same message as {shown[output]} above)"))
+        elif output:
+            lines.append(_indent(_long_lines_once(t["output"], f"under {label}: '{name}'", shown)))
+            if len(output) > REPEAT_SHOWN_ONCE:
+                shown[output] = f"under {label}: '{name}'"
+    return wrap(clean("\n".join(lines))) + "\n", recorded
+
+
+def _long_lines_once(output: str, where: str, shown: dict[str, str]) -> str:
+    """`output` with each long line already shown above (the same exception text in messages about different
+    calls) replaced by where it is; its new long lines are added to `shown`."""
+    lines = []
+    for line in output.splitlines():
+        key = line.strip()
+        if len(key) > REPEAT_SHOWN_ONCE and key in shown:
+            lines.append(line[:len(line) - len(line.lstrip())] + f"(the same {len(key)}-character line as "
+                         f"{shown[key]} above)")
+            continue
+        if len(key) > REPEAT_SHOWN_ONCE:
+            shown[key] = where
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def write_verdicts(nb: NotebookNode, result: Results) -> tuple[dict[str, float], dict[str, float]]:
@@ -109,6 +164,7 @@ def write_verdicts(nb: NotebookNode, result: Results) -> tuple[dict[str, float],
     device = result["extra_data"].get("device", "cpu")
     chapter = CHAPTERS.get(result["extra_data"].get("assignment") or "")
     notes = clean(result.get("output", ""))
+    shown = {notes.strip(): "in the notes on the whole notebook"} if len(notes.strip()) > REPEAT_SHOWN_ONCE else {}
     recorded: dict[str, float] = {}
     extra_credit: dict[str, float] = {}
     for cell in nb.cells:
@@ -126,14 +182,14 @@ def write_verdicts(nb: NotebookNode, result: Results) -> tuple[dict[str, float],
             worth = chapter.bonus[task] if chapter is not None and task in chapter.bonus else None
             text, extra_credit[grade_id] = task_verdict(
                 task, tasks[task], worth if worth is not None else sum(t["max_score"] for t in tasks[task]), device,
-                bonus=True)
+                bonus=True, shown=shown)
             score = 0.0
         elif tasks:
-            text, score = task_verdict(task, tasks[task], points, device)
+            text, score = task_verdict(task, tasks[task], points, device, shown=shown)
         else:  # a notebook the grader could not read: zero, with the reason
             text, score = f"{task}: 0 / {points:g}: the notebook could not be graded.\n", 0.0
         if notes and not recorded:
-            text = "Notes on the whole notebook:\n" + _indent(notes) + "\n\n" + text
+            text = wrap("Notes on the whole notebook:\n" + _indent(notes)) + "\n\n" + text
         cell.outputs = [new_output("stream", name="stdout", text=text),
                         new_output("execute_result", data={"text/plain": repr(score)}, execution_count=None)]
         cell.execution_count = None

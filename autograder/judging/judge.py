@@ -42,6 +42,7 @@ class Grade:
     integrity: list[str] = field(default_factory=list)  # constructs that reach into grader internals (the first 20)
     integrity_count: int = 0  # and how many there are in all
     out_of_time: bool = False  # the grading's time ran out before some check called the code
+    missing: list[str] = field(default_factory=list)  # answer cells deleted from the notebook
 
     @property
     def name(self) -> str:
@@ -187,6 +188,7 @@ def grade_loaded(
     grade = Grade(notebook, sub.chapter.id, device, plugin.results, _load_notes(runner),
                   runner.protections)
     grade.out_of_time = runner.out_of_time
+    grade.missing = list(sub.missing)
     if flags:  # a flag for the instructor's review, never a deduction
         grade.integrity, grade.integrity_count = [safe_text(str(f)) for f in flags[:MAX_FLAGS]], len(flags)
         grade.notes.append(integrity_note(flags))

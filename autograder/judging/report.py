@@ -66,6 +66,7 @@ def gradescope(grade: Grade) -> Results:
             "integrity_count": grade.integrity_count,
             "bonus": {"score": grade.bonus, "max_score": grade.bonus_max},
             "out_of_time": grade.out_of_time,
+            "missing": grade.missing,  # answer cells deleted from the notebook (grade_ids)
         },
     }
 

@@ -309,7 +309,8 @@ def test_the_page_is_valid_and_has_its_plots(graded: Path) -> None:
     text = " ".join(page.text)
     assert "Weakest task: 07_numerical_stability · softmax (32% of its points earned)" in " ".join(text.split())
     links = {a["href"] for t, a in page.tags if t == "a"}
-    assert links == {"lessons.csv", "tasks.csv", "checks.csv", "scores.csv", "failures.csv", "flagged.csv"}
+    assert links == {"lessons.csv", "tasks.csv", "checks.csv", "students.csv", "scores.csv", "failures.csv",
+                     "flagged.csv"}
     assert all((graded / "report" / name).is_file() for name in links)
 
 
@@ -321,7 +322,8 @@ def test_an_empty_class_gets_a_page_and_empty_tables(tmp_path: Path) -> None:
     page = parse(graded / "report" / "report.html")
     assert "No graded submissions yet" in "".join(page.text)
     assert not [t for t, _ in page.tags if t == "img"]
-    for name in ("lessons.csv", "tasks.csv", "checks.csv", "scores.csv", "failures.csv", "flagged.csv"):
+    for name in ("lessons.csv", "tasks.csv", "checks.csv", "students.csv", "scores.csv", "failures.csv",
+                 "flagged.csv"):
         assert len((graded / "report" / name).read_text().splitlines()) == 1  # the header only
 
 
@@ -371,3 +373,149 @@ def test_grade_all_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixtu
     flagged = _csv(out / "report" / "flagged.csv")
     assert [(f["student"], f["reasons"]) for f in flagged] == [("bea", "nothing implemented (the release unchanged?)")]
     parse(out / "report" / "report.html")
+
+
+def _with_outcomes(r: dict[str, Any], *outcomes: str) -> dict[str, Any]:
+    for test, found in zip(r["tests"], outcomes, strict=True):
+        test["extra_data"] = {"outcome": found, "measured": {}}
+    return r
+
+
+def _bonus(r: dict[str, Any], done: bool) -> dict[str, Any]:
+    """07's stretch task log_softmax added to a result: passed, or untouched (a stub)."""
+    stretch = check("log_softmax", "matches torch.log_softmax", 4.0, "passed" if done else "failed",
+                    "" if done else NOT_IMPL.format("log_softmax"))
+    r["tests"].append({**stretch, "tags": ["log_softmax", "bonus"], "name": "[bonus: log_softmax] matches",
+                       "extra_data": {"outcome": "passed" if done else "not_implemented", "measured": {}}})
+    r["score"] += stretch["score"]
+    return r
+
+
+def test_an_untouched_bonus_task_is_labelled_and_never_the_weakest(tmp_path: Path) -> None:
+    for student, softmax in (("ada", "passed"), ("bea", "passed"), ("cal", "failed")):
+        r = softmax_result(student, [(softmax, "Problem:  off."), ("passed", ""), ("passed", "")])
+        write(tmp_path, _bonus(_with_outcomes(r, "passed" if softmax == "passed" else "wrong", "passed", "passed"),
+                               done=student == "ada"))
+    report = analyse(tmp_path)
+    assert [(t.task, t.bonus) for t in report.tasks] == [("softmax", False), ("softmax_cross_entropy", False),
+                                                         ("log_softmax", True)]
+    assert [t.task for t in report.required] == ["softmax", "softmax_cross_entropy"]
+    page = " ".join(" ".join(parse(write_report(tmp_path)).text).split())
+    assert "Weakest task: 07_numerical_stability · softmax (87% of its points earned)" in page
+    assert "log_softmax (bonus)" in page and "Stretch (bonus) tasks: optional extra credit" in page
+    overview = page.split("weakest required task (points earned)")[1].split("Students")[0]
+    assert "softmax (87%)" in overview and "log_softmax" not in overview
+    tasks = {r["task"]: r for r in _csv(tmp_path / "report" / "tasks.csv")}
+    assert tasks["log_softmax"]["bonus"] == "True" and tasks["softmax"]["bonus"] == "False"
+
+
+def test_a_deleted_answer_cell_is_its_own_category_never_a_wrong_answer(tmp_path: Path) -> None:
+    gone = ("The answer cell 'softmax' is missing from your notebook, so `softmax` could not be graded. Do not "
+            "delete answer cells: copy the cell back from the released notebook.")
+    r = _with_outcomes(softmax_result("ada", [("failed", gone), ("failed", gone), ("passed", "")],
+                                      output="Answer cell 'softmax' is missing from the notebook."),
+                       "student_error", "student_error", "passed")
+    r["extra_data"]["missing"] = ["softmax"]
+    write(tmp_path, r)
+    write(tmp_path, _with_outcomes(softmax_result("bea", [("failed", "Problem:  off."), ("passed", ""),
+                                                          ("passed", "")]), "wrong", "passed", "passed"))
+    report = analyse(tmp_path)
+    soft = next(t for t in report.tasks if t.task == "softmax")
+    assert (soft.earned, soft.wrong, soft.missing, soft.not_run) == (6, 4, 10, 0)
+    first = next(c for c in report.checks if c.name == SOFTMAX[0][1])
+    assert (first.passed, first.wrong, first.missing, first.ran) == (0, 1, 1, 2)
+    assert {f.kind for f in report.failures if "ada" in f.students} == {"answer cell missing"}
+    (flag,) = report.flagged
+    assert flag.student == "ada" and flag.reasons[0].startswith("answer cell(s) deleted: softmax")
+    write_report(tmp_path)
+    tasks = {r["task"]: r for r in _csv(tmp_path / "report" / "tasks.csv")}
+    assert [float(tasks["softmax"][k]) for k in ("lost_wrong_fraction", "answer_cell_missing_fraction")] == [0.2, 0.5]
+
+
+def _two_lessons(graded: Path) -> None:
+    """ada strong on both; bea strong on 07, weak on 02 (a drop); cal submitted 07 only; dan 07 only, low."""
+    for student, fractions in (("ada", (1.0, 1.0)), ("bea", (1.0, 0.3)), ("cal", (0.8, None)), ("dan", (0.2, None)),
+                               ("eve", (0.9, 0.9))):
+        for assignment, f in zip((CH, "02_modules"), fractions, strict=True):
+            if f is not None:
+                tests = [check("t", "x", 10.0, "passed")]
+                tests[0]["score"] = 10.0 * f
+                write(graded, result(student, assignment, tests))
+
+
+def test_every_student_has_a_row_and_the_review_list_has_more_than_zeros(tmp_path: Path) -> None:
+    _two_lessons(tmp_path)
+    write_report(tmp_path)
+    rows = {r["student"]: r for r in _csv(tmp_path / "report" / "students.csv")}
+    assert list(rows) == ["ada", "bea", "cal", "dan", "eve"]
+    assert (rows["bea"]["02_modules"], rows["bea"][CH], rows["bea"]["total"], rows["bea"]["total_max"]) == (
+        "3.0", "10.0", "13.0", "20.0")
+    assert rows["cal"]["02_modules"] == "" and rows["cal"]["total"] == "8.0"
+    why = {(f["student"], f["assignment"]): f["reasons"] for f in _csv(tmp_path / "report" / "flagged.csv")}
+    assert why[("bea", "02_modules")].startswith("a drop: 30% here, 100% on average")
+    assert why[("dan", CH)] == "far below the class: 20%, the median is 90%"
+    assert why[("cal", "02_modules")] == "no notebook: nothing was graded for 02_modules (1 other assignment(s) graded)"
+    assert ("ada", CH) not in why and ("eve", "02_modules") not in why
+    page = parse(tmp_path / "report" / "report.html")
+    text = " ".join(page.text)
+    assert "not submitted" in text and "3 / 10" in text
+
+
+def _gradebook(db: Path) -> None:
+    """nbgrader's gradebook as Formgrader leaves it: ada's check_softmax given 1 point of extra credit and
+    check_softmax_cross_entropy a manual score; bea autograded only; cal enrolled, nothing submitted."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{db}", "effective-pytorch") as gb:
+        gb.add_assignment(CH)
+        gb.add_notebook(CH, CH)
+        for cell, points in (("check_softmax", 10), ("check_softmax_cross_entropy", 10), ("check_log_softmax", 0)):
+            gb.add_grade_cell(cell, CH, CH, max_score=points, cell_type="code")
+        for student in ("ada", "bea", "cal"):
+            gb.add_student(student)
+        for student, scores in (("ada", (10, 0, 0)), ("bea", (6, 10, 0))):
+            gb.add_submission(CH, student)
+            for cell, score in zip(("check_softmax", "check_softmax_cross_entropy", "check_log_softmax"), scores,
+                                   strict=True):
+                grade = gb.find_grade(cell, CH, CH, student)
+                grade.auto_score, grade.needs_manual_grade = score, False
+        gb.find_grade("check_softmax", CH, CH, "ada").extra_credit = 1
+        gb.find_grade("check_softmax_cross_entropy", CH, CH, "ada").manual_score = 4
+        gb.find_grade("check_log_softmax", CH, CH, "bea").extra_credit = 3  # the kit's stretch points
+        gb.db.commit()
+
+
+def test_formgraders_manual_grades_are_shown_and_the_gradebook_is_left_alone(tmp_path: Path) -> None:
+    pytest.importorskip("nbgrader")
+    from autograder.course.gradebook import interpreter_bin_first
+
+    interpreter_bin_first()  # nbgrader makes gradebook.db with alembic from PATH
+    graded = tmp_path / "graded"
+    write(graded, softmax_result("ada", [("passed", ""), ("passed", ""), ("failed", "Problem:  off.")]))
+    write(graded, softmax_result("bea", [("failed", "Problem:  off."), ("passed", ""), ("passed", "")]))
+    db = tmp_path / "gradebook.db"  # the course folder, above graded/
+    _gradebook(db)
+    before = db.read_bytes()
+    write_report(graded)
+    assert db.read_bytes() == before
+    (ada,) = _csv(graded / "report" / "adjustments.csv")
+    assert (ada["student"], float(ada["kit_score"]), float(ada["nbgrader_score"]), float(ada["difference"])) == (
+        "ada", 10.0, 15.0, 5.0)
+    assert ada["changes"] == "check_softmax: +1 extra credit; check_softmax_cross_entropy: 0 -> 4"
+    rows = {r["student"]: r for r in _csv(graded / "report" / "students.csv")}
+    assert (rows["ada"][CH], rows["bea"][CH], rows["cal"][CH]) == ("15.0", "19.0", "")
+    assert ("cal", CH) in {(f.student, f.assignment) for f in analyse(graded, db).flagged}
+    text = " ".join(" ".join(parse(graded / "report" / "report.html").text).split())
+    assert "15 / 20 (kit 10)" in text and "check_softmax: +1 extra credit" in text
+
+
+def test_a_damaged_gradebook_is_a_note_never_a_failed_report(tmp_path: Path) -> None:
+    pytest.importorskip("nbgrader")
+    graded = tmp_path / "graded"
+    write(graded, softmax_result("ada", [("passed", ""), ("passed", ""), ("passed", "")]))
+    db = tmp_path / "elsewhere.db"
+    db.write_bytes(b"not a database")
+    assert cli.main(["class-report", str(graded), "--gradebook", str(db)]) == 0
+    text = " ".join(parse(graded / "report" / "report.html").text)
+    assert "could not be read as nbgrader's gradebook" in text
+    assert db.read_bytes() == b"not a database"

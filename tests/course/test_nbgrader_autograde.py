@@ -131,7 +131,8 @@ def test_an_unreadable_notebook_scores_zero_with_its_reason_once() -> None:
     assert write_verdicts(nb, _result([], notes=reason)) == ({cell: 0.0 for cell in CHECK_CELLS}, {})
     first, second = _cell(nb, "check_softmax"), _cell(nb, "check_softmax_cross_entropy")
     assert utils.determine_grade(first) == (0.0, 10.0) and utils.determine_grade(second) == (0.0, 10.0)
-    assert reason in _text(first) and reason not in _text(second)
+    shown = " ".join(_text(first).split())  # wrapped at 100 columns
+    assert reason in shown and "damaged" not in _text(second)
 
 
 def test_text_from_student_code_cannot_drive_a_terminal() -> None:
@@ -190,3 +191,46 @@ def test_a_config_copied_before_the_layers_still_names_the_preprocessor() -> Non
 
     assert import_item("autograder.nbgrader_autograde.KitAutograde") is KitAutograde
     assert "autograder.course.nbgrader_autograde.KitAutograde" in (ROOT / "nbgrader_config.py").read_text()
+
+
+# A student's exception text: one 20,000-character token with no space to break at, under every check of a task.
+TOKEN = "Q" * 20_000
+HOSTILE = f"`softmax(logits)` raised an error:\nValueError: {TOKEN}"
+
+
+def test_long_lines_wrap_and_a_repeated_message_is_shown_once() -> None:
+    nb = _notebook()
+    result = _result([*(_test("softmax", f"check {i}", 0, 10 / 8, "failed", HOSTILE) for i in range(8)),
+                      _test("softmax_cross_entropy", "matches log_softmax", 0, 10, "failed", HOSTILE),
+                      _bonus("matches torch.log_softmax", 0, 4, "failed", "not implemented")],
+                     notes="Answer cell 'softmax' raised ValueError: " + "word " * 100)
+    write_verdicts(nb, result)
+    first, second = _text(_cell(nb, "check_softmax")), _text(_cell(nb, "check_softmax_cross_entropy"))
+    for text in (first, second, _text(_cell(nb, "check_log_softmax"))):
+        assert max(map(len, text.splitlines())) <= 100, "a line Formgrader's <pre> would not wrap"
+    assert "".join(line.strip() for line in first.splitlines()).count(TOKEN) == 1  # whole, once
+    assert "word word word" in first  # the notes, wrapped at the spaces
+    assert first.count("(the same message as under softmax: 'check 0' above)") == 7
+    assert "FAIL 0/1.25  check 7 (hidden)" in first
+    assert TOKEN[:200] not in second and "(the same message as under softmax: 'check 0' above)" in second
+    nbformat.validate(nb)
+
+
+def test_a_long_error_line_in_messages_about_different_calls_is_shown_once() -> None:
+    nb = _notebook()
+    calls = [f"`softmax(tensor(shape=[{i}, 5]))` raised an error:\nValueError: {TOKEN}" for i in range(8)]
+    write_verdicts(nb, _result([*(_test("softmax", f"check {i}", 0, 10 / 8, "failed", call)
+                                  for i, call in enumerate(calls)),
+                                _test("softmax_cross_entropy", "xent", 10, 10), _bonus("d", 0, 4)]))
+    text = _text(_cell(nb, "check_softmax"))
+    assert "".join(line.strip() for line in text.splitlines()).count(TOKEN) == 1
+    assert all(f"shape=[{i}, 5]" in text for i in range(8))  # each call still named
+    assert text.count("(the same 20012-character line as under softmax: 'check 0' above)") == 7
+
+
+def test_short_repeated_messages_stay_where_they_are() -> None:
+    nb = _notebook()
+    write_verdicts(nb, _result([_test("softmax", "a", 0, 4, "failed", NAN_MESSAGE),
+                                _test("softmax", "b", 0, 6, "failed", NAN_MESSAGE),
+                                _test("softmax_cross_entropy", "c", 10, 10), _bonus("d", 0, 4)]))
+    assert _text(_cell(nb, "check_softmax")).count("Subtract the maximum") == 2

@@ -121,3 +121,13 @@ def test_the_grade_command_prints_no_escape_sequences_from_student_code(
     assert cli.main(["grade", str(path), "--seed", "1", "--timeout", "5", "--only", "guide_example"]) == 0
     out = capsys.readouterr().out
     assert "\\x1b]0;owned" in out and not RAW.search(out), out
+
+
+def test_a_long_message_repeated_under_every_check_is_shown_once_on_the_feedback_page() -> None:
+    result = gradescope(_grade())
+    result["extra_data"]["student"], result["extra_data"]["sha256"] = "ada", ""
+    long = "`softmax(x)` raised an error:\nValueError: " + "Q" * 2000
+    result["tests"] = [{**result["tests"][0], "name": f"[softmax] check {i}", "output": long} for i in range(8)]
+    page = feedback_html(result)
+    assert page.count("Q" * 2000) == 1
+    assert page.count("(the same message as under &#x27;[softmax] check 0&#x27; above)") == 7

@@ -17,6 +17,7 @@ import pytest
 
 from autograder.course.cases import mutant
 from autograder.judging.notebook import load_submission
+from autograder.judging.report import gradescope
 from autograder.judging.results import Outcome
 from autograder.judging.seeds import secret_seed
 from tests.kit import (
@@ -101,6 +102,7 @@ def test_deleted_answer_cell_is_named(tmp_path: Path) -> None:
     g = grade_fast(path)
     assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}
     assert "answer cell 'softmax' is missing" in by_name(g)["check_softmax_random_batches"].output
+    assert g.missing == ["softmax"] and gradescope(g)["extra_data"]["missing"] == ["softmax"]
 
 
 def test_renamed_function_is_reported_with_what_was_found(tmp_path: Path) -> None:
