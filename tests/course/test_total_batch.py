@@ -188,9 +188,11 @@ def test_a_killed_worker_costs_one_grader_error_row_and_the_rest_is_graded(
     out = tmp_path / "graded"
     out.mkdir()
     assert grade_all(course, out, workers=2, work=fake_grade) == 3
-    # The pool broke twice: first with killer and ada in flight, then with killer retried alone.
+    # The pool broke twice: first with killer (and, usually, ada) in flight, then with killer retried alone. Which
+    # other job was in flight depends on how fast the workers started (on a loaded machine ada may be done).
     attempts = (out / "attempts.log").read_text().split()
-    assert {s: attempts.count(s) for s in set(attempts)} == {"ada": 2, "bea": 1, "killer": 2, "raiser": 1, "zed": 1}
+    assert attempts.count("killer") == 2
+    assert all(1 <= attempts.count(s) <= 2 for s in ("ada", "bea", "raiser", "zed")), attempts
     rows = _rows(out)
     assert set(rows) == {"ada", "bea", "killer", "raiser", "zed"}
     assert {s for s, r in rows.items() if r["status"] == "grader-error"} == {"killer", "raiser"}
