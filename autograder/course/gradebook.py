@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import sqlite3
+import subprocess
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -59,6 +60,39 @@ def repair_half_made(db: Path) -> bool:
         con.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (get_alembic_version(),))
         con.commit()
     return True
+
+
+def course_root(start: Path) -> Path | None:
+    """The course directory: `start` or the nearest folder above it that holds nbgrader_config.py."""
+    start = start.resolve()
+    return next((d for d in (start, *start.parents) if (d / "nbgrader_config.py").is_file()), None)
+
+
+def export(start: Path) -> int:
+    """`nbgrader export` in the course directory found from `start`: grades.csv there.
+
+    nbgrader itself, run from a subfolder, reads no nbgrader_config.py, makes an empty gradebook.db in that
+    subfolder and, without alembic on PATH, stops with a traceback. This wrapper runs it where the course is,
+    and only when its gradebook.db exists (0: written; 1: nbgrader failed, its output shown; 2: no course or
+    no gradebook, nothing written)."""
+    root = course_root(start)
+    if root is None:
+        print(clean(f"error: no nbgrader_config.py in {start.resolve()} or above: give the course directory"),
+              file=sys.stderr)
+        return 2
+    if not (root / "gradebook.db").is_file():
+        register = REGISTER.format(assignment="<id>")
+        print(clean(f"error: {root / 'gradebook.db'} does not exist: register the assignments (`{register}`) and "
+                    "grade them (`grade-all . --gradebook` or `nbgrader autograde`) first; nothing was written"),
+              file=sys.stderr)
+        return 2
+    interpreter_bin_first()
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "export"], cwd=root, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(clean(f"error: nbgrader export failed in {root}:\n{done.stdout}{done.stderr}"), file=sys.stderr)
+        return 1
+    print(f"grades: {root / 'grades.csv'} (nbgrader export, late penalties applied)")
+    return 0
 
 
 @dataclass
