@@ -34,6 +34,8 @@ from autograder.judging.report import clean
 from autograder.judging.results import Results
 
 REGISTER = ".venv/bin/nbgrader generate_assignment {assignment} --force"
+# What nbgrader's Gradebook.add_submission makes SQLAlchemy say for every submission (nbgrader_config.py says why).
+SESSION_WARNING = r"Object of type <\w+> not in session, add operation along '[\w.]+' will not proceed"
 
 
 def interpreter_bin_first() -> None:
@@ -137,7 +139,8 @@ def _recorded_sha(api: Any, student: str, assignment: str, notebook: str) -> str
 def _why(outcome: dict[str, Any]) -> str:
     """The exception nbgrader logged for a failed autograde (its last one), else its first error line."""
     log = outcome.get("log", "") + "\n" + outcome.get("error", "")
-    raised = [line.strip() for line in log.splitlines() if re.match(r"\s*[\w.]+(Error|Exception): ", line)]
+    raised = [line.strip() for line in log.splitlines() if re.match(r"\s*[\w.]+(Error|Exception): ", line)
+              and "see the the above traceback" not in line]  # nbgrader's closing line names no cause
     errors = [line for line in log.splitlines() if line.startswith("[ERROR]")]
     return raised[-1] if raised else errors[0] if errors else "nbgrader autograde failed"
 
@@ -195,8 +198,8 @@ def record(course: Path, out: Path) -> Recorded:
             if student in autograded and _recorded_sha(api, student, assignment, extra["notebook"]) == extra["sha256"]:
                 done.unchanged += 1
                 continue
-            with warnings.catch_warnings():  # nbgrader's own SQLAlchemy session warnings, printed per submission
-                warnings.simplefilter("ignore", SAWarning)
+            with warnings.catch_warnings():  # nbgrader's own autoflush warning (see nbgrader_config.py), only it
+                warnings.filterwarnings("ignore", message=SESSION_WARNING, category=SAWarning)
                 outcome = api.autograde(assignment, student, force=True, create=True)
             if outcome["success"]:
                 done.recorded += 1

@@ -135,3 +135,29 @@ def test_ci_runs_the_browser_test_in_its_own_job_and_keeps_its_screenshots() -> 
     upload = job[job.index("actions/upload-artifact@"):]
     assert "if: always()" in upload and re.search(r"^ +path: e2e-screenshots/?$", upload, re.M)
     assert "e2e" not in (ROOT / ".ci" / "run").read_text()  # .ci/run stays `make test`, within its budget
+
+
+def test_a_failed_recording_names_its_cause_not_nbgraders_closing_line() -> None:
+    from autograder.course.gradebook import _why
+
+    log = ("[AutogradeApp | ERROR] Traceback (most recent call last):\n    KeyError: 'log_softmax'\n"
+           "[AutogradeApp | ERROR] There was an error processing assignment\n")
+    error = ("nbgrader.converters.base.NbGraderException: Please see the the above traceback for details on the "
+             "specific errors on the above failures.")
+    assert _why({"log": log, "error": error}) == "KeyError: 'log_softmax'"
+
+
+def test_nbgraders_session_warnings_are_silenced_by_the_course_settings(tmp_path: Path) -> None:
+    """nbgrader's add_submission makes SQLAlchemy warn twice per submission; nbgrader_config.py (read by every
+    nbgrader command and Formgrader) silences exactly that message, and other warnings still show."""
+    run = (f"import runpy, warnings; runpy.run_path({str(ROOT / 'nbgrader_config.py')!r}, "
+           "init_globals={'get_config': lambda: __import__('traitlets.config').config.Config()})\n"
+           "from nbgrader.api import Gradebook\n"
+           f"with Gradebook('sqlite:///{tmp_path / 'gradebook.db'}', 'c') as gb:\n"
+           "    gb.add_assignment('a'); gb.add_student('s'); gb.add_submission('a', 's')\n"
+           "warnings.warn('still shown')\n")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-W", "always", "-c", run], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "SAWarning" not in done.stderr and "still shown" in done.stderr, done.stderr
