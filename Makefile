@@ -1,5 +1,11 @@
 # Quick start targets; scripts/setup.sh makes .venv/ with the pinned CPU torch.
 PY := .venv/bin/python
+# Jupyter's per-user state of these runs (kernel connection files, IPython's profile, notebook signatures) goes
+# into .venv/home/, never ~/.local/share/jupyter or ~/.ipython (the tests also keep theirs in a temporary folder).
+KIT_HOME := $(CURDIR)/.venv/home
+demo test e2e: export JUPYTER_DATA_DIR := $(KIT_HOME)/jupyter
+demo test e2e: export JUPYTER_RUNTIME_DIR := $(KIT_HOME)/jupyter/runtime
+demo test e2e: export IPYTHONDIR := $(KIT_HOME)/ipython
 
 .PHONY: setup demo test lint e2e-setup e2e slurm-setup slurm-test
 setup:

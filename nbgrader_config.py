@@ -2,6 +2,7 @@
 
 import os
 import sys
+import warnings
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
@@ -10,6 +11,12 @@ c = get_config()  # noqa: F821 (provided by nbgrader)
 # (Formgrader reads this file on every request: prepend once.)
 if os.environ.get("PATH", "").split(os.pathsep)[0] != os.path.dirname(sys.executable):
     os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+
+# nbgrader's Gradebook.add_submission (nbgrader/api.py) links a new SubmittedAssignment to its student and
+# assignment before adding it to the session, so SQLAlchemy's autoflush warns twice per submission that the
+# object is "not in session". nbgrader adds it right after: nothing is lost. Silenced by that message only.
+SESSION_WARNING = r"Object of type <\w+> not in session, add operation along '[\w.]+' will not proceed"
+warnings.filterwarnings("ignore", message=SESSION_WARNING)
 
 c.CourseDirectory.course_id = "effective-pytorch"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))

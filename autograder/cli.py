@@ -1,8 +1,10 @@
-"""Command line: `python -m autograder grade|grade-all|class-report|similarity|build|demo`."""
+"""Command line: `python -m autograder COMMAND`, COMMAND one of grade, grade-all, merge, class-report, similarity,
+bundle, build, selftest, export, demo."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -13,6 +15,8 @@ from autograder.course.shards import resolve as resolve_shard
 from autograder.judging import results as fmt
 from autograder.judging.registry import CHAPTERS
 from autograder.sandbox.limits import Limits
+
+GRADING = ("torch", "numpy", "pytest")  # what the grading engine imports (README: a GPU runner needs no more)
 
 
 def _grade(args: argparse.Namespace) -> int:
@@ -115,6 +119,11 @@ def _class_report(args: argparse.Namespace) -> int:
         print(clean(f"error: {args.graded} is not a folder: give the --out folder of grade-all or merge"),
               file=sys.stderr)
         return 2
+    if not ((args.graded / "results").is_dir() or (args.graded / "summary.json").is_file()):
+        # e.g. nbgrader's autograded/: a folder the kit did not write is never written into
+        print(clean(f"error: {args.graded} holds no results/ or summary.json, so grade-all or merge did not write "
+                    "it: give their --out folder (default: graded); nothing was written"), file=sys.stderr)
+        return 2
     print(f"class report: {write_report(args.graded, args.out, getattr(args, 'gradebook', None))} "
           "(CSV files beside it)")
     return 0
@@ -172,6 +181,12 @@ def _build(args: argparse.Namespace) -> int:
     from autograder.course.build import main  # needs the dev extras: imported only here
 
     return main(args.chapters)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from autograder.course.gradebook import export
+
+    return export(args.course)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -261,8 +276,24 @@ def main(argv: list[str] | None = None) -> int:
                    help="only this chapter (repeat for more; default: all), e.g. to run chapters side by side")
     t.set_defaults(run=_selftest)
 
+    e = sub.add_parser("export", help="nbgrader export run in the course directory (found upward from here): "
+                       "grades.csv there; exits 2 if there is no course or no gradebook.db")
+    e.add_argument("course", type=Path, nargs="?", default=Path.cwd(),
+                   help="the course directory or a folder inside it (default: here)")
+    e.set_defaults(run=_export, needs=("nbgrader",))
+
     d = sub.add_parser("demo", help="build, then grade the bundled example submissions")
-    d.set_defaults(run=_demo)
+    d.set_defaults(run=_demo, needs=(*GRADING, "nbgrader", "nbclient"))
+    for grading in (g, a, t):
+        grading.set_defaults(needs=GRADING)
+    b.set_defaults(needs=("nbgrader", "nbclient"))
 
     args = parser.parse_args(argv)
+    needs = [*getattr(args, "needs", ()), *(["nbgrader"] if getattr(args, "gradebook", False) else [])]
+    missing = [name for name in needs if importlib.util.find_spec(name) is None]
+    if missing:  # e.g. the system Python instead of the kit's .venv: say so, not a traceback from deep inside
+        print(f"error: {', '.join(missing)} not installed for {sys.executable}, which `{args.command}` needs: run "
+              f"`make setup` in the kit's folder, then `.venv/bin/python -m autograder {args.command} ...`",
+              file=sys.stderr)
+        return 2
     return int(args.run(args))

@@ -1,9 +1,38 @@
 """The order of a test run: the slowest files first, so that `make test`'s pytest-xdist workers (one per core,
-whole files each: --dist loadfile) start the long ones at once and finish together."""
+whole files each: --dist loadfile) start the long ones at once and finish together. And Jupyter's per-user state
+(kernel connection files, notebook signatures, nbgrader's exchange cache, IPython's profile) goes to a temporary
+folder of the run, never into ~/.local/share/jupyter, ~/.jupyter or ~/.ipython."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
+
+JUPYTER_HOME = "KIT_TESTS_JUPYTER_HOME"  # set by the first process of a run; pytest-xdist workers inherit it
+JUPYTER_DIRS = {"JUPYTER_DATA_DIR": "data", "JUPYTER_RUNTIME_DIR": "runtime", "JUPYTER_CONFIG_DIR": "config",
+                "IPYTHONDIR": "ipython"}
+_OWN_HOME = pytest.StashKey[Path]()  # the folder this process made, removed when it ends
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if JUPYTER_HOME in os.environ:
+        return
+    home = Path(tempfile.mkdtemp(prefix="kit-tests-jupyter-"))
+    os.environ[JUPYTER_HOME] = str(home)
+    for var, sub in JUPYTER_DIRS.items():
+        os.environ[var] = str(home / sub)
+    config.stash[_OWN_HOME] = home
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    home = config.stash.get(_OWN_HOME, None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
+        del os.environ[JUPYTER_HOME]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -16,12 +16,18 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+from traitlets.config import Config
 
 from autograder import CHECKOUT
 from autograder.judging.registry import derive, write_registry
 
 ROOT = CHECKOUT
 _MARKER = re.compile(r"^[ \t]*### (BEGIN|END) (SOLUTION|HIDDEN TESTS)[ \t]*\n?", re.MULTILINE)
+
+
+class BuildError(RuntimeError):
+    """nbgrader could not make a release, or an answer key failed to run: the message says which and why."""
 
 
 def generate_release(chapter_id: str, course: Path) -> Path:
@@ -38,7 +44,7 @@ def generate_release(chapter_id: str, course: Path) -> Path:
         cwd=course, env=env, capture_output=True, text=True,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"nbgrader generate_assignment {chapter_id} failed:\n{done.stdout}{done.stderr}")
+        raise BuildError(f"nbgrader generate_assignment {chapter_id} failed:\n{done.stdout}{done.stderr}")
     return course / "release" / chapter_id
 
 
@@ -55,6 +61,18 @@ def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
     return [(c.cell_type, c.source) for c in nb.cells]
 
 
+def execute(nb: nbformat.NotebookNode, folder: Path) -> None:
+    """Run every cell of `nb` in a fresh python3 kernel whose working directory is `folder`, outputs kept.
+
+    The kernel talks to this process over Unix sockets rather than TCP on 127.0.0.1: nothing listens on a port,
+    and ipykernel has no unencrypted traffic to warn about. The sockets live in a fresh temporary folder, since a
+    socket's path must stay under 108 bytes and JUPYTER_RUNTIME_DIR (where they would go) can be deep."""
+    with tempfile.TemporaryDirectory(prefix="kit-kernel-") as sockets:
+        kernel = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "k")}})
+        NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False, config=kernel,
+                       resources={"metadata": {"path": str(folder)}}).execute()
+
+
 def build_solution(chapter_id: str) -> tuple[Path, bool]:
     """The executed answer key, and whether it was executed: a key whose cells equal the source's is left as it
     is, since its outputs hold timings of this machine that would change on every run."""
@@ -65,8 +83,11 @@ def build_solution(chapter_id: str) -> tuple[Path, bool]:
         return out, False
     out_dir.mkdir(parents=True, exist_ok=True)
     # No timing metadata: a rebuild changes no file whose cells did not change.
-    NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(out_dir)}}).execute()
+    try:
+        execute(nb, out_dir)
+    except CellExecutionError as e:  # the reference solution or a visible check is broken: the key is not written
+        raise BuildError(f"solutions/{chapter_id}: the answer key failed to run (source/{chapter_id} is "
+                         f"broken), so it was not written:\n{e}") from None
     nbformat.write(nb, out)
     return out, True
 
@@ -91,5 +112,9 @@ def main(chapter_ids: list[str]) -> int:
         return 2
     write_registry()
     print("autograder/chapters/chapters.json: derived from the source notebooks")
-    build(chapter_ids or known)
+    try:
+        build(chapter_ids or known)
+    except BuildError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     return 0

@@ -7,10 +7,11 @@ Results go to results/<student>/<assignment>.json (Gradescope schema).
 from __future__ import annotations
 
 import json
+import sys
 
 import torch
 
-from autograder.course.build import ROOT, build
+from autograder.course.build import ROOT, BuildError, build
 from autograder.judging.judge import Grade, GraderError, grade
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import gradescope, table
@@ -21,7 +22,11 @@ RESULTS = ROOT / "results"
 
 
 def main() -> int:
-    build([c for c in CHAPTERS if (ROOT / "source" / c).is_dir()])
+    try:
+        build([c for c in CHAPTERS if (ROOT / "source" / c).is_dir()])
+    except BuildError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     torch.set_num_threads(1)  # the whole process, which now only judges (see autograder.cli)
     zygote = launcher.zygote()  # every example forks from this process's one
     rows: list[tuple[str, Grade]] = []

@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import sqlite3
+import subprocess
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ from autograder.judging.report import clean
 from autograder.judging.results import Results
 
 REGISTER = ".venv/bin/nbgrader generate_assignment {assignment} --force"
+# What nbgrader's Gradebook.add_submission makes SQLAlchemy say for every submission (nbgrader_config.py says why).
+SESSION_WARNING = r"Object of type <\w+> not in session, add operation along '[\w.]+' will not proceed"
 
 
 def interpreter_bin_first() -> None:
@@ -59,6 +62,39 @@ def repair_half_made(db: Path) -> bool:
         con.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (get_alembic_version(),))
         con.commit()
     return True
+
+
+def course_root(start: Path) -> Path | None:
+    """The course directory: `start` or the nearest folder above it that holds nbgrader_config.py."""
+    start = start.resolve()
+    return next((d for d in (start, *start.parents) if (d / "nbgrader_config.py").is_file()), None)
+
+
+def export(start: Path) -> int:
+    """`nbgrader export` in the course directory found from `start`: grades.csv there.
+
+    nbgrader itself, run from a subfolder, reads no nbgrader_config.py, makes an empty gradebook.db in that
+    subfolder and, without alembic on PATH, stops with a traceback. This wrapper runs it where the course is,
+    and only when its gradebook.db exists (0: written; 1: nbgrader failed, its output shown; 2: no course or
+    no gradebook, nothing written)."""
+    root = course_root(start)
+    if root is None:
+        print(clean(f"error: no nbgrader_config.py in {start.resolve()} or above: give the course directory"),
+              file=sys.stderr)
+        return 2
+    if not (root / "gradebook.db").is_file():
+        register = REGISTER.format(assignment="<id>")
+        print(clean(f"error: {root / 'gradebook.db'} does not exist: register the assignments (`{register}`) and "
+                    "grade them (`grade-all . --gradebook` or `nbgrader autograde`) first; nothing was written"),
+              file=sys.stderr)
+        return 2
+    interpreter_bin_first()
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "export"], cwd=root, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(clean(f"error: nbgrader export failed in {root}:\n{done.stdout}{done.stderr}"), file=sys.stderr)
+        return 1
+    print(f"grades: {root / 'grades.csv'} (nbgrader export, late penalties applied)")
+    return 0
 
 
 @dataclass
@@ -103,7 +139,8 @@ def _recorded_sha(api: Any, student: str, assignment: str, notebook: str) -> str
 def _why(outcome: dict[str, Any]) -> str:
     """The exception nbgrader logged for a failed autograde (its last one), else its first error line."""
     log = outcome.get("log", "") + "\n" + outcome.get("error", "")
-    raised = [line.strip() for line in log.splitlines() if re.match(r"\s*[\w.]+(Error|Exception): ", line)]
+    raised = [line.strip() for line in log.splitlines() if re.match(r"\s*[\w.]+(Error|Exception): ", line)
+              and "see the the above traceback" not in line]  # nbgrader's closing line names no cause
     errors = [line for line in log.splitlines() if line.startswith("[ERROR]")]
     return raised[-1] if raised else errors[0] if errors else "nbgrader autograde failed"
 
@@ -161,8 +198,8 @@ def record(course: Path, out: Path) -> Recorded:
             if student in autograded and _recorded_sha(api, student, assignment, extra["notebook"]) == extra["sha256"]:
                 done.unchanged += 1
                 continue
-            with warnings.catch_warnings():  # nbgrader's own SQLAlchemy session warnings, printed per submission
-                warnings.simplefilter("ignore", SAWarning)
+            with warnings.catch_warnings():  # nbgrader's own autoflush warning (see nbgrader_config.py), only it
+                warnings.filterwarnings("ignore", message=SESSION_WARNING, category=SAWarning)
                 outcome = api.autograde(assignment, student, force=True, create=True)
             if outcome["success"]:
                 done.recorded += 1
