@@ -130,7 +130,9 @@ def test_ci_runs_the_browser_test_in_its_own_job_and_keeps_its_screenshots() -> 
     """kit-tests.yml has an e2e job (actionlint checks its syntax in test_workflows.py) that runs `make e2e`
     and uploads e2e-screenshots/ whether it passed or not."""
     workflow = (ROOT / ".github" / "workflows" / "kit-tests.yml").read_text()
-    job = workflow[workflow.index("\n  e2e:\n"):]
+    job = workflow[workflow.index("\n  e2e:\n") + 1:]
+    after = re.search(r"^  [\w-]+:$", job[1:], re.M)  # the next job, if any
+    job = job[: after.start() + 1] if after else job
     assert re.findall(r"^ +run: (.*)$", job, re.M) == ["make e2e"]
     upload = job[job.index("actions/upload-artifact@"):]
     assert "if: always()" in upload and re.search(r"^ +path: e2e-screenshots/?$", upload, re.M)
