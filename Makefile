@@ -17,7 +17,7 @@ demo: setup
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -n auto --dist loadfile --durations=15
+	$(PY) -m pytest -n auto --dist worksteal --durations=15
 
 lint: setup
 	$(PY) -m ruff check .
