@@ -1,8 +1,8 @@
 """The order of a test run: the slowest files first, so that `make test`'s pytest-xdist workers (one per core,
 --dist worksteal: a worker that runs dry takes tests from the other) start the long ones at once and finish
-together (loadfile, whole files each, left one core idle for the last minute: 640 s against 569 s). And Jupyter's per-user state
-(kernel connection files, notebook signatures, nbgrader's exchange cache, IPython's profile) goes to a temporary
-folder of the run, never into ~/.local/share/jupyter, ~/.jupyter or ~/.ipython."""
+together (loadfile, whole files each, left one core idle for the last minute: 640 s against 569 s). And
+Jupyter's per-user state (kernel connection files, notebook signatures, nbgrader's exchange cache, IPython's
+profile) goes to a temporary folder of the run, never into ~/.local/share/jupyter, ~/.jupyter or ~/.ipython."""
 
 from __future__ import annotations
 
