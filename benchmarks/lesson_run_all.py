@@ -21,6 +21,7 @@ from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from autograder.course.build import ipc_kernel
 from autograder.judging.registry import CHAPTERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_all(path: Path) -> tuple[float, list[tuple[float, str]]]:
     """Seconds for all cells, and (seconds, cell id) of each code cell, slowest first."""
     nb = nbformat.read(path, as_version=4)
-    with tempfile.TemporaryDirectory() as tmp:
-        client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+    with tempfile.TemporaryDirectory() as tmp, ipc_kernel() as kernel:
+        client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True, config=kernel,
                                 resources={"metadata": {"path": tmp}})
         cells: list[tuple[float, str]] = []
         with client.setup_kernel():

@@ -6,12 +6,14 @@ Needs the dev extras (nbgrader, nbformat, nbclient, ipykernel); grading does not
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -61,14 +63,20 @@ def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
     return [(c.cell_type, c.source) for c in nb.cells]
 
 
-def execute(nb: nbformat.NotebookNode, folder: Path) -> None:
-    """Run every cell of `nb` in a fresh python3 kernel whose working directory is `folder`, outputs kept.
-
-    The kernel talks to this process over Unix sockets rather than TCP on 127.0.0.1: nothing listens on a port,
-    and ipykernel has no unencrypted traffic to warn about. The sockets live in a fresh temporary folder, since a
-    socket's path must stay under 108 bytes and JUPYTER_RUNTIME_DIR (where they would go) can be deep."""
+@contextlib.contextmanager
+def ipc_kernel() -> Iterator[Config]:
+    """NotebookClient's config for a kernel that talks to this process over Unix sockets rather than TCP on
+    127.0.0.1: nothing listens on a port, and ipykernel has no unencrypted traffic to warn about. The sockets live
+    in a fresh temporary folder, since a socket's path must stay under 108 bytes and JUPYTER_RUNTIME_DIR (where
+    they would go) can be deep."""
     with tempfile.TemporaryDirectory(prefix="kit-kernel-") as sockets:
-        kernel = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "k")}})
+        yield Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "k")}})
+
+
+def execute(nb: nbformat.NotebookNode, folder: Path) -> None:
+    """Run every cell of `nb` in a fresh python3 kernel (ipc_kernel) whose working directory is `folder`, outputs
+    kept."""
+    with ipc_kernel() as kernel:
         NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False, config=kernel,
                        resources={"metadata": {"path": str(folder)}}).execute()
 
