@@ -44,6 +44,13 @@ c.Autograde.autograde_preprocessors = [
 ]
 c.KitAutograde.device = "cpu"
 # A deleted check cell is put back, so the kit's verdict for its task is still recorded.
+c.Autograde.sanitize_preprocessors = [  # nbgrader's, with OverwriteCells replaced (see the module's docstring)
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "autograder.course.missing_cells.MissingCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 c.OverwriteCells.add_missing_cells = True
 
 # `nbgrader validate` still runs the notebook. torch writes deprecation warnings to stderr, and

@@ -97,6 +97,10 @@ def _grade_all(args: argparse.Namespace) -> int:
                 print("not recorded (no score in the gradebook; rerun the same command after fixing):\n  "
                       + "\n  ".join(clean(line) for line in done.failed), file=sys.stderr)
                 code = 3
+            if done.unnamed:
+                print(f"gradebook: {len(done.unnamed)} students have no name there, so Formgrader lists them as "
+                      "'None, None': add them with `nbgrader db student import roster.csv` in the course "
+                      "directory (a CSV with the columns id,first_name,last_name,email)")
         if args.feedback:
             pages = write_feedback(args.root, results)
             print(f"feedback: {pages.written} pages in {args.root / 'feedback'}")

@@ -12,12 +12,12 @@ import sys
 import torch
 
 from autograder.course.build import ROOT, BuildError, build
+from autograder.course.examples import EXAMPLES
 from autograder.judging.judge import Grade, GraderError, grade
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import gradescope, table
 from autograder.sandbox import launcher
 
-EXAMPLES = ROOT / "examples" / "submitted"
 RESULTS = ROOT / "results"
 
 

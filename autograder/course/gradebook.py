@@ -102,6 +102,7 @@ class Recorded:
     recorded: int = 0  # autograded by nbgrader from grade-all's result
     unchanged: int = 0  # already recorded from the same notebook
     failed: list[str] = field(default_factory=list)  # "<student>/<assignment>: why"
+    unnamed: list[str] = field(default_factory=list)  # students with neither name (Formgrader: "None, None")
 
 
 def nbgrader_api(course: Path, results: Path | None = None) -> Any:
@@ -205,6 +206,8 @@ def record(course: Path, out: Path) -> Recorded:
                 done.recorded += 1
             else:
                 done.failed.append(f"{student}/{assignment}: {_why(outcome)}")
+    with Gradebook(url, api.coursedir.course_id) as gb:  # autograde adds students by id alone
+        done.unnamed = sorted(s.id for s in gb.students if s.first_name is None and s.last_name is None)
     return done
 
 

@@ -134,6 +134,12 @@ def task_verdict(task: str, tests: list[TestResult], cell_points: float, device:
             lines.append(_indent(_long_lines_once(t["output"], f"under {label}: '{name}'", shown)))
             if len(output) > REPEAT_SHOWN_ONCE:
                 shown[output] = f"under {label}: '{name}'"
+    if bonus:  # Formgrader shows the cell as "0 / 0.0 + N (extra credit)"
+        lines.append(f"Recorded: {recorded:g} extra-credit points (nbgrader counts a stretch task's cell as 0 of 0 "
+                     "points, plus its extra credit); a score set by hand in Formgrader takes their place.")
+    else:  # the execute_result below, which nbgrader reads, shows as Out[ ] beside any later manual score
+        lines.append(f"Recorded: {recorded:g} of {cell_points:g} points, the number below; a score set by hand in "
+                     "Formgrader takes its place.")
     return wrap(clean("\n".join(lines))) + "\n", recorded
 
 

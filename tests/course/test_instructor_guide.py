@@ -146,6 +146,8 @@ def test_every_instructor_command_works_as_printed(tmp_path: Path) -> None:
                 gb.find_grade("check_softmax", CH, CH, student).manual_score = 8.0
                 gb.find_comment("softmax", CH, CH, student).manual_comment = "Half of the overflow case."
                 gb.db.commit()
+        if command.startswith(".venv/bin/nbgrader db student import"):  # the class list, from the LMS
+            (course / "roster.csv").write_text(f"id,first_name,last_name,email\n{student},Ada,Lovelace,\n")
         done = _shell(command, course, env)
         assert done.returncode == 0, f"`{command}` failed:\n{done.stdout}\n{done.stderr}"
 
@@ -160,6 +162,7 @@ def test_every_instructor_command_works_as_printed(tmp_path: Path) -> None:
                                                           "check_log_softmax": (0.0, None)}
         if command.startswith(".venv/bin/python -m autograder grade-all"):
             assert "0 submissions recorded by nbgrader autograde, 1 already recorded" in done.stdout, done.stdout
+            assert "None, None" not in done.stdout, "the roster imported in step 4 names the student"
             result = json.loads((course / "graded" / "results" / student / f"{CH}.json").read_text())
             assert (result["score"], result["max_score"]) == (15.0, 20.0)
         if command.startswith(".venv/bin/nbgrader generate_feedback"):

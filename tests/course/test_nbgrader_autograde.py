@@ -79,6 +79,9 @@ def test_partial_credit_is_what_nbgrader_reads() -> None:
     assert "softmax: 6 / 10 points" in text
     assert "FAIL 0/4  matches the example\n" in text and "PASS 6/6  matches torch.softmax on batches (hidden)" in text
     assert "Got:      [nan, 0.]" in text and "Subtract the maximum" in text
+    # the Out[ ] beside a score set later by hand in Formgrader is explained where it is shown
+    assert text.rstrip().endswith("Recorded: 6 of 10 points, the number below; a score set by hand in Formgrader "
+                                  "takes its place."), text
     nbformat.validate(nb)
 
 
@@ -156,6 +159,7 @@ def test_a_stretch_task_is_extra_credit_and_nbgrader_reads_zero_points() -> None
     assert utils.determine_grade(cell) == (0.0, 0.0)  # more than 0 would make nbgrader's SaveAutoGrades fail
     text = _text(cell)
     assert "bonus: log_softmax: 3 / 4 extra-credit points" in text and "FAIL 0/1  its own backward (hidden)" in text
+    assert "Recorded: 3 extra-credit points (nbgrader counts a stretch task's cell as 0 of 0 points" in text, text
     # on a device where the stretch checks are worth 8, the share of the registry's 4 points
     six_of_eight = cast(Results, {**NO_MAX, "tests": [*NO_MAX["tests"][:3], _bonus("x", 6, 8)]})
     _, extra = write_verdicts(_notebook(), six_of_eight)

@@ -67,6 +67,13 @@ def _forges_grade_cell(nb: Notebook) -> None:
                                                   "grade_id": "check_bonus", "schema_version": 3}}})
 
 
+def _predates_the_stretch_task(nb: Notebook) -> None:
+    """A notebook of an earlier release, without log_softmax's answer and check cells (or a student who deleted
+    both): nbgrader's OverwriteCells raised KeyError on it (autograder/course/missing_cells.py)."""
+    nb["cells"] = [c for c in nb["cells"]
+                   if c["metadata"].get("nbgrader", {}).get("grade_id") not in {"log_softmax", "check_log_softmax"}]
+
+
 def _retypes_answer_cell(nb: Notebook) -> None:
     nb["cells"][_cell_index(nb, "softmax")]["metadata"]["nbgrader"].update(grade=True, points=10)
 
@@ -85,6 +92,7 @@ CLASS: dict[str, tuple[str | None, Callable[[Notebook], None] | None, Expected |
                          "check_log_softmax": (0.0, 0.0)}),
     "edits": (NO_MAX, _edits_check_cell, HONEST_MISTAKE),  # nbgrader restores the locked source and points
     "deletes": (NO_MAX, _deletes_check_cell, HONEST_MISTAKE),  # nbgrader puts the cell back (add_missing_cells)
+    "older": (NO_MAX, _predates_the_stretch_task, HONEST_MISTAKE),  # the check cell is put back, worth 0
     "duplicates": (NO_MAX, _duplicates_check_cell, None),
     "forges": (NO_MAX, _forges_grade_cell, None),
     "retypes": (NO_MAX, _retypes_answer_cell, None),
@@ -166,6 +174,8 @@ def courses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
            f"{len(FAILING)} failed" in done.stdout, done.stdout
     not_recorded = done.stderr.split("not recorded")[1]
     assert {s for s in CLASS if f"{s}/{CH}:" in not_recorded} == FAILING, done.stderr
+    assert f"gradebook: {len(CLASS)} students have no name there, so Formgrader lists them as 'None, None': add " \
+           "them with `nbgrader db student import roster.csv`" in " ".join(done.stdout.split()), done.stdout
     return {"nbgrader": course, "grade-all": other}
 
 
@@ -206,9 +216,14 @@ def test_grade_all_gradebook_leaves_recorded_submissions_and_manual_grades_alone
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         gb.find_grade("check_softmax", CH, CH, "bob").manual_score = 8.0
         gb.db.commit()
+    roster = course / "roster.csv"  # the README's step 4: the names, with nbgrader's own import
+    roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},{s.title()},Example,\n" for s in CLASS))
+    imported = _run(course, "nbgrader", "db", "student", "import", str(roster))
+    assert imported.returncode == 0, imported.stdout + imported.stderr
     done = _run(course, "autograder", "grade-all", ".", "--gradebook", "--workers", "2")
     assert f"0 submissions recorded by nbgrader autograde, {len(CLASS) - len(FAILING)} already recorded" \
            in done.stdout, done.stdout + done.stderr
+    assert "None, None" not in done.stdout, done.stdout
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         grade = gb.find_grade("check_softmax", CH, CH, "bob")
         assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (5.0, 8.0, False)

@@ -15,7 +15,7 @@ from tests.kit import ROOT
 pytestmark = pytest.mark.slow  # minutes in all: tests/conftest.py starts it first
 
 BUILT = [c for c in CHAPTERS if (ROOT / "source" / c / f"{c}.ipynb").exists()]
-REBUILD = "Run `.venv/bin/python -m autograder build {c}` and commit release/ and solutions/."
+REBUILD = "Run `.venv/bin/python -m autograder build {c}` and commit release/, solutions/ and examples/."
 
 
 def _code(nb: dict) -> list[str]:
@@ -62,3 +62,14 @@ def test_the_example_class_is_committed() -> None:
     names = tracked.stdout.split()
     assert len(names) >= len(BUILT), names
     assert {Path(n).parent.name for n in names} >= set(BUILT)
+
+
+@pytest.mark.parametrize("chapter", BUILT)
+def test_the_example_class_follows_the_release(tmp_path: Path, chapter: str) -> None:
+    """An example from an earlier release lacks cells of today's: nbgrader then has cells to put back, and
+    `grade-all --gradebook` on the example class failed for every notebook."""
+    from autograder.course import examples
+
+    for fresh in examples.write(chapter, tmp_path):
+        committed = ROOT / "examples" / "submitted" / fresh.relative_to(tmp_path)
+        assert committed.read_text() == fresh.read_text(), REBUILD.format(c=chapter)
