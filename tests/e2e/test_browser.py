@@ -209,6 +209,7 @@ def test_instructor_autogrades_adjusts_and_gives_feedback(page: Page, course: Pa
         text = check.locator(".output_area").first.inner_text()
         assert "softmax: 5 / 10 points" in text, text
         assert "found nan (not a number)" in text and "overflows" in text, text
+        assert "Recorded: 5 of 10 points, the number below; a score set by hand in Formgrader" in text, text
         # The cell's score box (auto score 6) at the top, under Formgrader's fixed bar, the messages below.
         check.evaluate("cell => { cell.scrollIntoView({block: 'start'}); window.scrollBy(0, -80); }")
         shot(page, "manual-grading-shows-the-kit-messages")
