@@ -14,7 +14,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -
     # pip's settings, so the folder of wheels on this machine (PIP_FIND_LINKS: the CPU build) is passed on.
     "${uv[@]}" "${TORCH_SPEC:-torch==2.13.0}" ${PIP_FIND_LINKS:+--find-links "$PIP_FIND_LINKS"} \
         ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
-    "${uv[@]}" -r requirements.lock  # torch is not in it: the lock never replaces the build installed above
+    # torch is not in the lock: it never replaces the build installed above. The overrides keep out what the
+    # lock leaves out, which a package's own requirements would otherwise bring back (scripts/overrides.txt).
+    "${uv[@]}" -r requirements.lock --override scripts/overrides.txt
     "${uv[@]}" --no-deps -e .
     touch "$stamp"
 fi
