@@ -152,6 +152,7 @@ def record(course: Path, out: Path) -> Recorded:
     A submission already recorded from the same notebook, with the submitted timestamp, is left alone
     (manual grades stay unflagged). Raises SystemExit naming the command to run when an assignment
     is not registered in gradebook.db."""
+    import nbformat
     from nbgrader.api import Gradebook, MissingEntry
     from sqlalchemy.exc import SAWarning
 
@@ -195,6 +196,15 @@ def record(course: Path, out: Path) -> Recorded:
                 done.failed.append(f"{student}/{assignment}: nbgrader records only the released notebook name, "
                                    f"{assignment}.ipynb, and this folder's notebook is {extra['notebook']!r}: "
                                    "rename it and rerun")
+                continue
+            submitted = Path(api.coursedir.format_path(api.coursedir.submitted_directory, student, assignment),
+                             extra["notebook"])
+            try:  # what nbgrader's autograde reads first; it fails on a broken file with a bare traceback
+                nbformat.read(submitted, as_version=4)
+            except (OSError, ValueError) as e:  # nbformat's NotJSONError and NBFormatError are ValueErrors
+                done.failed.append(f"{student}/{assignment}: {extra['notebook']} is not a notebook that nbgrader can "
+                                   f"read ({type(e).__name__}); grade-all's row gives it 0 with the reason, and it "
+                                   "is recorded once the student hands in a readable one")
                 continue
             if student in autograded and _recorded_sha(api, student, assignment, extra["notebook"]) == extra["sha256"]:
                 done.unchanged += 1

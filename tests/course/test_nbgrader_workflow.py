@@ -335,12 +335,18 @@ def test_a_misspelled_assignment_folder_is_named_and_the_others_are_still_record
     shutil.copy(ROOT / "nbgrader_config.py", course)
     _result(out, "eve", "07_numerical_stabilty", f"{CH}.ipynb")
     _result(out, "ada", CH, f"{CH} (1).ipynb")
+    _result(out, "cut", CH, f"{CH}.ipynb")  # cut off mid-file: nbgrader's autograde raised NotJSONError at it
+    (course / "submitted" / "cut" / CH).mkdir(parents=True)
+    (course / "submitted" / "cut" / CH / f"{CH}.ipynb").write_text((ROOT / "release" / CH / f"{CH}.ipynb")
+                                                                   .read_text()[:2000])
     monkeypatch.setenv("PATH", os.environ["PATH"])
     interpreter_bin_first()
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "effective-pytorch") as gb:
         gb.add_assignment(CH)
     done = record(course, out)
-    assert done.recorded == 0 and len(done.failed) == 2, done.failed
-    eve, ada = sorted(done.failed, reverse=True)
+    assert done.recorded == 0 and len(done.failed) == 3, done.failed
+    eve, cut, ada = sorted(done.failed, reverse=True)
     assert "did you mean 07_numerical_stability?" in eve and "rename the folder" in eve, eve
     assert f"{CH}.ipynb" in ada and "(1)" in ada and "rename it" in ada, ada
+    assert cut == (f"cut/{CH}: {CH}.ipynb is not a notebook that nbgrader can read (NotJSONError); grade-all's row "
+                   "gives it 0 with the reason, and it is recorded once the student hands in a readable one"), cut
