@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat import NotebookNode
+from nbgrader import utils
 from nbgrader.preprocessors import OverwriteCells
 
 
@@ -24,13 +25,16 @@ class MissingCells(OverwriteCells):
         by_name = {cell.name: cell for cell in source.source_cells}
         solutions = {cell.name for cell in source.solution_cells}
         for grade_cell in sorted(source.grade_cells, key=lambda c: release.index(c.name)):
-            present = {c["metadata"]["nbgrader"]["grade_id"]: i for i, c in enumerate(nb.cells)
-                       if "grade_id" in c["metadata"].get("nbgrader", {})}  # an added cell's metadata is a dict
-            if grade_cell.name in present:
+            # an added cell's metadata is a plain dict, hence the item access
+            ids = {c["metadata"]["nbgrader"]["grade_id"]: i for i, c in enumerate(nb.cells)
+                   if "grade_id" in c["metadata"].get("nbgrader", {})}
+            graded = {c["metadata"]["nbgrader"].get("grade_id") for c in nb.cells
+                      if utils.is_grade(c) or utils.is_solution(c)}
+            if grade_cell.name in graded:  # nbgrader's test: a cell of that id that is no longer graded is missing
                 continue
             self.log.warning(f"Missing grade cell {grade_cell.name} encountered, adding to notebook")
             earlier = release[:release.index(grade_cell.name)]
-            at = next((present[name] + 1 for name in reversed(earlier) if name in present), 0)
+            at = next((ids[name] + 1 for name in reversed(earlier) if name in ids), 0)
             nb.cells.insert(at, self.missing_cell_transform(by_name[grade_cell.name], grade_cell.max_score,
                                                             is_solution=grade_cell.name in solutions))
         return nb, resources

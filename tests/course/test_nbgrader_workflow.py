@@ -74,6 +74,11 @@ def _predates_the_stretch_task(nb: Notebook) -> None:
                    if c["metadata"].get("nbgrader", {}).get("grade_id") not in {"log_softmax", "check_log_softmax"}]
 
 
+def _ungrades_check_cell(nb: Notebook) -> None:
+    """A cell of the check cell's id that is no longer graded: nbgrader counts the check cell as missing."""
+    nb["cells"][_cell_index(nb, "check_softmax")]["metadata"]["nbgrader"]["grade"] = False
+
+
 def _retypes_answer_cell(nb: Notebook) -> None:
     nb["cells"][_cell_index(nb, "softmax")]["metadata"]["nbgrader"].update(grade=True, points=10)
 
@@ -96,6 +101,7 @@ CLASS: dict[str, tuple[str | None, Callable[[Notebook], None] | None, Expected |
     "duplicates": (NO_MAX, _duplicates_check_cell, None),
     "forges": (NO_MAX, _forges_grade_cell, None),
     "retypes": (NO_MAX, _retypes_answer_cell, None),
+    "ungrades": (NO_MAX, _ungrades_check_cell, None),
 }
 FAILING = {s for s, (_, _, points) in CLASS.items() if points is None}
 
