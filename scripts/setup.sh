@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 stamp=.venv/.kit-installed
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ] \
+        || [ scripts/overrides.txt -nt "$stamp" ]; then
     .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==0.13.9"
     uv=(.venv/bin/uv pip install --quiet --python .venv/bin/python)
     # torch first and pinned: a bare "torch" would pull the newest CUDA build (several GB). uv reads none of

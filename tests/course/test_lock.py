@@ -30,3 +30,13 @@ def test_the_lock_never_installs_torch_or_cuda() -> None:
     """setup.sh installs the pinned CPU torch first; a lock that named torch or its CUDA wheels would replace it."""
     heavy = [n for n in _pins() if n in {"torch", "triton"} or n.startswith(("nvidia-", "cuda-"))]
     assert heavy == []
+
+
+def test_the_lock_leaves_out_what_the_overrides_keep_out() -> None:
+    """scripts/overrides.txt (torch; rfc3987-syntax, whose import costs 1.5 s in every process that imports
+    nbformat): none of it is pinned, and setup.sh installs with the same overrides."""
+    lines = (ROOT / "scripts" / "overrides.txt").read_text().splitlines()
+    kept_out = {_name(line) for line in lines if line.strip() and not line.startswith("#")}
+    assert kept_out >= {"torch", "rfc3987-syntax"}
+    assert not kept_out & set(_pins())
+    assert "--override scripts/overrides.txt" in (ROOT / "scripts" / "setup.sh").read_text()
