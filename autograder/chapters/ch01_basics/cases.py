@@ -190,6 +190,25 @@ def scaled_not_mapped_back():
         return w.detach()
 
 
+@wrong("scaled by max |x|, mapped back, out of steps",
+       fails={"check_fit_polynomial_noisy_data": "divide by the standard deviation"})
+def scaled_by_max_out_of_steps():
+    """Right in x, but on [-2, 2] the coefficient of t^k is 2^k times that of x^k: Adam, about lr per step, does
+    not reach them in the default 1000 steps (section 3 of the notebook says so)."""
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        s = x.abs().max()
+        powers = torch.arange(degree, -1, -1, device=x.device)
+        features = (x / s).unsqueeze(1) ** powers
+        c = torch.zeros(degree + 1, dtype=x.dtype, device=x.device, requires_grad=True)
+        opt = torch.optim.Adam([c], lr=lr)
+        for _ in range(steps):
+            loss = F.mse_loss(features @ c, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return c.detach() / s**powers
+
+
 # -- hessian_vector_product ----------------------------------------------------------------------------------------
 # The stretch task (bonus).
 

@@ -124,7 +124,9 @@ STEPS_LR_HINT = ("Pass lr to torch.optim.Adam and take exactly `steps` steps. Ad
                  "about lr per step, so 500 steps at lr=2.0 reach these large coefficients; plain SGD at "
                  "lr=2.0 diverges.")
 NOISY_HINT = ("y is a polynomial plus noise, so the expected coefficients are the least-squares fit to all the "
-              "samples: what minimising the mean squared error over every sample converges to.")
+              "samples: what minimising the mean squared error over every sample converges to. If you fit on "
+              "x / s, the coefficient of t^k is s^k times that of x^k, and Adam, about lr per step, may not reach "
+              "it in `steps` steps: divide by the standard deviation of x, not by a larger spread.")
 DEGREE_HINT = "Return degree + 1 coefficients: one for each power x^degree, ..., x^1, x^0."
 ORDER_HINT = ("Your coefficients are in reverse order. Return the highest power first: for 5x^2 + 3 that is "
               "[5, 0, 3] (torch.arange(degree, -1, -1) gives the powers in that order).")
