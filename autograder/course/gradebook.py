@@ -146,6 +146,30 @@ def _why(outcome: dict[str, Any]) -> str:
     return raised[-1] if raised else errors[0] if errors else "nbgrader autograde failed"
 
 
+def _clear_stale(url: str, course_id: str, student: str, assignment: str) -> str:
+    """After a submission failed to record: the auto scores still in the gradebook are those of a notebook the
+    student has replaced (nbgrader keeps them when an autograde fails), so they are cleared and every cell needs
+    grading by hand; so is the kit's extra credit on stretch tasks' check cells. Manual scores and comments stay.
+    Returns what to add to the failure's message ("" when nothing was recorded)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    stretch = {f"check_{task}" for task in CHAPTERS[assignment].bonus} if assignment in CHAPTERS else set()
+    cleared = False
+    with Gradebook(url, course_id) as gb:
+        try:
+            notebook = gb.find_submission_notebook(assignment, assignment, student)
+        except MissingEntry:
+            return ""
+        for grade in notebook.grades:
+            if grade.auto_score is not None or (grade.name in stretch and grade.extra_credit):
+                grade.auto_score, grade.needs_manual_grade, cleared = None, True, True
+                if grade.name in stretch:
+                    grade.extra_credit = None
+        gb.db.commit()
+    return ("; the scores recorded for the notebook handed in before were cleared, and it needs grading by hand"
+            if cleared else "")
+
+
 def record(course: Path, out: Path) -> Recorded:
     """Record every graded result of <out>/results in the course's gradebook with nbgrader's autograde.
 
@@ -188,6 +212,9 @@ def record(course: Path, out: Path) -> Recorded:
     if missing:
         command = " && ".join(REGISTER.format(assignment=a) for a in missing)
         raise SystemExit(f"{', '.join(missing)} not registered in {url}: run `{command}` in {course} first")
+    def stale(student: str, assignment: str) -> str:
+        return _clear_stale(url, api.coursedir.course_id, student, assignment)
+
     for assignment, submissions in todo.items():
         autograded = api.get_autograded_students(assignment)
         for student, result in submissions:
@@ -201,10 +228,13 @@ def record(course: Path, out: Path) -> Recorded:
                              extra["notebook"])
             try:  # what nbgrader's autograde reads first; it fails on a broken file with a bare traceback
                 nbformat.read(submitted, as_version=4)
-            except (OSError, ValueError) as e:  # nbformat's NotJSONError and NBFormatError are ValueErrors
-                done.failed.append(f"{student}/{assignment}: {extra['notebook']} is not a notebook that nbgrader can "
-                                   f"read ({type(e).__name__}); grade-all's row gives it 0 with the reason, and it "
-                                   "is recorded once the student hands in a readable one")
+            # Any exception: besides its ValueErrors, nbformat raises AttributeError, TypeError, AssertionError,
+            # RecursionError or jsonschema's ValidationError on a file the kit reads, and one must not stop the rest.
+            except Exception as e:
+                why = (f"{extra['notebook']} is not a notebook that nbgrader can read ({type(e).__name__}); "
+                       "grade-all's row gives it 0 with the reason, and it is recorded once the student hands in a "
+                       "readable one")
+                done.failed.append(f"{student}/{assignment}: {why}{stale(student, assignment)}")
                 continue
             if student in autograded and _recorded_sha(api, student, assignment, extra["notebook"]) == extra["sha256"]:
                 done.unchanged += 1
@@ -215,7 +245,7 @@ def record(course: Path, out: Path) -> Recorded:
             if outcome["success"]:
                 done.recorded += 1
             else:
-                done.failed.append(f"{student}/{assignment}: {_why(outcome)}")
+                done.failed.append(f"{student}/{assignment}: {_why(outcome)}{stale(student, assignment)}")
     with Gradebook(url, api.coursedir.course_id) as gb:  # autograde adds students by id alone
         done.unnamed = sorted(s.id for s in gb.students if s.first_name is None and s.last_name is None)
     return done

@@ -345,14 +345,45 @@ def test_a_misspelled_assignment_folder_is_named_and_the_others_are_still_record
     (course / "submitted" / "cut" / CH).mkdir(parents=True)
     (course / "submitted" / "cut" / CH / f"{CH}.ipynb").write_text((ROOT / "release" / CH / f"{CH}.ipynb")
                                                                    .read_text()[:2000])
+    _result(out, "odd", CH, f"{CH}.ipynb")  # JSON the kit reads and nbformat refuses: it stopped the whole step
+    odd = json.loads((ROOT / "release" / CH / f"{CH}.ipynb").read_text())
+    odd["nbformat"] = 4.0
+    del odd["cells"][0]["metadata"]
+    (course / "submitted" / "odd" / CH).mkdir(parents=True)
+    (course / "submitted" / "odd" / CH / f"{CH}.ipynb").write_text(json.dumps(odd))
     monkeypatch.setenv("PATH", os.environ["PATH"])
     interpreter_bin_first()
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "effective-pytorch") as gb:
         gb.add_assignment(CH)
     done = record(course, out)
-    assert done.recorded == 0 and len(done.failed) == 3, done.failed
-    eve, cut, ada = sorted(done.failed, reverse=True)
+    assert done.recorded == 0 and len(done.failed) == 4, done.failed
+    odd, eve, cut, ada = sorted(done.failed, reverse=True)
+    assert odd.startswith(f"odd/{CH}: {CH}.ipynb is not a notebook that nbgrader can read (ValidationError)"), odd
     assert "did you mean 07_numerical_stability?" in eve and "rename the folder" in eve, eve
     assert f"{CH}.ipynb" in ada and "(1)" in ada and "rename it" in ada, ada
     assert cut == (f"cut/{CH}: {CH}.ipynb is not a notebook that nbgrader can read (NotJSONError); grade-all's row "
                    "gives it 0 with the reason, and it is recorded once the student hands in a readable one"), cut
+
+
+def test_a_failed_resubmission_leaves_no_score_of_the_notebook_it_replaced(
+        courses: dict[str, Path], tmp_path: Path) -> None:
+    """nbgrader keeps the scores of the notebook handed in before when an autograde fails: ada's 24 stood in the
+    gradebook (and in `nbgrader export`) for the tampered notebook that replaced her solution."""
+    from nbgrader.api import Gradebook
+
+    course = tmp_path / "course"
+    shutil.copytree(courses["grade-all"], course)
+    path = course / "submitted" / "ada" / CH / f"{CH}.ipynb"
+    nb = json.loads(path.read_text())
+    _duplicates_check_cell(nb)
+    path.write_text(json.dumps(nb))
+    done = _run(course, "autograder", "grade-all", ".", "--gradebook", "--workers", "2")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "the scores recorded for the notebook handed in before were cleared, and it needs grading by hand" \
+           in " ".join(done.stderr.split()), done.stderr
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        grades = {g.name: (g.auto_score, g.extra_credit, g.needs_manual_grade)
+                  for g in gb.find_submission_notebook(CH, CH, "ada").grades}
+        assert grades == {g: (None, None, True) for g in HONEST_MISTAKE}, grades
+    assert f"0 submissions recorded by nbgrader autograde, {len(CLASS) - len(FAILING) - 1} already recorded, " \
+           f"{len(FAILING) + 1} failed" in done.stdout, done.stdout  # the others as they were
