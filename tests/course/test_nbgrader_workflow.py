@@ -373,6 +373,9 @@ def test_a_failed_resubmission_leaves_no_score_of_the_notebook_it_replaced(
 
     course = tmp_path / "course"
     shutil.copytree(courses["grade-all"], course)
+    for student in set(CLASS) - {"ada", "bob"}:  # ada and one other: nbgrader would retry each tamperer
+        shutil.rmtree(course / "submitted" / student)
+        (course / "graded" / "results" / student / f"{CH}.json").unlink()
     path = course / "submitted" / "ada" / CH / f"{CH}.ipynb"
     nb = json.loads(path.read_text())
     _duplicates_check_cell(nb)
@@ -385,5 +388,4 @@ def test_a_failed_resubmission_leaves_no_score_of_the_notebook_it_replaced(
         grades = {g.name: (g.auto_score, g.extra_credit, g.needs_manual_grade)
                   for g in gb.find_submission_notebook(CH, CH, "ada").grades}
         assert grades == {g: (None, None, True) for g in HONEST_MISTAKE}, grades
-    assert f"0 submissions recorded by nbgrader autograde, {len(CLASS) - len(FAILING) - 1} already recorded, " \
-           f"{len(FAILING) + 1} failed" in done.stdout, done.stdout  # the others as they were
+    assert "0 submissions recorded by nbgrader autograde, 1 already recorded, 1 failed" in done.stdout, done.stdout
