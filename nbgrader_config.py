@@ -43,7 +43,6 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.KitAutograde.device = "cpu"
-# A deleted check cell is put back, so the kit's verdict for its task is still recorded.
 c.Autograde.sanitize_preprocessors = [  # nbgrader's, with OverwriteCells replaced (see the module's docstring)
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
@@ -51,6 +50,7 @@ c.Autograde.sanitize_preprocessors = [  # nbgrader's, with OverwriteCells replac
     "autograder.course.missing_cells.MissingCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# A deleted check cell is put back, so the kit's verdict for its task is still recorded.
 c.OverwriteCells.add_missing_cells = True
 
 # `nbgrader validate` still runs the notebook. torch writes deprecation warnings to stderr, and

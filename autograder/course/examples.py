@@ -24,7 +24,7 @@ import nbformat
 
 from autograder import CHECKOUT
 from autograder.course.cases import mutant
-from autograder.course.reference import release_path, solution_cells
+from autograder.course.reference import release_path, solution_cells, with_answers
 from autograder.judging.registry import CHAPTERS
 
 EXAMPLES = CHECKOUT / "examples" / "submitted"
@@ -88,11 +88,6 @@ def write(chapter: str, root: Path = EXAMPLES) -> list[Path]:
         if isinstance(answers, str):
             path.write_text(answers)
         else:
-            nb = nbformat.read(release_path(chapter), as_version=4)
-            for cell in nb.cells:
-                grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-                if grade_id in answers:
-                    cell.source = answers[grade_id]
-            nbformat.write(nb, path)
+            nbformat.write(nbformat.from_dict(with_answers(chapter, answers)), path)
         written.append(path)
     return written

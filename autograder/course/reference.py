@@ -1,5 +1,6 @@
 """A chapter's notebooks in the kit's checkout: the instructor's source (with the reference solution) and the
-student's release; the reference code of each answer cell, read from the source.
+student's release; the reference code of each answer cell, read from the source; the release with some of its
+answers replaced.
 
 The self-test, the benchmarks and the kit's tests (tests/kit.py) read them from here. Standard library only.
 """
@@ -7,7 +8,9 @@ The self-test, the benchmarks and the kit's tests (tests/kit.py) read them from 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from autograder import CHECKOUT
 from autograder.judging.notebook import read_notebook
@@ -23,6 +26,17 @@ def source_path(chapter: str) -> Path:
 
 def release_path(chapter: str) -> Path:
     return CHECKOUT / "release" / chapter / f"{chapter}.ipynb"
+
+
+def with_answers(chapter: str, cells: Mapping[str, str]) -> dict[str, Any]:
+    """The release notebook's JSON with the answer cells that `cells` names (grade_id -> code) replaced: what a
+    student hands in."""
+    nb = read_notebook(release_path(chapter))
+    for cell in nb["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id in cells:
+            cell["source"] = cells[grade_id]
+    return nb
 
 
 def solution_cells(chapter: str) -> dict[str, str]:

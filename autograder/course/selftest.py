@@ -35,9 +35,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from autograder.course.cases import Mutant, mutants
-from autograder.course.reference import release_path, solution_cells
+from autograder.course.reference import solution_cells, with_answers
 from autograder.judging.judge import Grade, GraderError, grade
-from autograder.judging.notebook import read_notebook
 from autograder.judging.plugin import CheckResult, declared_checks
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.results import AMP_MEMORY_RATIO, CUDA_EVENTS_RATIO, NEEDED_RATIO, RATIO, Outcome
@@ -104,11 +103,7 @@ def _brief(text: str, lines: int = 3) -> str:
 def _graded(grader: Grader, chapter: str, cells: dict[str, str] | None, device: str,
             only: str | None = None) -> Grade | str:
     """The release notebook with `cells` replaced (None: untouched), graded; or why it could not be."""
-    nb = read_notebook(release_path(chapter))
-    for cell in nb["cells"]:
-        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
-        if cells is not None and grade_id in cells:
-            cell["source"] = cells[grade_id]
+    nb = with_answers(chapter, cells or {})
     with tempfile.TemporaryDirectory(prefix="selftest-") as tmp:
         path = Path(tmp) / f"{chapter}.ipynb"
         path.write_text(json.dumps(nb, indent=1))
