@@ -249,8 +249,10 @@ def test_killing_through_the_group_leaves_no_process(tmp_path: Path, monkeypatch
         assert until(lambda: len(named(tag)) >= 3)
         hold.kill()  # the groups' kill alone, not the sandbox's
         assert until(lambda: not hold.members() and not named(tag), 5.0), named(tag)
-        assert not Path(f"/proc/{sandbox.box_pid}/stat").exists() or "Z" in Path(f"/proc/{sandbox.box_pid}/stat"
-                                                                                   ).read_text().split(")")[1][:3]
+        # A group stops listing a process as it starts to exit; tearing down the box's threads and memory can
+        # take a while on a loaded machine (state S seen here), so the end of the exit is awaited, not assumed.
+        box = Path(f"/proc/{sandbox.box_pid}/stat")
+        assert until(lambda: not box.exists() or "Z" in box.read_text().split(")")[1][:3], 10.0), box.read_text()
     finally:
         student.close()
     assert until(lambda: _removed(paths), 2.0)
@@ -372,6 +374,9 @@ def test_a_box_that_cannot_be_frozen_is_killed_and_started_again_when_next_calle
         student.close()
 
 
+LAG = 24  # MiB: how far the VmHWM reading may fall short of the true rise (see control.BoxControl._start_peak)
+
+
 # softmax that holds `logits.numel()` MiB for a moment (a float32 tensor touched whole), then frees it.
 HOLDS_MEMORY = """
 def softmax(logits, dim=-1):
@@ -400,7 +405,9 @@ def test_the_judge_reads_how_far_the_boxs_memory_rose_during_a_call(tmp_path: Pa
             assert peak.how is not None and peak.grown is not None
             assert (accounting == "VmHWM") == ("VmHWM" in peak.how), peak.how
             grown.setdefault(mib, []).append(peak.grown >> 20)
-        assert all(290 <= g < 320 for g in grown[300]) and all(g < 8 for g in grown[1]), grown
+        # VmHWM less the file pages mapped meanwhile falls short of the true rise by the code first run before the
+        # peak (torch.ones' own, on the first call): a few MiB, LAG at most.
+        assert all(300 - LAG <= g < 320 for g in grown[300]) and all(g < 8 for g in grown[1]), grown
     finally:
         student.close()
     with student.peak_memory() as peak:  # no box alive: nothing measured
@@ -460,7 +467,7 @@ def test_a_v2_memory_mark_that_cannot_be_reset_falls_back_to_vmhwm(tmp_path: Pat
         with student.peak_memory() as peak:
             student.call("softmax", torch.zeros(100))
         assert peak.how is not None and "VmHWM" in peak.how and peak.grown is not None
-        assert 90 <= peak.grown >> 20 < 120, peak.grown
+        assert 100 - LAG <= peak.grown >> 20 < 120, peak.grown
     finally:
         hold.groups = [g for g in hold.groups if g.path.parent != tmp_path]
         student.close()
