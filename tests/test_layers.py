@@ -2,8 +2,9 @@
 
 sandbox/runtime/ (copied beside student code) imports nothing else of the kit; sandbox/ knows no notebooks,
 chapters or pytest; judging/ never reaches up into course/ or the chapters (it finds a chapter's folder
-through the registry, at run time); a chapter imports the judging layer's authoring API, and only its cases.py
-the course layer's case declarations. Read statically, from every module's imports, so a new import that breaks
+through the registry, at run time); a chapter imports the kit through one surface, judging/authoring.py (its
+torch-free __init__.py: ChapterConfig from judging/chapter.py), never the sandbox or the course layer directly.
+Read statically, from every module's imports, so a new import that breaks
 a layer fails here before it fails in a sandboxed child or on a GPU runner without Jupyter.
 """
 
@@ -22,10 +23,12 @@ FORBIDDEN = {
                         "autograder.judging", "autograder.course", "autograder.chapters", "autograder.cli"),
     "sandbox": ("autograder.judging", "autograder.course", "autograder.chapters", "autograder.cli", "pytest"),
     "judging": ("autograder.course", "autograder.chapters", "autograder.cli"),
-    "chapters": ("autograder.course", "autograder.cli"),
+    "chapters": ("autograder.course", "autograder.cli", "autograder.sandbox", "autograder.judging"),
     "course": ("autograder.cli",),
 }
-ALLOWED = {"chapters/*/cases.py": ("autograder.course.cases",)}  # a chapter's cases declare themselves so
+# module (a glob, matched from the right) -> the kit modules it may import all the same
+ALLOWED = {"chapters/*/__init__.py": ("autograder.judging.chapter",),
+           "chapters/*/*.py": ("autograder.judging.authoring",)}
 
 
 def imports(source: str) -> set[str]:
@@ -68,7 +71,14 @@ def test_the_rule_catches_an_import_that_reaches_up() -> None:
     assert breaks(PACKAGE / "judging" / "new.py", lazy) == ["autograder.course", "autograder.course.batch"]
     assert breaks(PACKAGE / "sandbox" / "runtime" / "new.py", "import autograder.sandbox.limits\n") == [
         "autograder.sandbox.limits"]
-    assert breaks(PACKAGE / "chapters" / "ch99_x" / "cases.py", "from autograder.course.cases import wrong\n") == []
+    ch = PACKAGE / "chapters" / "ch99_x"
+    assert breaks(ch / "cases.py", "from autograder.judging.authoring import wrong\n") == []
+    assert breaks(ch / "cases.py", "from autograder.course.cases import wrong\n") == ["autograder.course.cases",
+                                                                                     "autograder.course.cases.wrong"]
+    assert breaks(ch / "checks.py", "from autograder.sandbox.runtime import wire\n") == [
+        "autograder.sandbox.runtime", "autograder.sandbox.runtime.wire"]
+    assert breaks(ch / "checks.py", "import autograder.judging.expect\n") == ["autograder.judging.expect"]
+    assert breaks(ch / "__init__.py", "from autograder.judging.chapter import ChapterConfig\n") == []
 
 
 def test_every_layer_has_modules() -> None:

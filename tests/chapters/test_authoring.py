@@ -62,9 +62,7 @@ CHECKS = '''
 import torch
 from torch import Tensor
 
-from autograder.judging.api import StudentApi, answer, harness
-from autograder.judging.expect import expect_tensor
-from autograder.judging.plugin import check
+from autograder.judging.authoring import StudentApi, answer, check, expect_tensor, harness
 
 
 class Api(StudentApi):

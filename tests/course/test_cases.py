@@ -14,7 +14,7 @@ from autograder.course.reference import solution_cells
 from autograder.judging.registry import CHAPTERS
 
 CH = "07_numerical_stability"
-HEAD = "import torch\n\nfrom autograder.course.cases import cell, right, wrong\n"
+HEAD = "import torch\n\nfrom autograder.judging.authoring import cell, right, wrong\n"
 
 
 def _load(tmp_path: Path, body: str) -> Cases:
@@ -265,7 +265,7 @@ def test_edit_refuses_to_guess_which_of_two_definitions_it_replaces() -> None:
 
 
 def test_a_wrong_case_names_the_devices_whose_grading_shows_it() -> None:
-    from autograder.course.cases import wrong
+    from autograder.judging.authoring import wrong
 
     assert mutant("08_mixed_precision", "float16 on the CPU").devices == ("cpu",)
     assert mutant("07_numerical_stability", mutants("07_numerical_stability")[0].name).devices == ("cpu", "cuda")

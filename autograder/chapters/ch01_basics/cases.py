@@ -11,7 +11,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from autograder.course.cases import right, wrong
+from autograder.judging.authoring import right, wrong
 
 # -- grad_of -------------------------------------------------------------------------------------------------------
 

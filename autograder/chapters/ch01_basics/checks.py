@@ -18,9 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from autograder.judging.api import StudentApi, answer, harness
-from autograder.judging.expect import expect_tensor, fail, failure, show
-from autograder.judging.plugin import check
+from autograder.judging.authoring import StudentApi, answer, check, expect_tensor, fail, failure, harness, show
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
 

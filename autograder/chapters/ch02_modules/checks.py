@@ -17,12 +17,24 @@ import torch
 from torch import Tensor
 
 from autograder.chapters.ch02_modules.harness import reference_run, resume_model
-from autograder.judging.api import Remote, StudentApi, answer, harness
-from autograder.judging.expect import expect_tensor, failure, number, show
-from autograder.judging.plugin import check
-from autograder.judging.remote import describe_call, origin
-from autograder.judging.source import listed, names_used, task_code, unreadable
-from autograder.sandbox.runtime.wire import RemoteObject
+from autograder.judging.authoring import (
+    Remote,
+    RemoteObject,
+    StudentApi,
+    answer,
+    check,
+    describe_call,
+    expect_tensor,
+    failure,
+    harness,
+    listed,
+    names_used,
+    number,
+    origin,
+    show,
+    task_code,
+    unreadable,
+)
 
 P = ParamSpec("P")
 

@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.course.cases import right, wrong
+from autograder.judging.authoring import right, wrong
 
 # -- Merge ---------------------------------------------------------------------------------------------------------
 

@@ -17,21 +17,32 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
-from autograder.judging.api import StudentApi, answer, harness
-from autograder.judging.expect import expect_tensor, failure, output_shape_checked
-from autograder.judging.plugin import check
-from autograder.judging.remote import Student, StudentError, summarize
-from autograder.judging.results import (
+from autograder.judging.authoring import (
     LOOP_RATIO,
     MEMORY_BAR_MIB,
     MEMORY_MIB,
+    CpuTime,
     RecordProperty,
+    RemoteObject,
+    Run,
+    Student,
+    StudentApi,
+    StudentError,
+    answer,
+    check,
+    expect_tensor,
+    failure,
+    harness,
+    interleave,
+    listed,
+    output_shape_checked,
+    puzzle_breaks,
     record_measured,
+    reference_process,
+    released_stub,
+    summarize,
+    task_code,
 )
-from autograder.judging.source import listed, puzzle_breaks, released_stub, task_code
-from autograder.judging.timing import Run, interleave, reference_process
-from autograder.sandbox.control import CpuTime
-from autograder.sandbox.runtime.wire import RemoteObject
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
 

@@ -9,7 +9,7 @@ Not shipped to Gradescope (autograder/course/bundle.py).
 
 import torch
 
-from autograder.course.cases import right, wrong
+from autograder.judging.authoring import right, wrong
 
 # -- row_sum -------------------------------------------------------------------------------------------------------
 

@@ -23,22 +23,32 @@ from torch import Tensor
 
 from autograder.chapters.ch04_overloaded_ops.harness import EXPRESSIONS, expression
 from autograder.chapters.ch04_overloaded_ops.puzzles import ALLOWED_SHOWN, OPERATIONS, PUZZLES, RULE_HINT, Puzzle
-from autograder.judging.api import Remote, StudentApi, answer, harness
-from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
-from autograder.judging.plugin import check
-from autograder.judging.remote import StudentError, summarize
-from autograder.judging.source import listed, puzzle_breaks, released_stub, task_code
-from autograder.judging.timing import (
+from autograder.judging.authoring import (
     RecordProperty,
+    Remote,
+    RemoteObject,
     Spec,
     Speed,
+    StudentApi,
+    StudentError,
+    answer,
+    check,
     compare_speed,
+    expect_tensor,
     expect_within,
+    fail,
+    failure,
+    harness,
+    listed,
     operations_growth,
+    output_shape_checked,
+    puzzle_breaks,
     randint,
     reference_process,
+    released_stub,
+    summarize,
+    task_code,
 )
-from autograder.sandbox.runtime.wire import RemoteObject
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
 

@@ -8,7 +8,7 @@ Not shipped to Gradescope (autograder/course/bundle.py).
 
 import torch
 
-from autograder.course.cases import right, wrong
+from autograder.judging.authoring import right, wrong
 
 # -- batch_gather --------------------------------------------------------------------------------------------------
 

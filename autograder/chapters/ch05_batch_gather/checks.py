@@ -21,21 +21,29 @@ from typing import Any, TypedDict
 import torch
 from torch import Tensor
 
-from autograder.judging.api import StudentApi, answer, harness
-from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
-from autograder.judging.plugin import check
-from autograder.judging.remote import StudentError
-from autograder.judging.source import listed, puzzle_breaks, released_stub, task_code
-from autograder.judging.timing import (
+from autograder.judging.authoring import (
     RecordProperty,
     Spec,
     Speed,
+    StudentApi,
+    StudentError,
+    answer,
+    check,
     compare_speed,
+    expect_tensor,
     expect_within,
+    fail,
+    failure,
+    harness,
+    listed,
     operations_growth,
+    output_shape_checked,
+    puzzle_breaks,
     randint,
     randn,
     reference_process,
+    released_stub,
+    task_code,
 )
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
-from autograder.course.cases import cell, right, wrong
+from autograder.judging.authoring import cell, right, wrong
 
 # -- ImageDirectoryDataset -----------------------------------------------------------------------------------------
 

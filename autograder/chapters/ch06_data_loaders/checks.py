@@ -41,12 +41,21 @@ from autograder.chapters.ch06_data_loaders.oracles import (
     expect_image,
     expect_padded,
 )
-from autograder.judging.api import Remote, StudentApi, answer, harness
-from autograder.judging.expect import failure, show
-from autograder.judging.plugin import check
-from autograder.judging.remote import StudentError, describe_call, summarize
-from autograder.judging.source import subclasses, task_code
-from autograder.sandbox.runtime.wire import RemoteObject
+from autograder.judging.authoring import (
+    Remote,
+    RemoteObject,
+    StudentApi,
+    StudentError,
+    answer,
+    check,
+    describe_call,
+    failure,
+    harness,
+    show,
+    subclasses,
+    summarize,
+    task_code,
+)
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
 

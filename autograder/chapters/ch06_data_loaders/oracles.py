@@ -14,8 +14,7 @@ import torch
 from torch import Tensor
 
 from autograder.chapters.ch06_data_loaders.inputs import Image, image_key
-from autograder.judging.expect import failure, show
-from autograder.sandbox.runtime.wire import RemoteObject
+from autograder.judging.authoring import RemoteObject, failure, show
 
 BGR_HINT = ("cv2.imread and cv2.imdecode give the channels in BGR order. Convert with "
             "cv2.cvtColor(image, cv2.COLOR_BGR2RGB) before making the tensor.")

@@ -9,7 +9,7 @@ Not shipped to Gradescope (autograder/course/bundle.py).
 
 import torch
 
-from autograder.course.cases import cell, right, wrong
+from autograder.judging.authoring import cell, right, wrong
 
 # -- softmax and softmax_cross_entropy -----------------------------------------------------------------------------
 

@@ -22,15 +22,20 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from autograder.judging.api import StudentApi, answer, harness
-from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
-from autograder.judging.notebook import Submission
-from autograder.judging.plugin import check
-from autograder.judging.source import (
+from autograder.judging.authoring import (
+    StudentApi,
+    Submission,
     Use,
+    answer,
+    check,
+    expect_tensor,
+    fail,
+    failure,
+    harness,
     listed,
     names_used,
     only_raises_not_implemented,
+    output_shape_checked,
     subclasses,
     task_code,
     unreadable,

@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.course.cases import cell, right, wrong
+from autograder.judging.authoring import cell, right, wrong
 
 # -- amp_train_step ------------------------------------------------------------------------------------------------
 

@@ -68,20 +68,27 @@ from autograder.chapters.ch08_mixed_precision.source import (
     deprecated_amp,
     unguarded_autocast,
 )
-from autograder.judging.api import StudentApi, answer, harness
-from autograder.judging.expect import fail, failure, show
-from autograder.judging.plugin import check
-from autograder.judging.remote import Student
-from autograder.judging.results import (
+from autograder.judging.authoring import (
     AMP_MEMORY_RATIO,
     NEEDED_RATIO,
     RATIO,
     REFERENCE_SECONDS,
     STUDENT_SECONDS,
+    RecordProperty,
+    RemoteObject,
+    Run,
+    Student,
+    StudentApi,
+    answer,
+    check,
+    fail,
+    failure,
+    harness,
+    interleave,
     record_measured,
+    reference_process,
+    show,
 )
-from autograder.judging.timing import RecordProperty, Run, interleave, reference_process
-from autograder.sandbox.runtime.wire import RemoteObject
 
 SECONDS = 60.0  # the time bound for one train_checkerboard call (the reference takes about 1 s on CPU)
 SPEED_SECONDS = 120.0  # the time bound for one call of the speed comparison

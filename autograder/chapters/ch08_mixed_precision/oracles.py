@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from autograder.chapters.ch08_mixed_precision.inputs import Case, low_dtype, outputs64
-from autograder.judging.expect import fail, nonfinite, show
+from autograder.judging.authoring import fail, nonfinite, show
 
 # Over 300 random cases the reference solution's update error had a median of 0.5 % and a maximum of
 # 12 % (a ReLU flipping near zero); every targeted mistake is off by a factor of 4 or more, an error

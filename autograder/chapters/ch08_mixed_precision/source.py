@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from autograder.judging.scan import folded
+from autograder.judging.authoring import folded
 
 DEPRECATED = ("torch.cuda.amp", "torch.cpu.amp")
 UNKNOWN = object()  # a value the reading cannot fold

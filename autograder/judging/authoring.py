@@ -1,0 +1,90 @@
+"""What a chapter's modules import from the kit: one surface, as CS336's tests/adapters.py is for its tests.
+
+A chapter's checks.py, inputs.py, oracles.py and cases.py import the kit from here and nowhere else
+(tests/test_layers.py holds them to it); its torch-free __init__.py imports ChapterConfig from judging.chapter.
+Each name is defined where it belongs; this module only gathers them, grouped by the job a check author has.
+"""
+
+from __future__ import annotations
+
+# the student's API, declared: the signature is the contract; the student's process, reached through it
+from autograder.judging.api import Remote, StudentApi, answer, harness
+
+# the expected answer, compared; a failure that teaches (input, expected, got, likely cause)
+from autograder.judging.expect import (
+    expect_tensor,
+    fail,
+    failure,
+    nonfinite,
+    number,
+    output_shape_checked,
+    show,
+)
+
+# the named wrong and correct forms of cases.py
+from autograder.judging.named_cases import cell, right, wrong
+
+# the submission as the judge loaded it
+from autograder.judging.notebook import Submission
+
+# a check, declared with its points (fails closed)
+from autograder.judging.plugin import check
+from autograder.judging.remote import Student, StudentError, describe_call, origin, summarize
+
+# measured figures a check records beside its outcome
+from autograder.judging.results import (
+    AMP_MEMORY_RATIO,
+    LOOP_RATIO,
+    MEMORY_BAR_MIB,
+    MEMORY_MIB,
+    NEEDED_RATIO,
+    RATIO,
+    REFERENCE_SECONDS,
+    STUDENT_SECONDS,
+    RecordProperty,
+    record_measured,
+)
+
+# the judge's reading of the student's source
+from autograder.judging.scan import folded
+from autograder.judging.source import (
+    Use,
+    listed,
+    names_used,
+    only_raises_not_implemented,
+    puzzle_breaks,
+    released_stub,
+    subclasses,
+    task_code,
+    unreadable,
+)
+
+# speed: the student's code against the reference in the same run, as a ratio
+from autograder.judging.timing import (
+    Run,
+    Spec,
+    Speed,
+    compare_speed,
+    expect_within,
+    interleave,
+    operations_growth,
+    randint,
+    randn,
+    reference_process,
+)
+
+# the kernel's accounting of the box, read from outside it
+from autograder.sandbox.control import CpuTime, MemoryPeak
+
+# a handle on an object that lives in the student's process
+from autograder.sandbox.runtime.wire import RemoteObject
+
+__all__ = [
+    "AMP_MEMORY_RATIO", "LOOP_RATIO", "MEMORY_BAR_MIB", "MEMORY_MIB", "NEEDED_RATIO", "RATIO", "REFERENCE_SECONDS",
+    "STUDENT_SECONDS", "CpuTime", "MemoryPeak", "RecordProperty", "Remote", "RemoteObject", "Run", "Spec", "Speed",
+    "Student", "StudentApi", "StudentError", "Submission", "Use", "answer", "cell", "check", "compare_speed",
+    "describe_call", "expect_tensor", "expect_within", "fail", "failure", "folded", "harness", "interleave", "listed",
+    "names_used", "nonfinite", "number", "only_raises_not_implemented", "operations_growth", "origin",
+    "output_shape_checked", "puzzle_breaks", "randint", "randn", "record_measured", "reference_process",
+    "released_stub", "right", "show", "subclasses", "summarize", "task_code", "unreadable", "wrong",
+]
