@@ -46,8 +46,9 @@ from autograder.judging.results import (
 )
 
 # the judge's reading of the student's source
-from autograder.judging.scan import folded
-from autograder.judging.source import (
+from autograder.judging.static.parse import dotted, folded
+from autograder.judging.static.rules import (
+    TaskCode,
     Use,
     listed,
     names_used,
@@ -82,9 +83,10 @@ from autograder.sandbox.runtime.wire import RemoteObject
 __all__ = [
     "AMP_MEMORY_RATIO", "LOOP_RATIO", "MEMORY_BAR_MIB", "MEMORY_MIB", "NEEDED_RATIO", "RATIO", "REFERENCE_SECONDS",
     "STUDENT_SECONDS", "CpuTime", "MemoryPeak", "RecordProperty", "Remote", "RemoteObject", "Run", "Spec", "Speed",
-    "Student", "StudentApi", "StudentError", "Submission", "Use", "answer", "cell", "check", "compare_speed",
-    "describe_call", "expect_tensor", "expect_within", "fail", "failure", "folded", "harness", "interleave", "listed",
-    "names_used", "nonfinite", "number", "only_raises_not_implemented", "operations_growth", "origin",
-    "output_shape_checked", "puzzle_breaks", "randint", "randn", "record_measured", "reference_process",
-    "released_stub", "right", "show", "subclasses", "summarize", "task_code", "unreadable", "wrong",
+    "Student", "StudentApi", "StudentError", "Submission", "TaskCode", "Use", "answer", "cell", "check",
+    "compare_speed", "describe_call", "dotted", "expect_tensor", "expect_within", "fail", "failure", "folded",
+    "harness", "interleave", "listed", "names_used", "nonfinite", "number", "only_raises_not_implemented",
+    "operations_growth", "origin", "output_shape_checked", "puzzle_breaks", "randint", "randn", "record_measured",
+    "reference_process", "released_stub", "right", "show", "subclasses", "summarize", "task_code", "unreadable",
+    "wrong",
 ]

@@ -39,7 +39,7 @@ class CheckSpec:
     points: float
     visible: bool = False  # the released notebook shows this check too
     cuda_only: bool = False  # skipped off CUDA; its points count on top of the notebook's
-    rule: bool = False  # a stated rule of the task (judging/source.py): when it fails, no check of the task scores
+    rule: bool = False  # a stated rule of the task (static/rules.py): when it fails, no check of the task scores
 
 
 def check(*, task: str, points: float, visible: bool = False, cuda_only: bool = False,

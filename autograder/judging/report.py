@@ -62,7 +62,7 @@ def gradescope(grade: Grade) -> Results:
             "notebook": grade.name,
             "device": grade.device,
             "sandbox": cast(Sandbox, grade.protections),  # {"active": [...], "off": [...]}, or {}
-            "integrity": grade.integrity,  # constructs reaching into grader internals (autograder/judging/scan.py)
+            "integrity": grade.integrity,  # constructs reaching into grader internals (judging/static/review.py)
             "integrity_count": grade.integrity_count,
             "bonus": {"score": grade.bonus, "max_score": grade.bonus_max},
             "out_of_time": grade.out_of_time,

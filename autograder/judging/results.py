@@ -120,7 +120,7 @@ class ExtraData(_Extra, total=False):
     notebook: str
     device: str
     sandbox: Sandbox
-    integrity: list[str]  # constructs reaching into grader internals (autograder/judging/scan.py), the first 20
+    integrity: list[str]  # constructs reaching into grader internals (judging/static/review.py), the first 20
     integrity_count: int  # how many there are in all; absent in older files, which list them all
     bonus: Bonus  # stretch tasks' points, included in the score
     out_of_time: bool  # the notebook's grading time ran out before some check; absent in older files

@@ -6,7 +6,7 @@ the timed inputs, and switched off the dispatch mode that counts its operations:
 fix it earned the op-count and the speed checks (+7). A float32 amp_train_step rewrote the harness's
 autocast and backward records through the caller's frame: it earned the autocast and the scaled-backward
 checks (+4). Now the timed inputs are made inside the timed request, the judge decides both with its own clock
-and replays, and autograder/judging/scan.py (the judge's own read of the cells) flags the reaching lines for
+and replays, and autograder/judging/static/review.py (the judge's own read of the cells) flags the reaching lines for
 review without costing a point.
 """
 
@@ -21,7 +21,7 @@ from autograder.course.gradebook import feedback_html
 from autograder.judging.notebook import load_submission
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import gradescope, text
-from autograder.judging.scan import scan_cells, scan_submission
+from autograder.judging.static.review import scan_cells, scan_submission
 from benchmarks.timing_stability import FORMS
 from tests.kit import ROOT, by_name, grade_fast, solution_cells, solved
 

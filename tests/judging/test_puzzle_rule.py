@@ -1,4 +1,4 @@
-"""A puzzle's rule, read by the judge (autograder/judging/source.py, puzzle_breaks): one `return` of one
+"""A puzzle's rule, read by the judge (autograder/judging/static/rules.py, puzzle_breaks): one `return` of one
 expression over the stated operations, and nothing the judge cannot read."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from autograder.judging.notebook import Submission
 from autograder.judging.registry import CHAPTERS
-from autograder.judging.source import puzzle_breaks, task_code
+from autograder.judging.static.rules import puzzle_breaks, task_code
 
 ALLOWED = frozenset({"torch.arange", "torch.where", ".shape", "ones"})
 

@@ -1,4 +1,4 @@
-"""The review scan (autograder/judging/scan.py) is a flag for the instructor, never a deduction, and ordinary
+"""The review scan (autograder/judging/static/review.py) is a flag for the instructor, never a deduction, and ordinary
 Python never raises it.
 
 The issue's three false positives cost correct code points before: a timm-style AMP wrapper's own
@@ -14,7 +14,7 @@ import pytest
 
 from autograder.course.gradebook import feedback_html
 from autograder.judging.report import gradescope, text
-from autograder.judging.scan import scan_cells
+from autograder.judging.static.review import scan_cells
 from tests.judging.idioms.ordinary import IDIOMS
 from tests.kit import grade_fast, solution_cells, solved
 

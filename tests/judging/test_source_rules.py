@@ -1,4 +1,4 @@
-"""Rules only the source can show, read by the judge (autograder/judging/source.py), cost their task alone.
+"""Rules only the source can show, read by the judge (autograder/judging/static/rules.py), cost their task alone.
 
 The issue's attack: a notebook whose softmax called torch.softmax and whose cross entropy called
 F.log_softmax scored 20/20 on the main of issue 23, although the notebook forbids both. Now each task's
@@ -14,7 +14,7 @@ import pytest
 from autograder.judging.notebook import Submission
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.results import Outcome
-from autograder.judging.source import names_used, task_code, unreadable
+from autograder.judging.static.rules import names_used, task_code, unreadable
 from tests.kit import by_name, grade_fast, solved
 
 FORBIDDEN = ("softmax", "log_softmax", "cross_entropy", "Softmax", "distributions")

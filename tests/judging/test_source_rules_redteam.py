@@ -1,4 +1,4 @@
-"""Attacks on 07's rule read from the source (autograder/judging/source.py), with the code in hand.
+"""Attacks on 07's rule read from the source (autograder/judging/static/rules.py), with the code in hand.
 
 Each attack is a submission whose softmax (or cross entropy) calls a library softmax and that scored full marks
 on that task at 7eaac52, the first commit of the rule: hidden from the judge's reading (a name it did not know,

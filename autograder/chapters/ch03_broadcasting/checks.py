@@ -486,7 +486,7 @@ def check_paired_sums_gradient(api: Api, rng: torch.Generator, device: str) -> N
 
 # -- puzzles -------------------------------------------------------------------------------------------------------
 # Six one-expression puzzles. Each: a visible check (the notebook's example), a hidden one on random shapes from
-# `rng`, and a rule check read from the source (autograder/judging/source.py, puzzle_breaks) whose point also
+# `rng`, and a rule check read from the source (autograder/judging/static/rules.py, puzzle_breaks) whose point also
 # needs the right answer on the example. A wrong answer that matches a named mistake gets that mistake's hint.
 
 # The operations each puzzle allows besides operators, indexing (None, slices) and its parameters.

@@ -9,7 +9,7 @@ vectorized reference, timed in the same interleaved run. The operators a call
 issues (a trace made in the student's process) only shape the failure message.
 "No torch.cdist" is read from the source of the task's own cell, and so is each
 puzzle's rule (one expression over the stated operations: puzzles.py,
-autograder/judging/source.py puzzle_breaks). Random inputs come from `rng`,
+autograder/judging/static/rules.py puzzle_breaks). Random inputs come from `rng`,
 seeded by the grading's secret seed.
 """
 

@@ -1,7 +1,7 @@
 """The operator puzzles of 04_overloaded_ops: their inputs, oracles and the named mistakes the judge recognises.
 
 Each puzzle is a function whose body is one expression over Python's operators, indexing and slicing, .shape,
-.T and torch.arange (read from the source by autograder/judging/source.py, puzzle_breaks). Inputs are drawn from
+.T and torch.arange (read from the source by autograder/judging/static/rules.py, puzzle_breaks). Inputs are drawn from
 the grading's seeded `rng`; oracles run in the judge, written with torch's own functions (flip, diff, sum,
 tril, logical_xor), not with the puzzles' expressions. A mistake is a wrong answer that students often give:
 when the student's output equals one, the failure names it.

@@ -10,7 +10,7 @@ place of the student's, so a softmax bug costs points in softmax only.
 
 The stretch task (bonus) is log_softmax as a torch.autograd.Function with its
 own backward. The notebook's rule, no library softmax, and the Function's shape
-are read by the judge from the source (autograder/judging/source.py): rule checks,
+are read by the judge from the source (autograder/judging/static/rules.py): rule checks,
 each voiding its task when broken.
 """
 
@@ -149,8 +149,9 @@ def _gradcheck(fn: Callable[[Tensor], Tensor], x: Tensor, name: str, hint: str) 
 # -- the rule of the notebook: no library softmax, read from the code ---------------------
 
 # Every library function (or module, method) that computes a softmax, its log or a cross entropy for you.
-# A name holding one of these among its words counts too (judging/source.py): torch._log_softmax, cross_entropy_loss,
-# nn.AdaptiveLogSoftmaxWithLoss; attention (F.scaled_dot_product_attention, nn.MultiheadAttention) is a softmax.
+# A name holding one of these among its words counts too (judging/static/rules.py): torch._log_softmax,
+# cross_entropy_loss, nn.AdaptiveLogSoftmaxWithLoss; attention (F.scaled_dot_product_attention,
+# nn.MultiheadAttention) is a softmax.
 LIBRARY_SHORTCUTS = ("softmax", "log_softmax", "softmin", "gumbel_softmax", "Softmax", "LogSoftmax", "Softmin",
                      "Softmax2d", "cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss", "distributions",
                      "attention")

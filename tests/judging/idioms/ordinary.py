@@ -1,4 +1,4 @@
-"""Ordinary Python that the review scan (autograder/judging/scan.py) must never flag: one snippet per idiom,
+"""Ordinary Python that the review scan (autograder/judging/static/review.py) must never flag: one snippet per idiom,
 as a student might write it in an answer cell. Each runs as written (tests/judging/test_review_flags.py)."""
 
 IDIOMS: dict[str, str] = {

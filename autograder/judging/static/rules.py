@@ -13,7 +13,7 @@ check declared `@check(..., rule=True)`, autograder/judging/plugin.py).
 
 Names the judge cannot read (an attribute looked up by a computed string, exec,
 __import__, a star import, the tools that find objects by a name in a string,
-and every construct the review scan flags, autograder/judging/scan.py) would
+and every construct the review flags, autograder/judging/static/review.py) would
 hide a forbidden call, so where a rule applies they break it too; the notebook
 states both.
 """
@@ -28,9 +28,18 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from autograder.judging.notebook import Submission
-from autograder.judging.scan import TOO_DEEP, TooDeep, aliases, constant_loops, folded, parse_cell, scan_cells
+from autograder.judging.static.parse import (
+    DEFINITIONS,
+    DYNAMIC,
+    TOO_DEEP,
+    aliases,
+    chain,
+    constant_loops,
+    folded,
+    parse_cells,
+)
+from autograder.judging.static.review import scan_cells
 
-DYNAMIC_LOOKUPS = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 RUNS_STRINGS = {"exec", "eval", "compile", "__import__", "globals", "locals", "vars", "import_module"}
 NAMESPACES = {"__dict__", "__getattribute__", "__getattr__", "__builtins__", "__globals__", "__annotations__"}
 MATCH_ARGS = "__match_args__"  # the attribute names a class pattern looks up, as strings
@@ -58,13 +67,18 @@ class Use:
 @dataclass(frozen=True)
 class TaskCode:
     """The code a task can reach, parsed: (cell id, tree) of its own cell, then of what it reaches in the other
-    answer cells; the answer cells nested too deeply to read (scan.parse_cell); the chapter's preamble."""
+    answer cells; the answer cells nested too deeply to read (parse.parse_cell); the chapter's preamble."""
 
     task: str
     cells: tuple[tuple[str, ast.Module], ...]
     unread: tuple[str, ...] = ()
     preamble: str = ""
     sources: tuple[tuple[str, str], ...] = ()  # every answer cell: (id, source)
+
+    @property
+    def own(self) -> ast.Module | None:
+        """The task's own cell, whole; None when it does not parse or is too deep to read."""
+        return next((tree for cell, tree in self.cells if cell == self.task), None)
 
     @functools.cached_property
     def lines(self) -> set[tuple[str, int]]:
@@ -115,9 +129,6 @@ class TaskCode:
     @functools.cached_property
     def loops(self) -> dict[str, tuple[str, ...]]:
         return constant_loops(node for _, node in self.nodes)
-
-
-DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _statement(node: ast.expr) -> ast.stmt:
@@ -172,21 +183,6 @@ def _loaded(tree: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-@functools.lru_cache(maxsize=1)  # the rule checks of one grading read the same cells
-def _parsed(sources: tuple[tuple[str, str], ...]) -> tuple[dict[str, ast.Module], tuple[str, ...]]:
-    """(trees of the cells that parse, ids of the cells too deep to read); the trees are shared: never changed."""
-    trees: dict[str, ast.Module] = {}
-    unread: list[str] = []
-    for cell, source in sources:
-        try:
-            trees[cell] = parse_cell(source)
-        except SyntaxError:
-            continue
-        except TooDeep:
-            unread.append(cell)
-    return trees, tuple(unread)
-
-
 def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozenset()) -> TaskCode:
     """The task's own cell, whole; from the other answer cells, the code that runs when they load; and every
     top-level function or class, in any answer cell, that binds a name the reached code loads or the task's own
@@ -195,7 +191,7 @@ def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozen
     runs at load, which sees the student's own. A cell that does not parse is left out: it fails to load, and
     every check of its task fails with it."""
     sources = tuple((cell["id"], cell["source"]) for cell in submission.cells)
-    trees, unread = _parsed(sources)
+    trees, unread = parse_cells(sources)
     preamble = submission.chapter.preamble
     if task not in trees:
         return TaskCode(task, (), unread, preamble, sources)
@@ -253,7 +249,7 @@ def _lookup_names(node: ast.Call, loops: dict[str, tuple[str, ...]]) -> list[str
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
     if name in {"attrgetter", "methodcaller"}:
         args = node.args[:1] if name == "methodcaller" else node.args
-    elif name in DYNAMIC_LOOKUPS and len(node.args) > 1:
+    elif name in DYNAMIC and len(node.args) > 1:
         args = node.args[1:2]
     else:
         return []
@@ -322,7 +318,7 @@ def unreadable(code: TaskCode) -> list[Use]:
             if any(_within(p, RESOLVER_MODULES) for p in paths):
                 text = f"{_unparsed(node)}: a module that finds objects by names in strings"
         elif isinstance(node, ast.Attribute):
-            root, attrs = _chain(node)
+            root, attrs = chain(node)
             if isinstance(root, ast.Name) and root.id in imported and _within(
                     ".".join([imported[root.id], *attrs]), RESOLVER_MODULES):
                 text = f"{_unparsed(node)}: finds objects by names in strings"
@@ -334,14 +330,6 @@ def unreadable(code: TaskCode) -> list[Use]:
     for use in _unique(found):  # one reason a line is enough
         first.setdefault((use.cell, use.line), use)
     return list(first.values())
-
-
-def _chain(node: ast.AST) -> tuple[ast.AST, list[str]]:
-    attrs: list[str] = []
-    while isinstance(node, ast.Attribute):
-        attrs.insert(0, node.attr)
-        node = node.value
-    return node, attrs
 
 
 def _within(dotted: str, modules: AbstractSet[str]) -> bool:
@@ -357,7 +345,7 @@ def subclasses(code: TaskCode, base: str) -> list[tuple[str, ast.ClassDef]]:
     for cell, node in code.walk():
         if isinstance(node, ast.ClassDef):
             for b in node.bases:
-                root, attrs = _chain(b)
+                root, attrs = chain(b)
                 if isinstance(root, ast.Name) and ".".join([imported.get(root.id, root.id), *attrs]) == base:
                     found.append((cell, node))
     return found
@@ -432,7 +420,7 @@ def puzzle_breaks(code: TaskCode, name: str, allowed: AbstractSet[str]) -> list[
         if isinstance(node, (*NOT_ONE_EXPRESSION, *DEFINITIONS)):
             text = f"{_unparsed(node)}: not allowed in a puzzle"
         elif isinstance(node, ast.Attribute) and id(node) not in inner:
-            root, attrs = _chain(node)
+            root, attrs = chain(node)
             if isinstance(root, ast.Name) and root.id in imported and root.id not in params:
                 inner |= {id(n) for n in ast.walk(node.value) if isinstance(n, ast.Attribute)}
                 dotted = ".".join([imported[root.id], *attrs])

@@ -26,9 +26,22 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from autograder.judging.notebook import Submission
+from autograder.judging.static.parse import (
+    DYNAMIC,
+    TOO_DEEP,
+    aliases,
+    binding_counts,
+    bound_by,
+    chain,
+    constant_loops,
+    folded,
+    parse_cells,
+    walk,
+)
 
 # Modules that only serve to reach other code's objects, frames or memory.
 MODULES = {
@@ -80,41 +93,11 @@ CALLS = {
     "__import__": "imports a module by name", "globals": "a namespace as a dict", "locals": "a namespace as a dict",
     "vars": "an object's namespace as a dict", "breakpoint": "a debugger",
 }
-DYNAMIC = {"getattr", "setattr", "delattr", "hasattr", "attrgetter", "methodcaller"}
 LIBRARY_SETTINGS = ("torch.backends.",)  # library attributes that ordinary code sets (cudnn.benchmark, tf32)
 UNBOUND = "a method taken from its class, which then runs with any object as self"
 MAX_FLAGS = 20  # flags a report lists; it counts them all
-# Levels of syntax the judge reads (the course's own code nests at most 19). Its readers recurse once or a few
-# times a level, so deeper code (1 + 1 + ... a thousand times) would overflow Python's stack in the judge while
-# the child, which only compiles it, runs it.
-MAX_DEPTH = 100
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _GRADER_NAME = re.compile(r"\b(autograder|__harness__|kit)\.[A-Za-z_]|^\s*(autograder|__harness__)\s*$")
-
-
-class TooDeep(Exception):
-    """Code nested deeper than the judge reads (MAX_DEPTH)."""
-
-
-def parse_cell(source: str) -> ast.Module:
-    """The cell's syntax tree. SyntaxError when it does not parse (it fails to load in the child as well);
-    TooDeep when it nests past MAX_DEPTH, which the judge does not read (the child may still run it)."""
-    try:
-        tree = ast.parse(source)
-    except ValueError as e:  # null bytes
-        raise SyntaxError(str(e)) from None
-    except (RecursionError, MemoryError):  # building the tree recursed too deep here: compile() may not
-        raise TooDeep from None
-    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise TooDeep
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return tree
-
-
-TOO_DEEP = f"code nested more than {MAX_DEPTH} levels deep, which the judge does not read"
 
 
 @dataclass(frozen=True)
@@ -134,33 +117,6 @@ def _dunder(name: str) -> bool:
 
 def _private(name: str) -> bool:
     return name.startswith("_") and not _dunder(name) and name not in PRIVATE_OK
-
-
-def _chain(node: ast.AST) -> tuple[ast.AST, list[str]]:
-    """(root, [attr, ...]) of an attribute chain a.b.c: (Name a, [b, c])."""
-    attrs: list[str] = []
-    while isinstance(node, ast.Attribute):
-        attrs.insert(0, node.attr)
-        node = node.value
-    return node, attrs
-
-
-def folded(node: ast.AST) -> str | None:
-    """The value of a string built from constants only ("a" + "b", f"{'a'}b", "".join(["a", "b"])), else None."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
-        value = node.value
-        return value.decode("latin-1") if isinstance(value, bytes) else value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = folded(node.left), folded(node.right)
-        return left + right if left is not None and right is not None else None
-    if isinstance(node, ast.JoinedStr):
-        parts = [folded(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
-        return "".join(parts) if all(p is not None for p in parts) else None  # type: ignore[arg-type]
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join"
-            and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple))):
-        sep, parts = folded(node.func.value), [folded(e) for e in node.args[0].elts]
-        return sep.join(parts) if sep is not None and all(p is not None for p in parts) else None  # type: ignore[arg-type]
-    return None
 
 
 def _string_why(text: str) -> str | None:
@@ -273,7 +229,7 @@ class _Scanner(ast.NodeVisitor):
         return None
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        root, attrs = _chain(node.value)
+        root, attrs = chain(node.value)
         why = self._attribute_why(root, attrs, node.attr)
         if why:
             self.flag(node, why)
@@ -341,7 +297,7 @@ class _Scanner(ast.NodeVisitor):
                 if not (obj is not None and self._safe_dynamic(obj, node.args[1])):
                     self.flag(node, "an attribute name computed at run time, which the judge cannot read")
                 return
-            root, attrs = _chain(obj) if obj is not None else (ast.Constant(None), [])
+            root, attrs = chain(obj) if obj is not None else (ast.Constant(None), [])
             for part in attr.split("."):
                 why = self._attribute_why(root, attrs, part)
                 if why:
@@ -362,7 +318,7 @@ class _Scanner(ast.NodeVisitor):
     # -- assignments ------------------------------------------------------------
     def _patches(self, obj: ast.AST, attr: str) -> str | None:
         """Why setting obj.attr patches code that is not the student's, else None."""
-        root, attrs = _chain(obj)
+        root, attrs = chain(obj)
         if _dunder(attr) and attr not in {"__doc__"}:
             return "replaces a special attribute (class, call, code) of an object"
         if isinstance(root, ast.Name) and root.id in self.aliases:
@@ -463,18 +419,6 @@ class _Scanner(ast.NodeVisitor):
             self.generic_visit(node)
 
 
-def _import_names(node: ast.AST) -> dict[str, str]:
-    """Names an import statement binds -> the dotted name each stands for."""
-    names: dict[str, str] = {}
-    if isinstance(node, ast.Import):
-        for a in node.names:
-            names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-    elif isinstance(node, ast.ImportFrom):
-        for a in node.names:
-            names[a.asname or a.name] = f"{node.module or ''}.{a.name}"
-    return names
-
-
 def _bound(tree: ast.AST) -> tuple[set[str], set[str]]:
     """(every name the code binds other than by import, the classes it defines)."""
     bound: set[str] = set()
@@ -520,24 +464,8 @@ def _params(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[s
     return [p.arg for p in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg] if p is not None]
 
 
-def _bound_by(node: ast.AST) -> list[str]:
-    """The names one node binds: an assignment's target, except ... as x, a match capture, a parameter, a def or
-    a class, an import."""
-    if isinstance(node, ast.Name):
-        return [node.id] if isinstance(node.ctx, (ast.Store, ast.Del)) else []
-    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
-        return [node.name] if node.name else []
-    if isinstance(node, ast.MatchMapping):
-        return [node.rest] if node.rest else []
-    if isinstance(node, ast.arg):
-        return [node.arg]
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [node.name]
-    return list(_import_names(node))
-
-
 def _bindings(node: ast.AST) -> set[str]:
-    return {name for n in ast.walk(node) for name in _bound_by(n)}
+    return {name for n in ast.walk(node) for name in bound_by(n)}
 
 
 def _is_class_expr(node: ast.AST, classes: set[str]) -> bool:
@@ -562,61 +490,63 @@ def _constructs(node: ast.AST, classes: set[str]) -> bool:
             and _is_class_expr(node.args[0], classes | {"cls"}))
 
 
-def _walk(trees: Iterable[ast.AST]) -> Iterator[ast.AST]:
-    for tree in trees:
-        yield from ast.walk(tree)
-
-
 def _own(nodes: Iterable[ast.AST], classes: set[str]) -> Own:
-    """Own, from every node of the cells (_walk)."""
-    classes = set(classes)
+    """Own, from every node of the cells (walk)."""
+    nodes = list(nodes)
+    stores = binding_counts(nodes)
+    private, methods, annotated = _members(nodes)
+    assigned = [(node.targets[0].id, node.value) for node in nodes  # name = value, one name
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)]
+    own = {c for c in classes if c not in stores}  # a class name bound to something else too is not
+    for _ in range(3):  # Alias = OwnClass, cls = type(self), and aliases of those: every binding an own class
+        own |= _bound_only(assigned, stores, _is_class_expr, own)
+    instances = _bound_only(assigned, stores, _constructs, own)
+    return Own(own, private, constant_loops(nodes), instances - own, methods, tuple(sorted(annotated)),
+               _field_loops(nodes, set(classes), stores))
+
+
+def _bound_only(assigned: list[tuple[str, ast.expr]], stores: dict[str, int],
+                to: Callable[[ast.AST, set[str]], bool], classes: set[str]) -> set[str]:
+    """The names every binding of which assigns them a value that `to` accepts (given the own classes)."""
+    found = {name for name, value in assigned if to(value, classes)}
+    return {n for n in found if stores.get(n) == sum(1 for m, v in assigned if m == n and to(v, classes))}
+
+
+def _members(nodes: list[ast.AST]) -> tuple[set[str], set[str], set[str]]:
+    """(the private attribute names the cells set or define in class bodies, the names of their classes' plain
+    methods, the names annotated in their class bodies)."""
     private: set[str] = set()
-    loops: dict[str, tuple[str, ...]] = {}
     methods: set[str] = set()
-    stores: dict[str, int] = {}  # every binding of a name
-    constant_loops: dict[str, int] = {}  # bindings as the target of a loop over constant strings
-    assigned: list[tuple[str, ast.expr]] = []  # name = value, one name
     annotated: set[str] = set()
-    over_fields: dict[str, int] = {}
     for node in nodes:
-        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and _fields_of_own(
-                node.iter, classes):
-            over_fields[node.target.id] = over_fields.get(node.target.id, 0) + 1
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            assigned.append((node.targets[0].id, node.value))
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _private(node.attr):
             private.add(node.attr)
         elif isinstance(node, ast.ClassDef):
             annotated |= {item.target.id for item in node.body
                           if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
             for item in node.body:
-                names = ([item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else
-                         [t.id for t in getattr(item, "targets", [getattr(item, "target", None)])
-                          if isinstance(t, ast.Name)])
-                private |= {n for n in names if _private(n)}
+                private |= {n for n in _defined(item) if _private(n)}
                 if (isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name not in CLASS_METHODS
                         and not item.decorator_list):  # a plain method: self is whatever the caller passes
                     methods.add(item.name)
-        if not isinstance(node, ast.ClassDef):
-            for bound in _bound_by(node):
-                stores[bound] = stores.get(bound, 0) + 1
-        if (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
-                and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set))):
-            values = [folded(e) for e in node.iter.elts]
-            if all(isinstance(v, str) for v in values):
-                name = node.target.id
-                loops[name] = loops.get(name, ()) + tuple(v for v in values if v is not None)
-                constant_loops[name] = constant_loops.get(name, 0) + 1
-    classes = {c for c in classes if c not in stores}  # a class name bound to something else too is not
-    for _ in range(3):  # Alias = OwnClass, cls = type(self), and aliases of those: every binding an own class
-        found = {name for name, value in assigned if _is_class_expr(value, classes)}
-        classes |= {n for n in found if stores.get(n) == sum(1 for m, v in assigned
-                                                              if m == n and _is_class_expr(v, classes))}
-    made = {name for name, value in assigned if _constructs(value, classes)}
-    instances = {n for n in made if stores.get(n) == sum(1 for m, v in assigned if m == n and _constructs(v, classes))}
-    return Own(classes, private, {k: v for k, v in loops.items() if stores.get(k) == constant_loops[k]},
-               instances - classes, methods, tuple(sorted(annotated)),
-               {k for k, n in over_fields.items() if stores.get(k) == n})
+    return private, methods, annotated
+
+
+def _defined(item: ast.stmt) -> list[str]:
+    """The names a statement of a class body defines: a method's, or an assignment's plain targets."""
+    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [item.name]
+    return [t.id for t in getattr(item, "targets", [getattr(item, "target", None)]) if isinstance(t, ast.Name)]
+
+
+def _field_loops(nodes: list[ast.AST], classes: set[str], stores: dict[str, int]) -> set[str]:
+    """Names bound only as the target of loops over an own dataclass's fields (for f in fields(self))."""
+    over_fields: dict[str, int] = {}
+    for node in nodes:
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) and _fields_of_own(
+                node.iter, classes):
+            over_fields[node.target.id] = over_fields.get(node.target.id, 0) + 1
+    return {k for k, n in over_fields.items() if stores.get(k) == n}
 
 
 def _fields_of_own(node: ast.AST, classes: set[str]) -> bool:
@@ -626,30 +556,6 @@ def _fields_of_own(node: ast.AST, classes: set[str]) -> bool:
         or (isinstance(node.func, ast.Attribute) and node.func.attr == "fields"))
         and (_is_class_expr(node.args[0], classes)
              or (isinstance(node.args[0], ast.Name) and node.args[0].id in {"self", "cls"})))
-
-
-def constant_loops(nodes: Iterable[ast.AST]) -> dict[str, tuple[str, ...]]:
-    """Names bound only as the target of loops over constant strings -> those strings, from every node of the
-    cells (_walk)."""
-    return _own(nodes, set()).loops
-
-
-def aliases(nodes: Iterable[ast.AST]) -> dict[str, str]:
-    """Import-bound names, and names assigned from them (t = torch; s = sys), -> dotted names, from every node
-    of the cells (_walk)."""
-    origin: dict[str, str] = {}
-    assigned: list[tuple[str, ast.Name, list[str]]] = []  # (target, root, attrs) of every x = a.b.c
-    for node in nodes:
-        origin.update(_import_names(node))
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            root, attrs = _chain(node.value)
-            if isinstance(root, ast.Name):
-                assigned.append((node.targets[0].id, root, attrs))
-    for _ in range(3):  # aliases of aliases
-        for target, root, attrs in assigned:
-            if root.id in origin:
-                origin[target] = ".".join([origin[root.id], *attrs])
-    return origin
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -664,17 +570,10 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 @functools.lru_cache(maxsize=64)
 def _scan(sources: tuple[tuple[str, str], ...], preamble: str) -> tuple[Flag, ...]:
-    trees: dict[str, ast.Module] = {}
-    unread: list[Flag] = []
-    for cell, source in sources:
-        try:
-            trees[cell] = parse_cell(source)
-        except SyntaxError:  # the cell fails to load anyway: it earns nothing to forge
-            continue
-        except TooDeep:
-            unread.append(Flag(cell, 1, "the whole cell", TOO_DEEP))
+    trees, unread = parse_cells(sources)  # a cell that does not parse fails to load anyway: nothing to forge
     order = {cell: i for i, (cell, _) in enumerate(sources)}
-    return tuple(sorted(unread + scan_trees(trees, preamble), key=lambda f: (order[f.cell], f.line)))
+    flags = [Flag(cell, 1, "the whole cell", TOO_DEEP) for cell in unread] + scan_trees(trees, preamble)
+    return tuple(sorted(flags, key=lambda f: (order[f.cell], f.line)))
 
 
 def scan_trees(trees: Mapping[str, ast.Module], preamble: str = "") -> list[Flag]:
@@ -683,7 +582,7 @@ def scan_trees(trees: Mapping[str, ast.Module], preamble: str = "") -> list[Flag
         extra: list[ast.AST] = [ast.parse(preamble)]
     except SyntaxError:
         extra = []
-    origin = aliases(_walk([*trees.values(), *extra]))
+    origin = aliases(walk([*trees.values(), *extra]))
     import_bound = set(origin)
     bound: set[str] = set()
     classes: set[str] = set()
@@ -691,7 +590,7 @@ def scan_trees(trees: Mapping[str, ast.Module], preamble: str = "") -> list[Flag
         b, c = _bound(tree)
         bound |= b
         classes |= c
-    own = _own(_walk(trees.values()), classes - import_bound)
+    own = _own(walk(trees.values()), classes - import_bound)
     flags: list[Flag] = []
     for cell, tree in trees.items():
         scanner = _Scanner(cell, import_bound, bound - import_bound, own, _docstrings(tree), origin)
@@ -708,7 +607,7 @@ def scan_cells(cells: list[dict[str, str]], preamble: str = "") -> list[Flag]:
     return list(_scan(tuple((c["id"], c["source"]) for c in cells), preamble))
 
 
-def scan_submission(submission: Any) -> list[Flag]:
+def scan_submission(submission: Submission) -> list[Flag]:
     """scan_cells for a notebook.Submission (its answer cells, with its chapter's preamble)."""
     return scan_cells(submission.cells, submission.chapter.preamble)
 
