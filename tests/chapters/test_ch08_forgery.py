@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
+from autograder.judging.notebook import Submission
 from tests.kit import by_name, grade_fast, limits_for, solved
 
 CH = "08_mixed_precision"
@@ -284,7 +284,7 @@ def test_a_forged_record_earns_nothing(tmp_path: Path, cell: str, code: str, che
     assert phrase in result.output, result.output
 
 
-# -- the rules read from the cells (autograder/chapters/ch08_mixed_precision/source.py) --------------------------
+# -- the rules read from the cells (autograder/chapters/ch08_mixed_precision/amp_rules.py) --------------------------
 # Every honest spelling reads clean; every reach found, also the ones written to get past the first version of
 # the rules (a helper in another cell, enter_context, set_autocast_enabled, `or True`, a name built by join).
 
@@ -293,20 +293,20 @@ _STEP = ("def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn,
          "dtype=torch.float16, max_grad_norm=None):\n")
 
 
-def _source(**cells: str) -> SimpleNamespace:
+def _source(**cells: str) -> Submission:
     """A submission of the reference cells, some replaced (dedented)."""
     from autograder.course.reference import solution_cells
     from autograder.judging.registry import CHAPTERS
 
     code = {**solution_cells(CH), **{k: textwrap.dedent(v) for k, v in cells.items()}}
-    return SimpleNamespace(cells=[{"id": k, "source": v} for k, v in code.items()], chapter=CHAPTERS[CH])
+    return Submission(Path("x.ipynb"), CHAPTERS[CH], [{"id": k, "source": v} for k, v in code.items()])
 
 
-def _board(body: str, extra: str = "") -> SimpleNamespace:
+def _board(body: str, extra: str = "") -> Submission:
     return _source(train_checkerboard=extra + _HEAD + textwrap.indent(textwrap.dedent(body), "    "))
 
 
-def _step(body: str, extra: str = "", **other: str) -> SimpleNamespace:
+def _step(body: str, extra: str = "", **other: str) -> Submission:
     return _source(amp_train_step=extra + _STEP + textwrap.indent(textwrap.dedent(body), "    "), **other)
 
 
@@ -399,14 +399,14 @@ ALWAYS_LOW = '''def always_low(model):
 
 @pytest.mark.parametrize("body", HONEST_BOARDS.values(), ids=list(HONEST_BOARDS))
 def test_use_amp_guards_read_clean(body: str) -> None:
-    from autograder.chapters.ch08_mixed_precision.source import unguarded_autocast
+    from autograder.chapters.ch08_mixed_precision.amp_rules import unguarded_autocast
 
     assert unguarded_autocast(_board(body, HELPER), "train_checkerboard", "train_checkerboard", 3) == []
 
 
 @pytest.mark.parametrize("body", WRONG_BOARDS.values(), ids=list(WRONG_BOARDS))
 def test_autocast_that_runs_without_amp_is_found(body: str) -> None:
-    from autograder.chapters.ch08_mixed_precision.source import unguarded_autocast
+    from autograder.chapters.ch08_mixed_precision.amp_rules import unguarded_autocast
 
     assert unguarded_autocast(_board(body, ALWAYS_LOW), "train_checkerboard", "train_checkerboard", 3) != []
 
@@ -467,7 +467,7 @@ WRONG_STEPS = {
 
 @pytest.mark.parametrize("body", HONEST_STEPS.values(), ids=list(HONEST_STEPS))
 def test_honest_steps_read_clean(body: str) -> None:
-    from autograder.chapters.ch08_mixed_precision.source import backward_inside_autocast, deprecated_amp
+    from autograder.chapters.ch08_mixed_precision.amp_rules import backward_inside_autocast, deprecated_amp
 
     submission = _step(body)
     assert backward_inside_autocast(submission, "amp_train_step") == []
@@ -476,7 +476,7 @@ def test_honest_steps_read_clean(body: str) -> None:
 
 @pytest.mark.parametrize(("body", "other"), WRONG_STEPS.values(), ids=list(WRONG_STEPS))
 def test_backward_inside_autocast_is_found(body: str, other: dict[str, str]) -> None:
-    from autograder.chapters.ch08_mixed_precision.source import backward_inside_autocast
+    from autograder.chapters.ch08_mixed_precision.amp_rules import backward_inside_autocast
 
     assert backward_inside_autocast(_step(body, **other), "amp_train_step") != []
 
@@ -495,14 +495,14 @@ DEPRECATED_USES = {
 
 @pytest.mark.parametrize(("extra", "body", "other"), DEPRECATED_USES.values(), ids=list(DEPRECATED_USES))
 def test_every_spelling_of_the_deprecated_api_is_found(extra: str, body: str, other: dict[str, str]) -> None:
-    from autograder.chapters.ch08_mixed_precision.source import deprecated_amp
+    from autograder.chapters.ch08_mixed_precision.amp_rules import deprecated_amp
 
     assert deprecated_amp(_step(body or "pass\n", extra, **other), "amp_train_step") != []
 
 
 def test_another_tasks_function_costs_only_its_own_task() -> None:
     """train_checkerboard calls amp_train_step: the deprecated API in the latter is the latter's check's business."""
-    from autograder.chapters.ch08_mixed_precision.source import deprecated_amp
+    from autograder.chapters.ch08_mixed_precision.amp_rules import deprecated_amp
 
     submission = _step("with torch.cuda.amp.autocast():\n    pass\n")
     assert deprecated_amp(submission, "amp_train_step") != []

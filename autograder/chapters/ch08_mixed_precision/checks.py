@@ -9,8 +9,8 @@ the forward pass under autocast or in float32, and backward on the scaled loss, 
 unscaled one with the gradients multiplied by the scale afterwards) for the order and precision. The cases are
 drawn so that the right replay and the wrong ones differ by at least MARGIN times the tolerance; a correct step
 reproduces the right one bit for bit. What only the source can show (the deprecated API, backward inside the
-autocast block, use_amp switching autocast off) is read from the task's own cell (ch08 source.py). Records made
-inside the student's process (the layer dtypes hooks saw, what backward brought the loss) only shape messages.
+autocast block, use_amp switching autocast off) is read from the code the task reaches (amp_rules.py). Records
+made inside the student's process (the layer dtypes hooks saw, what backward brought the loss) only shape messages.
 
 train_checkerboard runs with the kit's amp_train_step in place of the student's, so that a mistake in
 amp_train_step costs points there only; and once more with a sham amp_train_step that changes nothing when
@@ -40,6 +40,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from autograder.chapters.ch08_mixed_precision.amp_rules import (
+    backward_inside_autocast,
+    deprecated_amp,
+    unguarded_autocast,
+)
 from autograder.chapters.ch08_mixed_precision.inputs import (
     FREQ,
     OVERFLOW_SCALE,
@@ -62,11 +67,6 @@ from autograder.chapters.ch08_mixed_precision.oracles import (
     expect_update,
     grad_norm,
     reference_step,
-)
-from autograder.chapters.ch08_mixed_precision.source import (
-    backward_inside_autocast,
-    deprecated_amp,
-    unguarded_autocast,
 )
 from autograder.judging.authoring import (
     AMP_MEMORY_RATIO,

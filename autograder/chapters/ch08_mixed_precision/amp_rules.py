@@ -1,11 +1,11 @@
-"""The judge's own reading of 08's answer cells: the rules that only the source can show.
+"""08's rules that only the source can show, on the kit's reading of a task's code (task_code, and its aliases).
 
-Each rule reads a task's cell (api.student.submission.cells, each {"id": task, "source": code}) with `ast`;
-nothing is run, and a rule costs only the check of that task that states it:
+Nothing is run, and a rule costs only the check of that task that states it:
 
 - deprecated_amp: the task's cell, or a helper function or class of another answer cell that it uses, names
   torch.cuda.amp or torch.cpu.amp (the deprecated namespaces): through an import, an attribute chain, an alias
-  (from any answer cell or the imports cell), getattr with a constant name, or a string naming the module;
+  (from any code the task reaches, or the imports cell), getattr with a constant name, or a string naming the
+  module; another task's own function, and what other cells run when they load, are their tasks' business;
 - backward_inside_autocast: .backward() (or torch.autograd.backward, or a function of the cells that calls it)
   runs inside an autocast block of the cell: a `with ...autocast(...)` not given enabled=False, or what follows
   an enter_context(...autocast(...)) or torch.set_autocast_enabled(..., True);
@@ -21,9 +21,8 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from typing import Any
 
-from autograder.judging.authoring import folded
+from autograder.judging.authoring import Submission, TaskCode, dotted, folded, task_code
 
 DEPRECATED = ("torch.cuda.amp", "torch.cpu.amp")
 UNKNOWN = object()  # a value the reading cannot fold
@@ -31,110 +30,64 @@ DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")  # a string that names a module
 
 
-def _parse(source: str) -> ast.Module | None:
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-
-
-def _cells(submission: Any) -> dict[str, ast.Module]:
-    return {c["id"]: tree for c in submission.cells if (tree := _parse(c["source"])) is not None}
-
-
-def _dotted(node: ast.AST, origin: dict[str, str]) -> str | None:
-    """The dotted name an expression stands for (torch.cuda.amp, an alias of it, getattr(torch.cuda, "amp")),
-    else None."""
-    if isinstance(node, ast.Name):
-        return origin.get(node.id, node.id)
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value, origin)
-        return f"{base}.{node.attr}" if base else None
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-            and len(node.args) >= 2):
-        base, attr = _dotted(node.args[0], origin), folded(node.args[1])
-        return f"{base}.{attr}" if base and attr else None
-    return None
-
-
-def _origin(submission: Any, trees: list[ast.Module]) -> dict[str, str]:
-    """Names bound by imports, and by assignments from dotted names, in the trees and the imports cell -> what
-    they stand for."""
-    preamble = _parse(submission.chapter.preamble)
-    trees = [*trees, *([preamble] if preamble else [])]
-    origin: dict[str, str] = {}
-    for tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    origin[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                for a in node.names:
-                    origin[a.asname or a.name] = f"{node.module}.{a.name}"
-    modules = {n.split(".")[0] for n in origin.values()}
-    for _ in range(3):  # aliases of aliases
-        for tree in trees:
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    dotted = _dotted(node.value, origin)
-                    if dotted and dotted.split(".")[0] in modules:
-                        origin[node.targets[0].id] = dotted
-    return origin
-
-
-def _defs(trees: dict[str, ast.Module]) -> dict[str, tuple[str, ast.AST]]:
-    """Top-level functions and classes of every cell, by name: (cell, node)."""
-    return {n.name: (cell, n) for cell, tree in trees.items() for n in tree.body if isinstance(n, DEFS)}
+def _defs(code: TaskCode) -> dict[str, ast.AST]:
+    """Top-level functions and classes of the reached code, by name."""
+    return {n.name: n for _, tree in code.cells for n in tree.body if isinstance(n, DEFS)}
 
 
 def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _under(dotted: str, prefixes: tuple[str, ...]) -> str | None:
-    return next((p for p in prefixes if dotted == p or dotted.startswith(p + ".")), None)
+def _under(name: str, prefixes: tuple[str, ...]) -> str | None:
+    return next((p for p in prefixes if name == p or name.startswith(p + ".")), None)
 
 
-def deprecated_amp(submission: Any, task: str) -> list[tuple[str, int, str]]:
-    """(cell, line, what the code names) of each use of torch.cuda.amp or torch.cpu.amp in the task's cell and in
-    the functions and classes of other answer cells that it uses (by name, and what those use in turn)."""
-    trees = _cells(submission)
-    if task not in trees:
-        return []
-    origin, defs = _origin(submission, list(trees.values())), _defs(trees)
-    searched: list[tuple[str, ast.AST]] = [(task, trees[task])]
-    seen = {task}
-    for _, node in searched:  # grows while it is read
-        for name in sorted(_names(node) - seen - set(trees)):  # another task's own function is its own business
-            if name in defs and defs[name][0] != task:
-                seen.add(name)
-                searched.append(defs[name])
+def deprecated_amp(submission: Submission, task: str) -> list[tuple[str, int, str]]:
+    """(cell, line, what the code names) of each use of torch.cuda.amp or torch.cpu.amp in the code the task
+    reaches, other tasks' own functions left to their tasks."""
+    others = {c["id"] for c in submission.cells} - {task}
+    code = task_code(submission, task, stop=others)
     found: dict[tuple[str, int], str] = {}
-    for cell, root in searched:
-        for node in ast.walk(root):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [f"{node.module}.{a.name}" for a in node.names]
-            elif isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
-                names = [d for d in [_dotted(node, origin)] if d]
-            if isinstance(node, ast.Call):  # import_module("torch.cuda.amp"), __import__(...)
-                names += [s for s in (folded(a) for a in node.args) if s and _MODULE.fullmatch(s)]
-            elif isinstance(node, ast.Subscript):  # sys.modules["torch.cuda.amp"]
-                names += [s for s in [folded(node.slice)] if s and _MODULE.fullmatch(s)]
-            for name in names:
-                key = (cell, getattr(node, "lineno", 0))
-                if _under(name, DEPRECATED) and key not in found:
-                    found[key] = name
+    for cell, node in _written_for(code):
+        for name in _named(node, code.imported):
+            key = (cell, getattr(node, "lineno", 0))
+            if _under(name, DEPRECATED) and key not in found:
+                found[key] = name
     return sorted((cell, line, name) for (cell, line), name in found.items())
+
+
+def _written_for(code: TaskCode) -> Iterator[tuple[str, ast.AST]]:
+    """(cell, node) of the task's own cell and of the functions and classes of other cells that it uses: what
+    other cells run when they load is their tasks' business (it still lends the task its aliases)."""
+    for cell, tree in code.cells:
+        for statement in tree.body:
+            if cell == code.task or isinstance(statement, DEFS):
+                yield from ((cell, node) for node in ast.walk(statement))
+
+
+def _named(node: ast.AST, origin: dict[str, str]) -> list[str]:
+    """The dotted names one node names: an import's modules, an expression's name, a string naming a module
+    (import_module("torch.cuda.amp"), sys.modules["torch.cuda.amp"])."""
+    names: list[str] = []
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module:
+        names = [f"{node.module}.{a.name}" for a in node.names]
+    elif isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+        names = [d for d in [dotted(node, origin)] if d]
+    if isinstance(node, ast.Call):
+        names += [s for s in (folded(a) for a in node.args) if s and _MODULE.fullmatch(s)]
+    elif isinstance(node, ast.Subscript):
+        names += [s for s in [folded(node.slice)] if s and _MODULE.fullmatch(s)]
+    return names
 
 
 def _autocast_call(node: ast.AST, origin: dict[str, str]) -> ast.Call | None:
     """A call of torch.autocast, torch.amp.autocast, torch.cuda.amp.autocast, ... (any name ending in autocast)."""
     if isinstance(node, ast.Call):
-        dotted = _dotted(node.func, origin)
-        if dotted is not None and dotted.split(".")[-1] == "autocast":
+        name = dotted(node.func, origin)
+        if name is not None and name.split(".")[-1] == "autocast":
             return node
     return None
 
@@ -156,7 +109,7 @@ def _switch(statement: ast.stmt, origin: dict[str, str]) -> tuple[bool, ast.Call
     if isinstance(call.func, ast.Attribute) and call.func.attr == "enter_context" and call.args:
         inner = _autocast_call(call.args[0], origin)
         return (True, inner) if inner is not None else None
-    if (_dotted(call.func, origin) or "").split(".")[-1] == "set_autocast_enabled" and call.args:
+    if (dotted(call.func, origin) or "").split(".")[-1] == "set_autocast_enabled" and call.args:
         last = call.args[-1]
         return (not (isinstance(last, ast.Constant) and last.value is False), call)
     return None
@@ -164,7 +117,7 @@ def _switch(statement: ast.stmt, origin: dict[str, str]) -> tuple[bool, ast.Call
 
 def _autocast_on(call: ast.Call) -> bool:
     """Whether an autocast call, or a set_autocast_enabled, switches autocast on: not given a constant False."""
-    setter = (_dotted(call.func, {}) or "").split(".")[-1] == "set_autocast_enabled"
+    setter = (dotted(call.func, {}) or "").split(".")[-1] == "set_autocast_enabled"
     flag = (call.args[-1] if call.args else None) if setter else _enabled_arg(call)
     return not (isinstance(flag, ast.Constant) and flag.value is False)
 
@@ -174,7 +127,7 @@ def _calls_backward(defs: dict[str, ast.AST], origin: dict[str, str]) -> set[str
 
     def direct(node: ast.AST) -> bool:
         return any(isinstance(n, ast.Call) and ((isinstance(n.func, ast.Attribute) and n.func.attr == "backward")
-                                                or _dotted(n.func, origin) == "torch.autograd.backward")
+                                                or dotted(n.func, origin) == "torch.autograd.backward")
                    for n in ast.walk(node))
 
     found = {name for name, node in defs.items() if direct(node)}
@@ -186,15 +139,15 @@ def _calls_backward(defs: dict[str, ast.AST], origin: dict[str, str]) -> set[str
     return found
 
 
-def backward_inside_autocast(submission: Any, task: str) -> list[int]:
+def backward_inside_autocast(submission: Submission, task: str) -> list[int]:
     """The lines of the task's cell where backward runs inside an autocast block: .backward(),
     torch.autograd.backward, or a call of a function of the cells that (in turn) calls one of them."""
-    trees = _cells(submission)
-    tree = trees.get(task)
+    code = task_code(submission, task)
+    tree = code.own
     if tree is None:
         return []
-    origin = _origin(submission, [tree])
-    defs = {name: node for name, (_, node) in _defs(trees).items()}
+    origin = code.imported
+    defs = _defs(code)
     defs.update({n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))})
     backward = _calls_backward(defs, origin)
     lines: list[int] = []
@@ -220,7 +173,7 @@ def backward_inside_autocast(submission: Any, task: str) -> list[int]:
         if isinstance(node, ast.Call) and inside:
             func = node.func
             if ((isinstance(func, ast.Attribute) and func.attr == "backward")
-                    or _dotted(func, origin) == "torch.autograd.backward"
+                    or dotted(func, origin) == "torch.autograd.backward"
                     or (isinstance(func, ast.Name) and func.id in backward)):
                 lines.append(node.lineno)
         for field, value in ast.iter_fields(node):
@@ -240,7 +193,7 @@ def backward_inside_autocast(submission: Any, task: str) -> list[int]:
 # -- use_amp in train_checkerboard -------------------------------------------------------------------
 
 
-def _fold(node: ast.AST, env: dict[str, Any]) -> Any:
+def _fold(node: ast.AST, env: dict[str, object]) -> object:
     """The value of an expression given the flag-derived names in env, or UNKNOWN."""
     if isinstance(node, ast.Constant):
         return node.value
@@ -275,7 +228,7 @@ def _mentions(node: ast.AST, tainted: set[str]) -> bool:
     return bool(_names(node) & tainted)
 
 
-def _flag_env(function: ast.AST, flags: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+def _flag_env(function: ast.AST, flags: dict[str, object]) -> tuple[dict[str, object], set[str]]:
     """(values with the flags as given, names derived from the flags) for the function's plain assignments."""
     env, tainted = dict(flags), set(flags)
     assigned: dict[str, list[ast.AST]] = {}
@@ -305,7 +258,7 @@ def _terminates(body: list[ast.stmt]) -> bool:
     return isinstance(last, ast.If) and _terminates(last.body) and _terminates(last.orelse)
 
 
-def _switched_off(test: ast.AST, branch: str, env: dict[str, Any], tainted: set[str]) -> bool:
+def _switched_off(test: ast.AST, branch: str, env: dict[str, object], tainted: set[str]) -> bool:
     """Whether, with the flag False, a branch ("body" or "orelse") of a test is skipped, or may be (a test that
     depends on the flag in a way the reading cannot fold)."""
     if not _mentions(test, tainted):
@@ -314,7 +267,7 @@ def _switched_off(test: ast.AST, branch: str, env: dict[str, Any], tainted: set[
     return value is UNKNOWN or (not value if branch == "body" else bool(value))
 
 
-def _unguarded(function: ast.FunctionDef | ast.AsyncFunctionDef, flags: dict[str, Any], origin: dict[str, str],
+def _unguarded(function: ast.FunctionDef | ast.AsyncFunctionDef, flags: dict[str, object], origin: dict[str, str],
                helpers: dict[str, ast.AST], known: dict[str, bool]) -> Iterator[int]:
     """The lines in the function's body where autocast is entered while the flags have their given values (a flag
     of UNKNOWN value guards whatever it tests): `with` blocks, enter_context, set_autocast_enabled, and calls of
@@ -384,11 +337,12 @@ def _unguarded(function: ast.FunctionDef | ast.AsyncFunctionDef, flags: dict[str
     yield from block(function.body, False)
 
 
-def unguarded_autocast(submission: Any, task: str, function: str, position: int) -> list[int]:
+def unguarded_autocast(submission: Submission, task: str, function: str, position: int) -> list[int]:
     """The lines of `function` (defined in the task's cell) where autocast is entered when its flag parameter (the
     one at `position`) is False: a `with ...autocast(...)` block, an enter_context or set_autocast_enabled, or a
     call of a function of the cell (or one nested in it) that enters autocast whatever its arguments."""
-    tree = _cells(submission).get(task)
+    code = task_code(submission, task)
+    tree = code.own
     if tree is None:
         return []
     defs: dict[str, ast.AST] = {n.name: n for n in tree.body if isinstance(n, DEFS)}
@@ -403,5 +357,4 @@ def unguarded_autocast(submission: Any, task: str, function: str, position: int)
         return []
     helpers = {**defs, **{n.name: n for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                           and n is not fn}}
-    return sorted(set(_unguarded(fn, {positional[position].arg: False}, _origin(submission, [tree]), helpers,
-                                 {function: False})))
+    return sorted(set(_unguarded(fn, {positional[position].arg: False}, code.imported, helpers, {function: False})))
