@@ -12,8 +12,9 @@ AVX-512 BF16 or AMX instructions).
 
 The two kinds of step alternate within each round, swapping order every round,
 and the result is the median over rounds; warm-up steps are not timed. The
-measurement is autograder.course.selftest.measure_amp, which `python -m autograder
-selftest --device cuda` also reports.
+measurement is measure_amp of chapter 08's CUDA self-test
+(autograder/chapters/ch08_mixed_precision/selftest.py), which `python -m autograder selftest --device cuda`
+also reports.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder.course.selftest import measure_amp
+from autograder.chapters.ch08_mixed_precision.selftest import measure_amp
+from autograder.course.selftest import load_solution
 
 
 def report(label: str, width: int, batch: int, device: str, dtype: torch.dtype, steps: int, rounds: int) -> None:
-    f = measure_amp(width, batch, device, dtype, steps, rounds)
+    f = measure_amp(load_solution("08_mixed_precision", "amp_train_step"), width, batch, device, dtype, steps, rounds)
     name = str(dtype).removeprefix("torch.")
     print(f"{label}: MLP 3 x {width} wide, batch {batch}, {steps} steps x {rounds} rounds")
     print(f"  float32 {f.float32 * 1e3:.2f} ms/step, AMP ({name}) {f.amp * 1e3:.2f} ms/step: "

@@ -36,9 +36,10 @@ from autograder.chapters.ch05_batch_gather.checks import (  # noqa: E402
     Reference,
     gather_oracle,
 )
+from autograder.chapters.ch05_batch_gather.selftest import gather_bandwidth  # noqa: E402
 from autograder.course.reference import solution_cells, source_path  # noqa: E402
-from autograder.course.selftest import cuda_ms, gather_bandwidth, peak_bandwidth  # noqa: E402
 from autograder.judging.api import StudentApi, answer  # noqa: E402
+from autograder.judging.figures import cuda_ms, peak_bandwidth  # noqa: E402
 from autograder.judging.notebook import load_submission  # noqa: E402
 from autograder.judging.remote import Student  # noqa: E402
 from autograder.judging.timing import compare_speed, reference_process  # noqa: E402

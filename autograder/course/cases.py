@@ -58,11 +58,12 @@ import importlib.util
 import itertools
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import ClassVar
 
+from autograder import CHECKOUT
 from autograder.course.reference import solution_cells
 from autograder.judging.chapter import Chapter
 from autograder.judging.named_cases import CaseError, Declared
@@ -113,6 +114,9 @@ class Cases:
 
     wrong: tuple[Mutant, ...] = ()
     right: tuple[CorrectForm, ...] = ()
+    # a student of the example class -> the answer cells (grade_id -> code) that the cases and @cells declared
+    # with example=<student> replace in their notebook (autograder/course/examples.py)
+    examples: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 # -- editing ------------------------------------------------------------------------------------------------
@@ -285,9 +289,10 @@ def _module_at(path: Path, name: str) -> ModuleType:
 _LOADED = itertools.count()  # names the modules loaded from a path of one's own
 
 
-def load(chapter: Chapter, path: Path | None = None) -> Cases:
+def load(chapter: Chapter, path: Path | None = None, root: Path = CHECKOUT) -> Cases:
     """The cases `path` declares (default: the chapter folder's cases.py; none if it has none), each checked
-    against the chapter; CaseError for the first that does not fit."""
+    against the chapter; CaseError for the first that does not fit. Edits read the reference solution from the
+    source notebook of the course at `root`."""
     path = path or chapter.folder / CASES
     if not path.is_file():
         return Cases()
@@ -295,14 +300,14 @@ def load(chapter: Chapter, path: Path | None = None) -> Cases:
         module = importlib.import_module(f"autograder.chapters.{chapter.folder.name}.cases")
     else:
         module = _module_at(path, f"_cases_{chapter.folder.name}_{next(_LOADED)}")
-    declared = [v for v in vars(module).values()
-                if isinstance(v, Declared) and v.module == module.__name__ and v.kind != "cell"]
+    found = [v for v in vars(module).values() if isinstance(v, Declared) and v.module == module.__name__]
+    declared = [v for v in found if v.kind != "cell"]
     checks = declared_checks(_checks_module(chapter))
 
     @functools.cache
     def reference() -> dict[str, str]:  # read once, and only for a case that edits it
         try:
-            return solution_cells(chapter.id)
+            return solution_cells(chapter.id, root)
         except OSError as e:
             raise CaseError(f"{path}: its edits need {chapter.id}'s reference solution, which cannot be read "
                             f"({e})") from None
@@ -333,7 +338,16 @@ def load(chapter: Chapter, path: Path | None = None) -> Cases:
             if case.points < 0 or case.bonus < 0 or case.points + case.bonus == 0:
                 raise CaseError(f"{case.where}: {case.name!r} must be worth some points or bonus (points=, bonus=)")
             right.append(CorrectForm(chapter.id, case.name, cells, case.only, case.points, case.bonus))
-    return Cases(tuple(wrong), tuple(right))
+    examples: dict[str, dict[str, str]] = {}
+    for case in found:
+        if case.example is not None:
+            handed_in = examples.setdefault(case.example, {})
+            cells = _cells(chapter, case, reference)
+            if set(cells) & set(handed_in):
+                raise CaseError(f"{case.where}: {case.name!r} replaces a cell of {case.example}'s example "
+                                f"notebook that another case declared for {case.example} replaces")
+            handed_in.update(cells)
+    return Cases(tuple(wrong), tuple(right), examples)
 
 
 @functools.cache

@@ -23,7 +23,7 @@ RESULTS = ROOT / "results"
 
 def main() -> int:
     try:
-        build([c for c in CHAPTERS if (ROOT / "source" / c).is_dir()])
+        build([c for c in CHAPTERS.values() if (ROOT / "source" / c.id).is_dir()])
     except BuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

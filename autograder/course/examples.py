@@ -6,11 +6,14 @@ tests/course/test_release.py checks that the committed ones are what this module
 (an example from an earlier release lacks cells that nbgrader then has to put back).
 
 - ada solves every task of every chapter, the stretch task too, with the reference solution;
-- ben makes one common mistake per chapter (a case named in the chapter's cases.py) and leaves the
-  stretch task as released;
-- cleo hands in 07 as released, nothing done;
-- dev takes the maximum over the whole tensor in 07's softmax and ends the process in softmax_cross_entropy;
-- eve's 07 is cut off mid-file, not a notebook at all.
+- ben makes one common mistake per chapter and leaves the stretch task as released: the cases the chapter's
+  cases.py declares with `example="ben"` (several, each replacing other answer cells), or else its first @wrong
+  (a chapter with none: ben hands in the reference, as ada does, without the stretch task);
+- in each chapter whose cases.py declares dev's notebook (`example="dev"` on cases and @cells: 07's takes the
+  maximum over the whole tensor in softmax and ends the process in softmax_cross_entropy), cleo hands it in as
+  released, nothing done, and eve's is cut off mid-file, not a notebook at all.
+
+Nothing here names a chapter: `write` is handed the chapter, as `build` registered it.
 
 ada's and ben's other answers are the same reference code, so the similarity report pairs them where a task has
 no mistake of ben's and is long enough to tell (01's fit_polynomial): rightly, and a demonstration of it.
@@ -23,71 +26,39 @@ from pathlib import Path
 import nbformat
 
 from autograder import CHECKOUT
-from autograder.course.cases import mutant
+from autograder.course import cases
 from autograder.course.reference import release_path, solution_cells, with_answers
-from autograder.judging.registry import CHAPTERS
+from autograder.judging.chapter import Chapter
 
 EXAMPLES = CHECKOUT / "examples" / "submitted"
-ONLY_07 = "07_numerical_stability"
-
-# ben's mistakes: chapter -> names of its cases (each replaces other answer cells)
-BEN = {
-    "01_basics": ["finite differences"],
-    "02_modules": ["no zero_grad"],
-    "03_broadcasting": ["tile and concatenate"],
-    "04_overloaded_ops": ["row loop"],
-    "05_batch_gather": ["loop"],
-    "06_data_loaders": ["no sharding"],
-    "07_numerical_stability": ["no max subtraction", "log of softmax"],
-    "08_mixed_precision": ["no scaler.update"],
-}
-STRAY_EXIT = '''import os
-
-
-def softmax_cross_entropy(labels, logits, dim=-1):
-    os._exit(1)  # a stray exit: the grader must survive it
-'''
 CUT_AT = 2000  # eve's notebook: its first characters only
 
 
-def _required(chapter: str) -> dict[str, str]:
-    """The reference code of every answer cell but the stretch task's."""
-    return {k: v for k, v in solution_cells(chapter).items() if k not in CHAPTERS[chapter].bonus}
-
-
-def _mistakes(chapter: str, names: list[str]) -> dict[str, str]:
-    cells: dict[str, str] = {}
-    for name in names:
-        case = mutant(chapter, name).cells
-        if set(case) & set(cells):
-            raise ValueError(f"{chapter}: the cases {names} replace the same answer cell")
-        cells.update(case)
-    return cells
-
-
-def submissions(chapter: str) -> dict[str, dict[str, str] | str]:
-    """student -> the answer cells replaced in the release (grade_id -> code), or the file's whole text."""
-    subs: dict[str, dict[str, str] | str] = {
-        "ada": solution_cells(chapter),
-        "ben": {**_required(chapter), **_mistakes(chapter, BEN[chapter])},
-    }
-    if chapter == ONLY_07:
+def submissions(chapter: Chapter, root: Path = CHECKOUT) -> dict[str, dict[str, str] | str]:
+    """student -> the answer cells replaced in the release (grade_id -> code), or the file's whole text; the
+    chapter's notebooks read from the course folder `root`."""
+    declared = cases.load(chapter, root=root)
+    reference = solution_cells(chapter.id, root)
+    required = {k: v for k, v in reference.items() if k not in chapter.bonus}  # the stretch task left as released
+    ben = declared.examples.get("ben") or (declared.wrong[0].cells if declared.wrong else {})
+    subs: dict[str, dict[str, str] | str] = {"ada": reference, "ben": {**required, **ben}}
+    if "dev" in declared.examples:
         subs["cleo"] = {}
-        subs["dev"] = {**_required(chapter), **_mistakes(chapter, ["global max"]),
-                       "softmax_cross_entropy": STRAY_EXIT}
-        subs["eve"] = release_path(chapter).read_text()[:CUT_AT]
+        subs["dev"] = {**required, **declared.examples["dev"]}
+        subs["eve"] = release_path(chapter.id, root).read_text()[:CUT_AT]
     return subs
 
 
-def write(chapter: str, root: Path = EXAMPLES) -> list[Path]:
-    """Write the chapter's examples under `root`; returns their paths."""
+def write(chapter: Chapter, root: Path = CHECKOUT, out: Path | None = None) -> list[Path]:
+    """Write the chapter's examples under `out` (default: the course folder's examples/submitted/); returns their
+    paths."""
     written = []
-    for student, answers in submissions(chapter).items():
-        path = root / student / chapter / f"{chapter}.ipynb"
+    for student, answers in submissions(chapter, root).items():
+        path = (out or root / "examples" / "submitted") / student / chapter.id / f"{chapter.id}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(answers, str):
             path.write_text(answers)
         else:
-            nbformat.write(nbformat.from_dict(with_answers(chapter, answers)), path)
+            nbformat.write(nbformat.from_dict(with_answers(chapter.id, answers, root)), path)
         written.append(path)
     return written

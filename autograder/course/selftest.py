@@ -5,9 +5,10 @@ On the chosen device it grades, as `grade` does:
 - every untouched release notebook: 0, each check saying "not implemented";
 - every named wrong implementation in each chapter's cases.py (autograder/chapters/ch<id>/cases.py): each
   fails the checks it names, with the phrase it names.
-It reports the ratio each speed check measured on the reference (the verdict is the check's own), and,
-on CUDA, two figures measured in this process: batch_gather's achieved memory bandwidth against the
-GPU's, and chapter 08's float32 and AMP steps on the AMP recipe's MLP (the recipe measured 2.3x).
+It reports the ratio each speed check (@check(speed=True)) measured on the reference (the verdict is the check's
+own), and, on CUDA, the figures each chapter's optional CUDA self-test (its folder's selftest.py, found through the
+registry: autograder/judging/figures.py) measures in this process on its reference solution, such as
+batch_gather's achieved memory bandwidth (05) and the AMP recipe's float32 and AMP steps (08).
 One table goes to stdout, the same rows to a JSON file. It needs torch, numpy and pytest only
 (and OpenCV for chapter 06, as grading it does).
 
@@ -17,11 +18,10 @@ but torch sees no CUDA GPU.
 
 from __future__ import annotations
 
-import importlib
+import functools
 import json
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -31,14 +31,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
 from autograder.course.cases import Mutant, mutants
 from autograder.course.reference import solution_cells, with_answers
+from autograder.judging.figures import CudaFigures, Figure, Solution
 from autograder.judging.judge import Grade, GraderError, grade
-from autograder.judging.plugin import CheckResult, declared_checks
-from autograder.judging.registry import CHAPTERS
+from autograder.judging.plugin import CheckResult, CheckSpec, declared_checks
+from autograder.judging.registry import CHAPTERS, chapter_module
 from autograder.judging.results import AMP_MEMORY_RATIO, CUDA_EVENTS_RATIO, NEEDED_RATIO, RATIO, Outcome
 from autograder.sandbox import launcher
 
@@ -47,7 +46,6 @@ SEED = 1234  # fixed, so that two machines' tables compare
 # Points of each chapter's checks, as the notebook's check cells carry them; CUDA-only checks count on top.
 POINTS = {c.id: sum(c.points.values()) for c in CHAPTERS.values()}
 TEACHES = ("Expected", "Problem", "not", "raised")  # a failing check's message says what went wrong
-RECIPE_AMP_SPEEDUP = 2.3  # the PyTorch AMP recipe's MLP: 7.7 s in float32, 3.3 s with AMP
 
 # (notebook, device, pytest -k selection or None) -> the grading
 Grader = Callable[[Path, str, str | None], Grade]
@@ -59,10 +57,21 @@ def default_grader(notebook: Path, device: str, only: str | None) -> Grade:
     return grade(notebook, device=device, seed=SEED, only=only, zygote=launcher.zygote())
 
 
+def declared(chapter: str) -> dict[str, CheckSpec]:
+    """The chapter's checks, as its checks module declares them."""
+    module = chapter_module(CHAPTERS[chapter], "checks")
+    assert module is not None  # the registry loads only chapters whose folder has its checks module
+    return declared_checks(module)
+
+
 def cuda_only(chapter: str) -> dict[str, float]:
-    """The chapter's CUDA-only checks and their points, as its checks module declares them."""
-    module = importlib.import_module(f"autograder.chapters.{CHAPTERS[chapter].folder.name}.checks")
-    return {name: spec.points for name, spec in declared_checks(module).items() if spec.cuda_only}
+    """The chapter's CUDA-only checks and their points."""
+    return {name: spec.points for name, spec in declared(chapter).items() if spec.cuda_only}
+
+
+def speed_checks(chapter: str) -> list[str]:
+    """The chapter's speed checks (@check(speed=True)), in their order."""
+    return [name for name, spec in declared(chapter).items() if spec.speed]
 
 
 def expected_max(chapter: str, device: str) -> float:
@@ -130,7 +139,8 @@ def solution_rows(chapter: str, device: str, grader: Grader = default_grader) ->
     row = Row("solution", chapter, "reference solution", not problems, f"{g.score:g}/{g.max_score:g}",
               "; ".join(problems), {"score": g.score, "max_score": g.max_score, "sandbox": g.protections,
                                     "seconds": round(g.execution_time, 1)})
-    return [row, *(speed_row(chapter, r) for r in g.results if "speed" in _check(r))]
+    speed = speed_checks(chapter)
+    return [row, *(speed_row(chapter, r) for r in g.results if _check(r) in speed)]
 
 
 def release_row(chapter: str, device: str, grader: Grader = default_grader) -> Row:
@@ -192,7 +202,7 @@ def speed_row(chapter: str, r: CheckResult) -> Row:
     return Row("speed", chapter, _check(r), r.status == "passed", ", ".join(parts), r.output.strip(), values)
 
 
-# -- figures measured in this process (also used by benchmarks/) -----------------------------
+# -- figures measured in this process: each chapter's optional CUDA self-test (judging/figures.py) ----------
 
 
 def load_solution(chapter: str, name: str) -> Callable[..., Any]:
@@ -204,106 +214,19 @@ def load_solution(chapter: str, name: str) -> Callable[..., Any]:
     return namespace[name]
 
 
-def cuda_ms(fn: Callable[[], object], calls: int = 50) -> float:
-    """Median milliseconds per call from CUDA events, after a warm-up call and a synchronize."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(calls):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+def cuda_figures(chapter: str) -> CudaFigures:
+    """The figures the chapter's optional CUDA self-test (its folder's selftest.py) measures: name -> measurement."""
+    module = chapter_module(CHAPTERS[chapter], "selftest")
+    figures = getattr(module, "CUDA_FIGURES", {})
+    if not isinstance(figures, dict):
+        raise TypeError(f"{CHAPTERS[chapter].folder.name}/selftest.py: CUDA_FIGURES maps names to measurements")
+    return figures
 
 
-def peak_bandwidth(props: Any) -> float | None:
-    """Bytes per second the GPU's memory can move, from its properties; None where torch does not report them."""
-    clock_khz, bus_bits = getattr(props, "memory_clock_rate", 0), getattr(props, "memory_bus_width", 0)
-    if not (clock_khz and bus_bits):
-        return None
-    return 2.0 * clock_khz * 1e3 * bus_bits / 8  # DDR and HBM transfer twice per clock
-
-
-# [B, N, D] float32 tensor (256 MiB) and [B, K] indices, each row's a permutation: every element read once
-GATHER_SHAPE = (256, 1024, 256, 1024)
-
-
-def gather_bandwidth(batch_gather: Callable[..., torch.Tensor], shape: tuple[int, int, int, int] = GATHER_SHAPE
-                     ) -> tuple[float, float]:
-    """(bytes per second, ms per call) of batch_gather on CUDA, counting the least traffic it needs:
-    the gathered rows read, the output written and the indices read once."""
-    b, n, d, k = shape
-    tensor = torch.randn(b, n, d, device="cuda")
-    indices = torch.rand(b, n, device="cuda").argsort(dim=1)[:, :k]
-    moved = 2 * b * k * d * tensor.element_size() + indices.numel() * indices.element_size()
-    ms = cuda_ms(lambda: batch_gather(tensor, indices))
-    return moved / (ms / 1e3), ms
-
-
-class AmpRig:
-    """The AMP recipe's MLP (3 Linear layers, ReLU between), SGD, a GradScaler and one batch, from a fixed seed."""
-
-    def __init__(self, width: int, batch: int, device: str) -> None:
-        torch.manual_seed(0)
-        layers = [nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width)]
-        self.model = nn.Sequential(*layers).to(device)
-        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=1e-3)
-        self.scaler = torch.amp.GradScaler(device)
-        self.inputs = torch.randn(batch, width, device=device)
-        self.targets = torch.randn(batch, width, device=device)
-
-
-def float32_step(rig: AmpRig) -> float:
-    loss = F.mse_loss(rig.model(rig.inputs), rig.targets)
-    loss.backward()
-    rig.optimizer.step()
-    rig.optimizer.zero_grad(set_to_none=True)
-    return loss.item()
-
-
-@dataclass
-class AmpFigures:
-    float32: float  # median seconds per step
-    amp: float
-    float32_bytes: int  # peak bytes allocated during the steps above those allocated before (CUDA; 0 on CPU)
-    amp_bytes: int
-
-    @property
-    def speedup(self) -> float:
-        return self.float32 / self.amp
-
-
-def measure_amp(width: int, batch: int, device: str, dtype: torch.dtype, steps: int, rounds: int) -> AmpFigures:
-    """Float32 steps against chapter 08's reference amp_train_step, alternating each round (order swapped
-    every round, round 0 a warm-up); medians over rounds."""
-    amp_train_step = load_solution("08_mixed_precision", "amp_train_step")
-    fp32, amp = AmpRig(width, batch, device), AmpRig(width, batch, device)
-    runs: list[tuple[str, Callable[[], float]]] = [
-        ("float32", lambda: float32_step(fp32)),
-        ("amp", lambda: amp_train_step(amp.model, amp.optimizer, amp.scaler, amp.inputs, amp.targets, F.mse_loss,
-                                       device_type=device, dtype=dtype))]
-    times: dict[str, list[float]] = {"float32": [], "amp": []}
-    peaks = {"float32": 0, "amp": 0}
-    cuda, resident = device == "cuda", 0
-    for r in range(rounds + 1):
-        for name, step in runs if r % 2 == 0 else runs[::-1]:
-            if cuda:
-                torch.cuda.synchronize()
-                torch.cuda.reset_peak_memory_stats()
-                resident = torch.cuda.memory_allocated()
-            started = time.perf_counter()
-            for _ in range(steps):
-                step()
-            if cuda:
-                torch.cuda.synchronize()
-                peaks[name] = max(peaks[name], torch.cuda.max_memory_allocated() - resident)
-            if r > 0:
-                times[name].append((time.perf_counter() - started) / steps)
-    return AmpFigures(statistics.median(times["float32"]), statistics.median(times["amp"]), peaks["float32"],
-                      peaks["amp"])
+def figure_row(chapter: str, case: str, measure: Callable[[Solution], Figure]) -> Row:
+    """A figure the chapter's CUDA self-test measures on its reference solution, in this process."""
+    f = measure(lambda name: load_solution(chapter, name))
+    return Row("cuda", chapter, case, f.ok, f.result, f.detail, f.values)
 
 
 def _measured(kind: str, chapter: str, case: str, measure: Callable[[], Row]) -> Row:
@@ -311,35 +234,6 @@ def _measured(kind: str, chapter: str, case: str, measure: Callable[[], Row]) ->
         return measure()
     except Exception as e:  # a figure that cannot be measured here is a failure to report, not a crash
         return Row(kind, chapter, case, False, "not measured", f"{type(e).__name__}: {e}")
-
-
-def _bandwidth_row() -> Row:
-    achieved, ms = gather_bandwidth(load_solution("05_batch_gather", "batch_gather"))
-    peak = peak_bandwidth(torch.cuda.get_device_properties(0))
-    values = {"bytes_per_second": achieved, "ms_per_call": ms, "peak_bytes_per_second": peak,
-              "shape": list(GATHER_SHAPE)}
-    if peak is None:
-        return Row("cuda", "05_batch_gather", "batch_gather bandwidth", None,
-                   f"{achieved / 1e9:.0f} GB/s; the GPU's peak is unknown (torch reports no memory clock)",
-                   values=values)
-    # A figure above the memory's peak would mean the CUDA-event timing is wrong.
-    return Row("cuda", "05_batch_gather", "batch_gather bandwidth", achieved <= 1.1 * peak,
-               f"{achieved / 1e9:.0f} GB/s of {peak / 1e9:.0f} GB/s peak ({achieved / peak:.0%})",
-               "" if achieved <= 1.1 * peak else "more than the memory's peak: the CUDA-event timing is wrong",
-               values)
-
-
-def _amp_row() -> Row:
-    from autograder.chapters.ch08_mixed_precision.checks import MIN_SPEEDUP, SPEED_BATCH, SPEED_WIDTH
-
-    f = measure_amp(SPEED_WIDTH, SPEED_BATCH, "cuda", torch.float16, steps=10, rounds=5)
-    gib = 2**30
-    result = (f"float32 {f.float32 * 1e3:.1f} ms, AMP {f.amp * 1e3:.1f} ms per step: {f.speedup:.2f}x "
-              f"(recipe {RECIPE_AMP_SPEEDUP:g}x, grading needs {MIN_SPEEDUP:g}x); step memory "
-              f"{f.float32_bytes / gib:.2f} GiB -> {f.amp_bytes / gib:.2f} GiB")
-    return Row("cuda", "08_mixed_precision", "AMP float16 step", f.speedup >= MIN_SPEEDUP, result,
-               "" if f.speedup >= MIN_SPEEDUP else f"AMP is not {MIN_SPEEDUP:g}x faster than float32 on this GPU",
-               {**asdict(f), "speedup": f.speedup, "recipe_speedup": RECIPE_AMP_SPEEDUP, "needs": MIN_SPEEDUP})
 
 
 def machine_row(device: str) -> Row:
@@ -363,7 +257,8 @@ def rows(device: str, grader: Grader = default_grader, chapters: list[str] | Non
     """Every row of the self-test, as each is done."""
     yield machine_row(device)
     solutions = []
-    for chapter in chapters or list(CHAPTERS):
+    chosen = chapters or list(CHAPTERS)
+    for chapter in chosen:
         found = solution_rows(chapter, device, grader)
         solutions.append(found[0])
         yield from found
@@ -373,8 +268,9 @@ def rows(device: str, grader: Grader = default_grader, chapters: list[str] | Non
                 yield mutant_row(m, device, grader)
     yield _sandbox_row(solutions)
     if device == "cuda":
-        yield _measured("cuda", "05_batch_gather", "batch_gather bandwidth", _bandwidth_row)
-        yield _measured("cuda", "08_mixed_precision", "AMP float16 step", _amp_row)
+        for chapter in chosen:
+            for case, measure in cuda_figures(chapter).items():
+                yield _measured("cuda", chapter, case, functools.partial(figure_row, chapter, case, measure))
 
 
 def render(found: list[Row]) -> str:

@@ -1,6 +1,6 @@
 """What a chapter's modules import from the kit: one surface, as CS336's tests/adapters.py is for its tests.
 
-A chapter's checks.py, inputs.py, oracles.py and cases.py import the kit from here and nowhere else
+A chapter's checks.py, inputs.py, oracles.py, cases.py and selftest.py import the kit from here and nowhere else
 (tests/test_layers.py holds them to it); its torch-free __init__.py imports ChapterConfig from judging.chapter.
 Each name is defined where it belongs; this module only gathers them, grouped by the job a check author has.
 """
@@ -20,6 +20,9 @@ from autograder.judging.expect import (
     output_shape_checked,
     show,
 )
+
+# the figures of the chapter's optional CUDA self-test (its folder's selftest.py)
+from autograder.judging.figures import CudaFigures, Figure, Solution, cuda_ms, peak_bandwidth
 
 # the named wrong and correct forms of cases.py
 from autograder.judging.named_cases import cell, right, wrong
@@ -82,11 +85,11 @@ from autograder.sandbox.runtime.wire import RemoteObject
 
 __all__ = [
     "AMP_MEMORY_RATIO", "LOOP_RATIO", "MEMORY_BAR_MIB", "MEMORY_MIB", "NEEDED_RATIO", "RATIO", "REFERENCE_SECONDS",
-    "STUDENT_SECONDS", "CpuTime", "MemoryPeak", "RecordProperty", "Remote", "RemoteObject", "Run", "Spec", "Speed",
-    "Student", "StudentApi", "StudentError", "Submission", "TaskCode", "Use", "answer", "cell", "check",
-    "compare_speed", "describe_call", "dotted", "expect_tensor", "expect_within", "fail", "failure", "folded",
-    "harness", "interleave", "listed", "names_used", "nonfinite", "number", "only_raises_not_implemented",
-    "operations_growth", "origin", "output_shape_checked", "puzzle_breaks", "randint", "randn", "record_measured",
-    "reference_process", "released_stub", "right", "show", "subclasses", "summarize", "task_code", "unreadable",
-    "wrong",
+    "STUDENT_SECONDS", "CpuTime", "CudaFigures", "Figure", "MemoryPeak", "RecordProperty", "Remote", "RemoteObject",
+    "Run", "Solution", "Spec", "Speed", "Student", "StudentApi", "StudentError", "Submission", "TaskCode", "Use",
+    "answer", "cell", "check", "compare_speed", "cuda_ms", "describe_call", "dotted", "expect_tensor", "expect_within",
+    "fail", "failure", "folded", "harness", "interleave", "listed", "names_used", "nonfinite", "number",
+    "only_raises_not_implemented", "operations_growth", "origin", "output_shape_checked", "peak_bandwidth",
+    "puzzle_breaks", "randint", "randn", "record_measured", "reference_process", "released_stub", "right", "show",
+    "subclasses", "summarize", "task_code", "unreadable", "wrong"
 ]

@@ -12,7 +12,12 @@ import inspect
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
+
+# The students of the example class (examples/submitted/, autograder/course/examples.py) whose notebook a case
+# can be declared for: ben makes one common mistake per chapter; dev's mistakes come with a stray exit, and cleo
+# and eve hand in odd notebooks in the chapters where dev does.
+ExampleStudent = Literal["ben", "dev"]
 
 
 class CaseError(ValueError):
@@ -36,6 +41,7 @@ class Declared:
     points: float = 0.0  # right: the points of the checks `only` selects, all of them earned
     bonus: float = 0.0  # right: their bonus points, all of them earned
     devices: tuple[str, ...] = ("cpu", "cuda")  # wrong: the devices whose grading can show its mistake
+    example: ExampleStudent | None = None  # wrong, cell: the example class's student whose notebook holds its cells
 
 
 def _body(fn: Callable[..., Any]) -> tuple[str, str]:
@@ -79,15 +85,23 @@ def _declare(kind: Literal["wrong", "right", "cell"], name: str | None, **fields
     return declare
 
 
+def _student(example: ExampleStudent | None, declaration: str) -> ExampleStudent | None:
+    if example is not None and example not in get_args(ExampleStudent):
+        raise CaseError(f"{declaration}: example= names a student of the example class: "
+                        f"{' or '.join(get_args(ExampleStudent))}")
+    return example
+
+
 def wrong(name: str, *, fails: dict[str, str], cell: str | None = None, edits: str | Declared | None = None,
-          also: Sequence[Declared] = (), devices: Sequence[str] = ("cpu", "cuda")
+          also: Sequence[Declared] = (), devices: Sequence[str] = ("cpu", "cuda"), example: ExampleStudent | None = None
           ) -> Callable[[Callable[..., Any]], Declared]:
     """A named wrong implementation: each check in `fails` must fail on it, its message containing the phrase,
-    when graded on each of `devices` (a mistake that one device's grading cannot show names the others)."""
+    when graded on each of `devices` (a mistake that one device's grading cannot show names the others).
+    `example="ben"`: the example class's ben makes this mistake in this chapter (see ExampleStudent)."""
     if not set(devices) <= {"cpu", "cuda"} or not devices:
         raise CaseError(f"wrong({name!r}): devices= names cpu and/or cuda")
     return _declare("wrong", name, fails=dict(fails), cell=cell, edits=edits, also=tuple(also),
-                    devices=tuple(devices))
+                    devices=tuple(devices), example=_student(example, f"wrong({name!r})"))
 
 
 def right(name: str, *, only: str, points: float = 0.0, bonus: float = 0.0, cell: str | None = None,
@@ -98,8 +112,8 @@ def right(name: str, *, only: str, points: float = 0.0, bonus: float = 0.0, cell
                     also=tuple(also))
 
 
-def cell(grade_id: str | None = None, *, edits: str | Declared | None = None
+def cell(grade_id: str | None = None, *, edits: str | Declared | None = None, example: ExampleStudent | None = None
          ) -> Callable[[Callable[..., Any]], Declared]:
-    """An answer cell's code that is no case on its own: for a case that replaces several cells (`also=`), or the
-    code that several cases edit (`edits=`)."""
-    return _declare("cell", None, cell=grade_id, edits=edits)
+    """An answer cell's code that is no case on its own: for a case that replaces several cells (`also=`), the
+    code that several cases edit (`edits=`), or a cell the example class's `example` student hands in."""
+    return _declare("cell", None, cell=grade_id, edits=edits, example=_student(example, f"cell({grade_id!r})"))

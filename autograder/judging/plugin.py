@@ -40,15 +40,17 @@ class CheckSpec:
     visible: bool = False  # the released notebook shows this check too
     cuda_only: bool = False  # skipped off CUDA; its points count on top of the notebook's
     rule: bool = False  # a stated rule of the task (static/rules.py): when it fails, no check of the task scores
+    speed: bool = False  # a speed check: it records the ratio it measured (results.RATIO); the self-test reports it
 
 
 def check(*, task: str, points: float, visible: bool = False, cuda_only: bool = False,
-          rule: bool = False) -> Callable[[F], F]:
+          rule: bool = False, speed: bool = False) -> Callable[[F], F]:
     """Declare a check: the task (answer cell) it grades and its points, whether the notebook shows it
-    (`visible`), whether it runs on CUDA only, and whether it checks a rule the notebook states for the task
+    (`visible`), whether it runs on CUDA only, whether it checks a rule the notebook states for the task
     (`rule`: when it finds the rule broken, raising RuleBroken, the task's other checks are not scored
-    either). Anything else, or a value of the
-    wrong kind, is an error when the module is imported: a check cannot silently be worth 0 points.
+    either), and whether it is a speed check (`speed`: it records the ratio it measured with
+    results.record_measured, which `python -m autograder selftest` reports for the reference). Anything else, or
+    a value of the wrong kind, is an error when the module is imported: a check cannot silently be worth 0 points.
 
     A check's points rest on evidence the student cannot shape: outputs compared with the judge's oracle, the
     judge's clock, limits the kernel enforces, or the judge's own reading of the source. What the student's
@@ -57,9 +59,9 @@ def check(*, task: str, points: float, visible: bool = False, cuda_only: bool = 
         raise TypeError(f"@check: task must name an answer cell, not {task!r}")
     if isinstance(points, bool) or not isinstance(points, (int, float)) or not points > 0:
         raise TypeError(f"@check: points must be a positive number, not {points!r}")
-    if not all(isinstance(flag, bool) for flag in (visible, cuda_only, rule)):
-        raise TypeError("@check: visible, cuda_only and rule are True or False")
-    spec = CheckSpec(task, float(points), visible, cuda_only, rule)
+    if not all(isinstance(flag, bool) for flag in (visible, cuda_only, rule, speed)):
+        raise TypeError("@check: visible, cuda_only, rule and speed are True or False")
+    spec = CheckSpec(task, float(points), visible, cuda_only, rule, speed)
 
     def declare(fn: F) -> F:
         if not fn.__name__.startswith("check_") or hasattr(fn, SPEC):

@@ -15,6 +15,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from autograder import CHECKOUT, PACKAGE
@@ -97,6 +98,16 @@ def folder_config(folder: Path) -> ChapterConfig:
     if not isinstance(config, ChapterConfig):
         raise RegistryError(f"{folder.name}/__init__.py: CONFIG must be a ChapterConfig, not {config!r}")
     return config
+
+
+def chapter_module(chapter: Chapter, name: str) -> ModuleType | None:
+    """The module `name` of the chapter's folder (checks, or an optional one such as selftest), imported; None if
+    the folder has no such file. A folder kept elsewhere is imported as the package of its name (folder_config)."""
+    if not (chapter.folder / f"{name}.py").is_file():
+        return None
+    package = f"autograder.chapters.{chapter.folder.name}" if chapter.folder.parent == CHAPTERS_DIR \
+        else chapter.folder.name
+    return importlib.import_module(f"{package}.{name}")
 
 
 def load(registry: Path = REGISTRY, chapters_dir: Path = CHAPTERS_DIR) -> dict[str, Chapter]:

@@ -4,7 +4,8 @@ A toy chapter, 99_toy, made that way in a scratch folder (its folder ch99_toy/ w
 API and checks, and a harness, the optional piece), is registered from its notebook's metadata, loaded as a
 registry of its own (registry.load, as the installed chapters are) and graded end to end through the real
 sandbox with that registry: the solution earns every point, a wrong answer loses them with a message that
-says why, the stub says "not implemented". Nothing of the kit is patched.
+says why, the stub says "not implemented"; `build` (the command, on that scratch course folder) makes its
+release, its answer key and its example class. Nothing of the kit is patched.
 """
 
 from __future__ import annotations
@@ -153,6 +154,40 @@ def test_a_new_chapter_is_its_notebook_its_api_and_its_checks(toy: tuple[Path, R
     stub = _graded(toy, "def double(x):\n    raise NotImplementedError\n")
     assert stub["score"][0] == "0.0"
     assert all("not implemented: `double`" in out for name, (_, out) in stub.items() if name != "score"), stub
+
+
+# and, optional, its named cases: one is the mistake the example class's ben makes in this chapter.
+CASES = '''
+from autograder.judging.authoring import wrong
+
+
+@wrong("float32", fails={"check_double_random": "dtype torch.float32"}, example="ben")
+def float32():
+    def double(x):
+        return 2 * x.float()
+'''
+
+
+def test_build_makes_the_release_the_answer_key_and_the_example_class(toy: tuple[Path, Registry],
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m autograder build 99_toy`, run on the toy's course folder: it registers the chapter (the registry
+    this process imported does not know it) and builds it with nothing else of the kit touched."""
+    from autograder.course import build
+
+    root, _ = toy
+    (root / "chapters" / f"ch{ID}" / "cases.py").write_text(CASES)
+    assert build.main([ID], root=root, chapters_dir=root / "chapters") == 0, capsys.readouterr().err
+    release = json.loads((root / "release" / ID / f"{ID}.ipynb").read_text())
+    stub = next("".join(c["source"]) for c in release["cells"] if c["metadata"]["nbgrader"]["grade_id"] == "double")
+    assert "raise NotImplementedError" in stub and "return 2 * x" not in stub
+    key = json.loads((root / "solutions" / ID / f"{ID}.ipynb").read_text())
+    assert all(c.get("execution_count") for c in key["cells"] if c["cell_type"] == "code")  # executed
+    examples = root / "examples" / "submitted"
+    assert sorted(p.relative_to(examples).as_posix() for p in examples.rglob("*.ipynb")) == [
+        f"ada/{ID}/{ID}.ipynb", f"ben/{ID}/{ID}.ipynb"]
+    assert "2 * x.float()" in (examples / "ben" / ID / f"{ID}.ipynb").read_text()
+    assert "2 * x.float()" not in (examples / "ada" / ID / f"{ID}.ipynb").read_text()
+    assert "examples/submitted/{ada,ben}/99_toy: made from the release" in capsys.readouterr().out
 
 
 # A stretch exercise: its check cell is worth 0 nbgrader points, and kit.bonus says what it earns on top.

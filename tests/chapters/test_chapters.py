@@ -31,19 +31,16 @@ def grader(notebook: Path, device: str, only: str | None) -> Grade:
     return _GRADES[key]
 
 
-SPEED_CHECKS = {"04_overloaded_ops": ["check_row_sum_speed"], "05_batch_gather": ["check_batch_gather_speed"],
-                "08_mixed_precision": ["check_amp_speedup_on_cuda"]}
-
-
 @pytest.mark.parametrize("chapter", selftest.POINTS)
 def test_solution_gets_full_marks(chapter: str) -> None:
-    """Also the self-test's speed rows: each ratio its check read on the reference, above what the check needs
-    (08's is CUDA only: skipped here)."""
+    """Also the self-test's speed rows, one per check its checks module declares with speed=True: each ratio its
+    check read on the reference, above what the check needs (a CUDA-only one, such as 08's: skipped here)."""
     solution, *speed = selftest.solution_rows(chapter, "cpu", grader)
     assert solution.ok, solution.detail
-    assert [row.case for row in speed] == SPEED_CHECKS.get(chapter, [])
+    declared = selftest.declared(chapter)
+    assert [row.case for row in speed] == [name for name, spec in declared.items() if spec.speed]
     for row in speed:
-        if row.case == "check_amp_speedup_on_cuda":
+        if declared[row.case].cuda_only:
             assert row.ok is None and row.result == "skipped", row
         else:
             assert row.ok and row.values["ratio"] >= row.values["needs"] > 0, row

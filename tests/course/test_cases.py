@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course.cases import CaseError, Cases, edit, load, mutant, mutants
+from autograder.course.cases import cases as cases_of
 from autograder.course.reference import solution_cells
 from autograder.judging.registry import CHAPTERS
 
@@ -272,3 +273,39 @@ def test_a_wrong_case_names_the_devices_whose_grading_shows_it() -> None:
     for devices in (["tpu"], []):
         with pytest.raises(CaseError, match="devices="):
             wrong("x", fails={"check_x": "y"}, devices=devices)
+
+
+def test_cases_and_cells_declared_for_a_student_of_the_example_class(tmp_path: Path) -> None:
+    """What examples.py hands in for ben and dev: the cells of every case and @cell declared for them."""
+    from autograder.judging.authoring import cell
+
+    found = _load(tmp_path, '''
+
+@wrong("no max", fails={"check_softmax_huge_and_infinite_logits": "nan"}, example="ben")
+def no_max():
+    def softmax(logits, dim=-1):
+        return torch.exp(logits) / torch.exp(logits).sum(dim=dim, keepdim=True)
+
+
+@cell("log_softmax", example="ben")
+def stray():
+    raise SystemExit
+''')
+    assert list(found.examples) == ["ben"] and list(found.examples["ben"]) == ["softmax", "log_softmax"]
+    assert found.examples["ben"]["log_softmax"] == "raise SystemExit\n"
+    assert cases_of(CH).examples["dev"].keys() == {"softmax", "softmax_cross_entropy"}
+    with pytest.raises(CaseError, match="example= names a student of the example class: ben or dev"):
+        cell("softmax", example="zed")  # type: ignore[arg-type]
+    with pytest.raises(CaseError, match="replaces a cell of ben's example notebook that another case"):
+        _load(tmp_path, '''
+
+@wrong("no max", fails={"check_softmax_huge_and_infinite_logits": "nan"}, example="ben")
+def no_max():
+    def softmax(logits, dim=-1):
+        return torch.exp(logits) / torch.exp(logits).sum(dim=dim, keepdim=True)
+
+
+@cell("softmax", example="ben")
+def other():
+    raise SystemExit
+''')

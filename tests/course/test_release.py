@@ -76,6 +76,6 @@ def test_the_example_class_follows_the_release(tmp_path: Path, chapter: str) -> 
     `grade-all --gradebook` on the example class failed for every notebook."""
     from autograder.course import examples
 
-    for fresh in examples.write(chapter, tmp_path):
+    for fresh in examples.write(CHAPTERS[chapter], out=tmp_path):
         committed = ROOT / "examples" / "submitted" / fresh.relative_to(tmp_path)
         assert committed.read_text() == fresh.read_text(), REBUILD.format(c=chapter)

@@ -15,6 +15,7 @@ import torch
 
 from autograder.course import selftest
 from autograder.course.cases import Mutant, all_mutants
+from autograder.judging.figures import Figure, Solution, peak_bandwidth
 from autograder.judging.judge import Grade
 from tests.chapters.test_chapters import grader
 from tests.kit import ROOT
@@ -66,12 +67,15 @@ def test_cuda_asked_for_without_cuda_exits_4(tmp_path: Path) -> None:
 
 def test_peak_bandwidth_from_device_properties() -> None:
     h100_sxm = SimpleNamespace(memory_clock_rate=2_619_000, memory_bus_width=5120)  # kHz, bits
-    assert selftest.peak_bandwidth(h100_sxm) == pytest.approx(3.35e12, rel=0.01)
-    assert selftest.peak_bandwidth(SimpleNamespace()) is None  # older torch: reported as unknown
+    assert peak_bandwidth(h100_sxm) == pytest.approx(3.35e12, rel=0.01)
+    assert peak_bandwidth(SimpleNamespace()) is None  # older torch: reported as unknown
 
 
 def test_amp_figures_measure_the_chapter_08_reference_step() -> None:
-    figures = selftest.measure_amp(32, 16, "cpu", torch.bfloat16, steps=2, rounds=1)
+    from autograder.chapters.ch08_mixed_precision.selftest import measure_amp
+
+    step = selftest.load_solution("08_mixed_precision", "amp_train_step")
+    figures = measure_amp(step, 32, 16, "cpu", torch.bfloat16, steps=2, rounds=1)
     assert figures.float32 > 0 and figures.amp > 0 and figures.speedup > 0
     assert figures.float32_bytes == figures.amp_bytes == 0  # memory is measured on CUDA only
 
@@ -95,3 +99,33 @@ def test_a_mistake_only_the_cpu_can_show_is_not_expected_of_a_cuda_grading(monke
         list(selftest.rows(device, grader, ["08_mixed_precision"]))
     assert "float16 on the CPU" in asked["cpu"] and "float16 on the CPU" not in asked["cuda"]
     assert set(asked["cuda"]) == set(asked["cpu"]) - {"float16 on the CPU"}
+
+
+def test_cuda_figures_come_from_each_chapters_own_selftest_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CUDA, the rows after the gradings are the CUDA_FIGURES of the chosen chapters' selftest.py, each measured
+    on its reference solution (faked here: no GPU needed), and one that raises is a failed row, not a crash."""
+    assert list(selftest.cuda_figures("05_batch_gather")) == ["batch_gather bandwidth"]
+    assert list(selftest.cuda_figures("08_mixed_precision")) == ["AMP float16 step"]
+    assert selftest.cuda_figures("07_numerical_stability") == {}  # no selftest.py in its folder
+    row = selftest.Row("info", "-", "-", None, "", "")
+    monkeypatch.setattr(selftest, "machine_row", lambda device: row)
+    monkeypatch.setattr(selftest, "solution_rows", lambda chapter, device, grader: [row])
+    monkeypatch.setattr(selftest, "release_row", lambda chapter, device, grader: row)
+    monkeypatch.setattr(selftest, "mutants", lambda chapter: [])
+    monkeypatch.setattr(selftest, "_sandbox_row", lambda solutions: row)
+
+    def amp(solution: Solution) -> Figure:
+        raise RuntimeError("no GPU here")
+
+    def bandwidth(solution: Solution) -> Figure:
+        assert callable(solution("batch_gather"))  # the reference's, loaded here
+        return Figure(True, "900 GB/s", values={"bytes_per_second": 9e11})
+
+    figures = {"05_batch_gather": {"batch_gather bandwidth": bandwidth}, "08_mixed_precision": {"AMP step": amp}}
+    monkeypatch.setattr(selftest, "cuda_figures", lambda chapter: figures.get(chapter, {}))
+    found = [r for r in selftest.rows("cuda", grader, ["05_batch_gather", "07_numerical_stability",
+                                                        "08_mixed_precision"]) if r.kind == "cuda"]
+    assert [(r.chapter, r.case, r.ok, r.result) for r in found] == [
+        ("05_batch_gather", "batch_gather bandwidth", True, "900 GB/s"),
+        ("08_mixed_precision", "AMP step", False, "not measured")]
+    assert found[0].values == {"bytes_per_second": 9e11} and found[1].detail == "RuntimeError: no GPU here"

@@ -98,7 +98,7 @@ def guide_sizes_hard_coded():
 # -- train ---------------------------------------------------------------------------------------------------------
 
 
-@wrong("no zero_grad", fails={"check_train_fits_line": "did not fit"})
+@wrong("no zero_grad", fails={"check_train_fits_line": "did not fit"}, example="ben")
 def no_zero_grad():
     def train(model, x, y, steps=1000, lr=0.01):
         optimizer = torch.optim.SGD(model.parameters(), lr=lr)

@@ -15,7 +15,7 @@ from autograder.judging.authoring import right, wrong
 # -- Merge ---------------------------------------------------------------------------------------------------------
 
 
-@wrong("tile and concatenate", fails={"check_merge_never_tiles": "tiled copy"})
+@wrong("tile and concatenate", fails={"check_merge_never_tiles": "tiled copy"}, example="ben")
 def tile_and_concatenate():
     class Merge(nn.Module):
         def __init__(self, in_features1, in_features2, out_features, activation=None):

@@ -14,7 +14,7 @@ from autograder.judging.authoring import right, wrong
 # -- row_sum -------------------------------------------------------------------------------------------------------
 
 
-@wrong("row loop", fails={"check_row_sum_speed": "a loop of torch operations"})
+@wrong("row loop", fails={"check_row_sum_speed": "a loop of torch operations"}, example="ben")
 def row_loop():
     def row_sum(x):
         z = torch.zeros_like(x[0])

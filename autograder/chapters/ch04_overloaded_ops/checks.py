@@ -412,7 +412,7 @@ def check_pairwise_vectorized(api: Api, rng: torch.Generator, record_property: R
 # -- speed (row_sum only, as the contract asks) and large clouds --------------------
 
 
-@check(task="row_sum", points=1)
+@check(task="row_sum", points=1, speed=True)
 def check_row_sum_speed(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
     """vectorized and fast: on [32768, 1] and [1, 32768] matrices, at most 8x the time of x.sum(dim=0)"""
     speed = _timed(api.row_sum, "row_sum_reference", ROW_SUM_TIMED, row_sum_oracle, rng, *ROW_SUM_TOL[torch.float32])

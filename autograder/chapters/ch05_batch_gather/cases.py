@@ -13,7 +13,7 @@ from autograder.judging.authoring import right, wrong
 # -- batch_gather --------------------------------------------------------------------------------------------------
 
 
-@wrong("loop", fails={"check_batch_gather_speed": "a loop of torch operations"})
+@wrong("loop", fails={"check_batch_gather_speed": "a loop of torch operations"}, example="ben")
 def loop():
     def batch_gather(tensor, indices):
         output = []

@@ -353,7 +353,7 @@ def _gather_growth(api: Api, rng: torch.Generator) -> str:
     return operations_growth(api.batch_gather, small, large, ("B = 4", "B = 64"))
 
 
-@check(task="batch_gather", points=7)
+@check(task="batch_gather", points=7, speed=True)
 def check_batch_gather_speed(api: Api, rng: torch.Generator, device: str,
                              record_property: RecordProperty) -> None:
     """vectorized and fast: for B = 16384 small rows, at most 8x the time of a flat-offsets reference"""

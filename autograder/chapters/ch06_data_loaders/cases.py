@@ -137,7 +137,7 @@ def tar_cell():
             self.paths = list(paths)
 
 
-@wrong("no sharding", fails={"check_tar_one_file_per_worker": "more than once"}, edits=tar_cell)
+@wrong("no sharding", fails={"check_tar_one_file_per_worker": "more than once"}, edits=tar_cell, example="ben")
 def no_sharding():
     class TarImageDataset(IterableDataset):
         def __iter__(self):

@@ -14,18 +14,28 @@ from autograder.judging.authoring import cell, right, wrong
 # -- softmax and softmax_cross_entropy -----------------------------------------------------------------------------
 
 
-@wrong("no max subtraction", fails={"check_softmax_huge_and_infinite_logits": "nan"})
+@wrong("no max subtraction", fails={"check_softmax_huge_and_infinite_logits": "nan"}, example="ben")
 def no_max_subtraction():
     def softmax(logits, dim=-1):
         e = torch.exp(logits)
         return e / e.sum(dim=dim, keepdim=True)
 
 
-@wrong("global max", fails={"check_softmax_rows_far_apart": "one per row"})
+@wrong("global max", fails={"check_softmax_rows_far_apart": "one per row"}, example="dev")
 def global_max():
     def softmax(logits, dim=-1):
         e = torch.exp(logits - logits.max())
         return e / e.sum(dim=dim, keepdim=True)
+
+
+@cell("softmax_cross_entropy", example="dev")
+def stray_exit():
+    """dev's softmax_cross_entropy in the example class: it ends the process, which the grader must survive."""
+    import os
+
+
+    def softmax_cross_entropy(labels, logits, dim=-1):
+        os._exit(1)  # a stray exit: the grader must survive it
 
 
 @wrong("wrong dim", fails={"check_softmax_other_dims": "dim"})
@@ -33,7 +43,7 @@ def wrong_dim():
     def softmax(logits, dim=-1):
         e = torch.exp(logits - logits.amax(dim=-1, keepdim=True))
         return e / e.sum(dim=-1, keepdim=True)
-@wrong("log of softmax", fails={"check_xent_extreme_logits": "log-softmax"})
+@wrong("log of softmax", fails={"check_xent_extreme_logits": "log-softmax"}, example="ben")
 def log_of_softmax():
     def softmax_cross_entropy(labels, logits, dim=-1):
         return -(labels * torch.log(softmax(logits, dim))).sum(dim=dim)  # noqa: F821 (the cell softmax defines it)

@@ -55,7 +55,7 @@ def backward_inside_autocast_on_the_unscaled_loss():
         return loss.item()
 
 
-@wrong("no scaler.update", fails={"check_amp_skips_inf_and_nan_steps": "scaler.update()"})
+@wrong("no scaler.update", fails={"check_amp_skips_inf_and_nan_steps": "scaler.update()"}, example="ben")
 def no_scaler_update():
     def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
                        max_grad_norm=None):

@@ -579,7 +579,7 @@ def measure_amp_speed(student: Student, rng: torch.Generator, device: str, width
                     peak_amp / max(peak_float32, 1))
 
 
-@check(task="amp_train_step", points=2, cuda_only=True)
+@check(task="amp_train_step", points=2, cuda_only=True, speed=True)
 def check_amp_speedup_on_cuda(api: Api, rng: torch.Generator, device: str, record_property: RecordProperty) -> None:
     """on CUDA, AMP trains the recipe's 4096-wide MLP at least 1.3x faster than float32"""
     result = measure_amp_speed(api.student, rng, device)

@@ -245,7 +245,8 @@ def speed_rig(seed: int, width: int, layers: int, batch: int, device: str) -> Sp
     return SpeedRig(seed, width, layers, batch, device)
 
 
-def _float32_step(rig: SpeedRig) -> float:
+def float32_step(rig: SpeedRig) -> float:
+    """One float32 training step (the kit's, timed against the AMP step here and by the self-test)."""
     loss = F.mse_loss(rig.model(rig.inputs), rig.targets)
     loss.backward()
     rig.optimizer.step()
@@ -270,7 +271,7 @@ def run_steps(rig: SpeedRig, steps: int, amp: bool, seed: int) -> dict[str, Any]
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    losses = [float(_amp_step(rig) if amp else _float32_step(rig)) for _ in range(steps)]
+    losses = [float(_amp_step(rig) if amp else float32_step(rig)) for _ in range(steps)]
     if cuda:
         torch.cuda.synchronize()
     return {"losses": losses, "peak_bytes": torch.cuda.max_memory_allocated() if cuda else 0}
