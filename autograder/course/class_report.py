@@ -42,12 +42,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder.course.batch import GRADER_ERROR, row
+from autograder.course.batch import row
 from autograder.course.similarity import review as similar_answers
 from autograder.course.similarity import section as similarity_section
 from autograder.judging import results as fmt
 from autograder.judging.report import clean, csv_cell
-from autograder.judging.results import Outcome, TestResult
+from autograder.judging.results import Outcome, SubmissionStatus, TestResult
 
 PASSED, WRONG, NOT_RUN, MISSING = "passed", "wrong", "not run", "answer cell missing"
 # How the report counts each outcome: not run is a stub, or code that could not run at all; None: not scored here.
@@ -68,7 +68,7 @@ class Submission:
     assignment: str
     score: float
     max_score: float
-    status: str  # graded | error | grader-error | unreadable
+    status: SubmissionStatus  # GRADED, ERROR, GRADER_ERROR or UNREADABLE
     notes: str
     tests: list[TestResult] = field(default_factory=list)
     integrity: list[str] = field(default_factory=list)  # the first 20
@@ -79,7 +79,7 @@ class Submission:
 
     @property
     def scored(self) -> bool:
-        return self.status not in (GRADER_ERROR, "unreadable")
+        return self.status.scored
 
     @property
     def fraction(self) -> float | None:
@@ -172,7 +172,7 @@ class Flagged:
     assignment: str
     score: float
     max_score: float
-    status: str  # a submission's, or "missing": no notebook
+    status: SubmissionStatus  # a submission's, or MISSING: no notebook
     reasons: list[str]
     detail: str
     rank: int  # lower is more urgent
@@ -244,7 +244,7 @@ def read_submission(path: Path) -> Submission:
             [_text(p) for p in fmt.sandbox_off(result)], extra.get("out_of_time"),
             [_text(c) for c in extra.get("missing", [])])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        return Submission(student, assignment, 0.0, 0.0, "unreadable",
+        return Submission(student, assignment, 0.0, 0.0, SubmissionStatus.UNREADABLE,
                           f"the result file {path.name} cannot be read ({type(e).__name__}: {_text(str(e))[:200]}); "
                           "grade this submission again")
 
@@ -334,27 +334,50 @@ def first_sentence(text: str) -> str:
     return _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
 
 
-def normalize(message: str) -> str:
-    """The mistake a failure message names, without this student's inputs and values.
+def _mistake(problem: str, hint: str) -> str:
+    """The first sentence of a failure's problem and of its hint (each the first line, as the message shows it)."""
+    text = first_sentence(problem.strip().splitlines()[0] if problem.strip() else "")
+    hint = hint.strip().splitlines()[0].strip() if hint.strip() else ""
+    return text + (" Hint: " + first_sentence(hint) if hint else "")
 
-    The judge's messages (autograder/judging/expect.py) say Call/Expected/Got, then Problem and Hint:
-    the key is the first sentence of Problem and of Hint. Other messages keep the first sentence
-    of their prose up to the exception they report ("ValueError: ..."). Then file names become
-    <file>, numbers #, and lists of either "<file>, …" or "#, …", so the same mistake on different
-    random inputs reads the same.
+
+def failure_key(test: TestResult) -> str:
+    """The mistake a failed check names, without this student's inputs and values: from the problem and hint
+    the check recorded as fields (a test's extra_data), or, for a failure that has none (an error of the
+    student's code, an assert, a result file written before checks recorded them), from its message."""
+    extra = test.get("extra_data", {})
+    problem = _text(extra.get("problem"))
+    if problem.strip():
+        return _general(_mistake(problem, _text(extra.get("hint"))))
+    return normalize(_text(test["output"]))
+
+
+def normalize(message: str) -> str:
+    """The mistake a failure message names, without this student's inputs and values: the fallback of
+    failure_key for failures that recorded no problem as a field.
+
+    A judge's message in a result file written before failures kept their problem and hint as fields
+    (autograder/judging/expect.py's layout: Call/Expected/Got, then Problem and Hint) is read back from its
+    labelled lines: the key is the first sentence of Problem and of Hint. Other messages keep the first
+    sentence of their prose up to the exception they report ("ValueError: ..."). Then, as for every key
+    (_general), this student's file names and numbers are generalised.
     """
     lines = [line.rstrip() for line in message.splitlines()]
     tagged = {tag: line.removeprefix(tag).strip() for line in lines for tag in ("Problem:", "Hint:")
               if line.startswith(tag)}
     if "Problem:" in tagged:
-        text = first_sentence(tagged["Problem:"])
-        if tagged.get("Hint:"):
-            text += " Hint: " + first_sentence(tagged["Hint:"])
+        text = _mistake(tagged["Problem:"], tagged.get("Hint:", ""))
     else:
         prose = [line.strip() for line in lines
                  if line.strip() and not line.startswith(_DETAIL_LINES) and not line[:1].isspace()][:3]
         ends = [i for i, line in enumerate(prose) if _ERROR_LINE.match(line)]  # "ValueError: ..." ends the story
         text = first_sentence(" ".join(prose[:ends[0] + 1] if ends else prose[:2]))
+    return _general(text)
+
+
+def _general(text: str) -> str:
+    """`text` without what differs between students' random inputs: file names become <file>, numbers #, and
+    lists of either "<file>, …" or "#, …", so the same mistake on different inputs reads the same."""
     text = _SPACE.sub(" ", text[:2000])
     text = _FILES.sub("<file>, …", _FILE.sub("<file>", _TENSOR_ARG.sub("tensor(shape=[…]", text)))
     text = _LONG_LIST.sub("#, …", _HEX.sub("0x#", _NUMBER.sub("#", text)))
@@ -417,16 +440,16 @@ def _legacy_outcome(sub: Submission, test: TestResult) -> str | None:
 def _reasons(sub: Submission) -> list[tuple[int, str]]:
     """Why an instructor should look at this submission, from its result alone, with a rank (lower: more urgent)."""
     reasons: list[tuple[int, str]] = []
-    if sub.status == GRADER_ERROR:
+    if sub.status is SubmissionStatus.GRADER_ERROR:
         reasons.append((0, "grader error: no score; run grade-all again"))
-    if sub.status == "unreadable":
+    if sub.status is SubmissionStatus.UNREADABLE:
         reasons.append((1, "result file unreadable"))
     if sub.integrity_count:
         reasons.append((2, f"review flags: {sub.integrity_count} construct(s) reaching into other code (no points "
                            "depend on them: read the lines)"))
     if any(_kit_failed(t) for t in sub.tests):
         reasons.append((3, "the grader failed inside a check"))
-    if sub.status == "error":
+    if sub.status is SubmissionStatus.ERROR:
         reasons.append((4, "could not be graded: " + first_sentence(sub.notes.splitlines()[0] if sub.notes else "")))
     if sub.missing:
         reasons.append((4, "answer cell(s) deleted: " + ", ".join(sub.missing) + " (their checks scored 0; "
@@ -435,7 +458,7 @@ def _reasons(sub: Submission) -> list[tuple[int, str]]:
     voided = sorted({_task_and_name(t)[0] for t in sub.tests if fmt.outcome(t) is Outcome.NOT_SCORED})
     if voided:
         reasons.append((5, "broke the stated rule of " + ", ".join(voided) + ": those tasks scored 0"))
-    if sub.status == "graded" and sub.max_score > 0 and sub.score == 0:
+    if sub.status is SubmissionStatus.GRADED and sub.max_score > 0 and sub.score == 0:
         failed = [o for o in outcomes if o is not None]
         nothing = failed and all(o == NOT_RUN for o in failed)
         reasons.append((5, "nothing implemented (the release unchanged?)" if nothing else "zero score"))
@@ -479,7 +502,7 @@ def _not_submitted(subs: list[Submission], students: list[str], assignments: lis
         done = sum((student, a) in handed for a in assignments)
         for a in assignments:
             if (student, a) not in handed:
-                flagged.append(Flagged(student, a, 0.0, 0.0, "missing", [
+                flagged.append(Flagged(student, a, 0.0, 0.0, SubmissionStatus.MISSING, [
                     f"no notebook: nothing was graded for {a} ({done} other assignment(s) graded)"],
                     "", 5))
     return flagged
@@ -492,7 +515,7 @@ def analyse(graded: Path, gradebook: Path | None = None) -> Report:
     lessons: dict[str, Lesson] = {}
     tasks: dict[tuple[str, str], Task] = {}
     checks: dict[tuple[str, str, str], Check] = {}
-    failures: dict[tuple[str, str], Failure] = {}
+    failures: dict[tuple[str, str], Failure] = {}  # (assignment, mistake id or key)
     flagged: list[Flagged] = []
     similar = similar_answers(graded)  # (student, assignment) -> why: a lead for review, never a score
     by_score = _score_reasons(subs)
@@ -538,8 +561,11 @@ def analyse(graded: Path, gradebook: Path | None = None) -> Report:
             else:
                 check.not_run += 1
             output = _text(test["output"])
-            key = normalize(output) or "(no message)"
-            failure = failures.setdefault((sub.assignment, key), Failure(sub.assignment, result, key, output[:1500]))
+            key = failure_key(test) or "(no message)"
+            # A named mistake groups by its id, whatever its wording on this student's inputs.
+            group = _text(test.get("extra_data", {}).get("mistake")) or key
+            failure = failures.setdefault((sub.assignment, group),
+                                          Failure(sub.assignment, result, key, output[:1500]))
             failure.students.add(sub.student)
             if task not in failure.tasks:
                 failure.tasks.append(task)
@@ -643,7 +669,8 @@ def write_csvs(report: Report, out: Path) -> list[str]:
     return files
 
 
-def _final(report: Report, student: str, assignment: str) -> tuple[float, float, float | None] | str | None:
+def _final(report: Report, student: str, assignment: str
+           ) -> tuple[float, float, float | None] | SubmissionStatus | None:
     """(score, full marks, the kit's score where Formgrader's differs) of one student's assignment, the
     status of a submission with no score, or None: nothing submitted."""
     adjusted = report.adjusted.get((student, assignment))
@@ -655,7 +682,7 @@ def _final(report: Report, student: str, assignment: str) -> tuple[float, float,
     return None if sub is None else (sub.score, sub.max_score, None)
 
 
-def _score_cell(report: Report, student: str, assignment: str) -> float | str | None:
+def _score_cell(report: Report, student: str, assignment: str) -> float | SubmissionStatus | None:
     final = _final(report, student, assignment)
     return final[0] if isinstance(final, tuple) else final
 
@@ -904,15 +931,12 @@ def _failures_table(report: Report) -> str:
             + (f'<p class="muted">{more} less common messages are in failures.csv.</p>' if more > 0 else ""))
 
 
-NO_SCORE = (GRADER_ERROR, "unreadable", "missing")
-
-
 def _flagged_table(report: Report) -> str:
     if not report.flagged:
         return "<p>Nothing to review.</p>"
     rows = "".join(
         f"<tr><td>{esc(f.student)}</td><td>{esc(f.assignment)}</td>"
-        f"<td class=n>{'–' if f.status in NO_SCORE else f'{f.score:g} / {f.max_score:g}'}</td>"
+        f"<td class=n>{f'{f.score:g} / {f.max_score:g}' if f.status.scored else '–'}</td>"
         f"<td>{'<br>'.join(esc(r) for r in f.reasons)}</td><td><div class=msg>{esc(f.detail[:300])}</div></td></tr>"
         for f in report.flagged)
     return ("<table><tr><th>student</th><th>assignment</th><th>score</th><th>why</th><th>detail</th></tr>"
@@ -930,7 +954,7 @@ def _students_table(report: Report) -> str:
             final = _final(report, student, a)
             if final is None:
                 cells.append("<td class=n>not submitted</td>")
-            elif isinstance(final, str):
+            elif isinstance(final, SubmissionStatus):
                 cells.append(f"<td class=n>{esc(final)}</td>")
             else:
                 score, top, kit = final

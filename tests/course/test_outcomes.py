@@ -106,7 +106,7 @@ def test_stubs_and_code_that_could_not_run_are_not_run_others_wrong(tmp_path: Pa
 
 def _speed(output: str, **measured: float) -> CheckResult:
     return CheckResult("x::check_row_sum_speed", "at least 4x faster", "row_sum", 2.0, False, Outcome.PASSED,
-                       output, measured=measured)
+                       output, measured=fmt.figures(measured))
 
 
 def test_the_selftests_speed_row_reads_the_measured_figures_not_the_message() -> None:

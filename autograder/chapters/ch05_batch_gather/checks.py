@@ -25,6 +25,7 @@ from autograder.judging.api import StudentApi, answer, harness
 from autograder.judging.expect import expect_tensor, fail, failure, output_shape_checked
 from autograder.judging.plugin import check
 from autograder.judging.remote import StudentError
+from autograder.judging.results import record_note
 from autograder.judging.source import listed, puzzle_breaks, released_stub, task_code
 from autograder.judging.timing import (
     RecordProperty,
@@ -305,9 +306,9 @@ def check_batch_gather_device(api: Api, rng: torch.Generator, device: str, recor
             call = f"batch_gather(tensor, indices) with both inputs on {on}"
             _expect(gathered["value"], want, tensor, indices, DEVICE_HINT, on, call)
             if on == "cpu" and "cuda" in gathered["devices"]:
-                record_property("note", f"Note:     for CPU inputs an operator trace in your process saw tensors made "
-                                        f"on the GPU ({', '.join(gathered['devices'])}): on a machine without a GPU "
-                                        f"that call fails. {DEVICE_HINT}")
+                record_note(record_property, f"Note:     for CPU inputs an operator trace in your process saw tensors "
+                                             f"made on the GPU ({', '.join(gathered['devices'])}): on a machine "
+                                             f"without a GPU that call fails. {DEVICE_HINT}")
     except StudentError as e:
         text = str(e)
         if "cuda" in text.lower() or "nvidia" in text.lower():
