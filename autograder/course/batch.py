@@ -183,7 +183,7 @@ def grade_job(job: Job, out: str, device: str, junit: bool) -> Row:
 def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launcher.Zygote) -> Results:
     """The result of one submission (a grader-error result when the machine failed it), its sandboxes forked by
     `zygote`; writes nothing but its JUnit report. grade-all's workers and nbgrader's autograde
-    (course.nbgrader_autograde) call it."""
+    (course.nbgrader.autograde) call it."""
     from autograder.judging.judge import Grade, GraderError, grade
     from autograder.judging.report import gradescope
 

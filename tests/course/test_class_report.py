@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from autograder import cli
-from autograder.course import class_report
+from autograder.course import report as class_report
 from autograder.course.batch import Job, error_result
-from autograder.course.class_report import analyse, normalize, write_report
+from autograder.course.report import analyse, normalize, write_report
 from tests.judging.test_minimal_env import CLI as MINIMAL_CLI
 from tests.kit import ROOT, check_count, solved, write_submission
 
@@ -506,7 +506,7 @@ def _gradebook(db: Path) -> None:
 
 def test_formgraders_manual_grades_are_shown_and_the_gradebook_is_left_alone(tmp_path: Path) -> None:
     pytest.importorskip("nbgrader")
-    from autograder.course.gradebook import interpreter_bin_first
+    from autograder.course.nbgrader.gradebook import interpreter_bin_first
 
     interpreter_bin_first()  # nbgrader makes gradebook.db with alembic from PATH
     graded = tmp_path / "graded"

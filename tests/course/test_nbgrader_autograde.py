@@ -16,8 +16,8 @@ import nbformat
 import pytest
 from nbgrader import utils
 
-from autograder.course.gradebook import interpreter_bin_first
-from autograder.course.nbgrader_autograde import KitGradingError, record_extra_credit, write_verdicts
+from autograder.course.nbgrader.autograde import KitGradingError, record_extra_credit, write_verdicts
+from autograder.course.nbgrader.gradebook import interpreter_bin_first
 from autograder.judging.results import Results
 from autograder.judging.results import TestResult as Check  # not "Test*": pytest would try to collect it
 from tests.kit import ROOT, release_path
@@ -191,10 +191,10 @@ def test_a_config_copied_before_the_layers_still_names_the_preprocessor() -> Non
     course layer existed) keep grading with the kit: nbgrader resolves that name to the same preprocessor."""
     from traitlets.utils.importstring import import_item
 
-    from autograder.course.nbgrader_autograde import KitAutograde
+    from autograder.course.nbgrader.autograde import KitAutograde
 
     assert import_item("autograder.nbgrader_autograde.KitAutograde") is KitAutograde
-    assert "autograder.course.nbgrader_autograde.KitAutograde" in (ROOT / "nbgrader_config.py").read_text()
+    assert "autograder.course.nbgrader.autograde.KitAutograde" in (ROOT / "nbgrader_config.py").read_text()
 
 
 # A student's exception text: one 20,000-character token with no space to break at, under every check of a task.

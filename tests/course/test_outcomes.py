@@ -10,7 +10,7 @@ from typing import Any
 
 from autograder.course import selftest
 from autograder.course.batch import Job, file_sha256, grade_job
-from autograder.course.class_report import analyse
+from autograder.course.report import analyse
 from autograder.judging import results as fmt
 from autograder.judging.judge import Grade, grade
 from autograder.judging.plugin import CheckResult
