@@ -273,6 +273,76 @@ def _not_submitted(subs: list[Submission], students: list[str], assignments: lis
     return flagged
 
 
+def _flag(sub: Submission, reasons: list[tuple[int, str]]) -> Flagged | None:
+    """`sub` flagged for review with its reasons, most urgent first; None without any."""
+    if not reasons:
+        return None
+    reasons = sorted(reasons, key=lambda r: r[0])
+    return Flagged(sub.student, sub.assignment, sub.score, sub.max_score, sub.status, [why for _, why in reasons],
+                   (sub.notes.replace("\n", " ") or "\n".join(sub.integrity))[:400], reasons[0][0])
+
+
+def _add_failure(failures: dict[tuple[str, str], Failure], sub: Submission, test: TestResult, kind: str) -> None:
+    """Count `test`'s failure in the group of the mistake it names."""
+    task, name = _task_and_name(test)
+    key = failure_key(test) or "(no message)"
+    # A named mistake groups by its id, whatever its wording on this student's inputs.
+    group = text(test.get("extra_data", {}).get("mistake")) or key
+    failure = failures.setdefault((sub.assignment, group),
+                                  Failure(sub.assignment, kind, key, text(test["output"])[:1500]))
+    failure.students.add(sub.student)
+    if task not in failure.tasks:
+        failure.tasks.append(task)
+    if name not in failure.checks:
+        failure.checks.append(name)
+
+
+def _count_checks(sub: Submission, checks: dict[tuple[str, str, str], Check],
+                  failures: dict[tuple[str, str], Failure]) -> dict[str, dict[str, float]]:
+    """Count a scored submission's tests into their checks and failures; its points per task:
+    task -> {"points": ..., "bonus": 0 or 1, PASSED: ..., WRONG: ..., ...}."""
+    per_task: dict[str, dict[str, float]] = {}
+    for test in sub.tests:
+        task, name = _task_and_name(test)
+        points = float(test["max_score"])
+        bonus = "bonus" in test["tags"]
+        check = checks.setdefault((sub.assignment, task, name),
+                                  Check(sub.assignment, task, name, points, test["visibility"] == "visible", bonus))
+        check.points = max(check.points, points)
+        result = outcome(sub, test)
+        if result is None:
+            check.skipped += 1
+            continue
+        acc = per_task.setdefault(task, {"points": 0.0, "bonus": float(bonus)})
+        acc["points"] += points
+        acc[result] = acc.get(result, 0.0) + points
+        if result == PASSED:
+            check.passed += 1
+            continue
+        if result == WRONG:
+            check.wrong += 1
+        elif result == MISSING:
+            check.missing += 1
+        else:
+            check.not_run += 1
+        _add_failure(failures, sub, test, result)
+    return per_task
+
+
+def _add_tasks(tasks: dict[tuple[str, str], Task], assignment: str, per_task: dict[str, dict[str, float]]) -> None:
+    """Add one submission's points per task (see _count_checks) to the class's."""
+    for task, acc in per_task.items():
+        t = tasks.setdefault((assignment, task), Task(assignment, task, bool(acc["bonus"])))
+        t.points = max(t.points, acc["points"])
+        t.submissions += 1
+        t.earned += acc.get(PASSED, 0.0)
+        t.wrong += acc.get(WRONG, 0.0)
+        t.not_run += acc.get(NOT_RUN, 0.0)
+        t.missing += acc.get(MISSING, 0.0)
+        t.full += acc.get(PASSED, 0.0) == acc["points"]
+        t.zero += acc.get(PASSED, 0.0) == 0
+
+
 def analyse(graded: Path, gradebook: Path | None = None) -> Report:
     """The class in `graded`; with `gradebook` (nbgrader's gradebook.db), Formgrader's manual grades too."""
     subs = read_class(graded)
@@ -290,62 +360,14 @@ def analyse(graded: Path, gradebook: Path | None = None) -> Report:
         reasons = _reasons(sub) + by_score.get((sub.student, sub.assignment), [])
         if (sub.student, sub.assignment) in similar:
             reasons.append((7, similar[(sub.student, sub.assignment)]))
-        reasons.sort(key=lambda r: r[0])
-        if reasons:
-            flagged.append(Flagged(sub.student, sub.assignment, sub.score, sub.max_score, sub.status,
-                                   [text for _, text in reasons],
-                                   (sub.notes.replace("\n", " ") or "\n".join(sub.integrity))[:400], reasons[0][0]))
+        if (flag := _flag(sub, reasons)) is not None:
+            flagged.append(flag)
         if not sub.scored:
             lesson.grader_errors += 1
             continue
         lesson.scores.append(sub.score)
         lesson.full_marks = max(lesson.full_marks, sub.max_score)
-        per_task: dict[str, dict[str, float]] = {}  # task -> {"points": ..., PASSED: ..., WRONG: ..., ...}
-        for test in sub.tests:
-            task, name = _task_and_name(test)
-            points = float(test["max_score"])
-            bonus = "bonus" in test["tags"]
-            check = checks.setdefault((sub.assignment, task, name),
-                                      Check(sub.assignment, task, name, points, test["visibility"] == "visible",
-                                            bonus))
-            check.points = max(check.points, points)
-            result = outcome(sub, test)
-            if result is None:
-                check.skipped += 1
-                continue
-            acc = per_task.setdefault(task, {"points": 0.0, "bonus": float(bonus)})
-            acc["points"] += points
-            acc[result] = acc.get(result, 0.0) + points
-            if result == PASSED:
-                check.passed += 1
-                continue
-            if result == WRONG:
-                check.wrong += 1
-            elif result == MISSING:
-                check.missing += 1
-            else:
-                check.not_run += 1
-            output = text(test["output"])
-            key = failure_key(test) or "(no message)"
-            # A named mistake groups by its id, whatever its wording on this student's inputs.
-            group = text(test.get("extra_data", {}).get("mistake")) or key
-            failure = failures.setdefault((sub.assignment, group),
-                                          Failure(sub.assignment, result, key, output[:1500]))
-            failure.students.add(sub.student)
-            if task not in failure.tasks:
-                failure.tasks.append(task)
-            if name not in failure.checks:
-                failure.checks.append(name)
-        for task, acc in per_task.items():
-            t = tasks.setdefault((sub.assignment, task), Task(sub.assignment, task, bool(acc["bonus"])))
-            t.points = max(t.points, acc["points"])
-            t.submissions += 1
-            t.earned += acc.get(PASSED, 0.0)
-            t.wrong += acc.get(WRONG, 0.0)
-            t.not_run += acc.get(NOT_RUN, 0.0)
-            t.missing += acc.get(MISSING, 0.0)
-            t.full += acc.get(PASSED, 0.0) == acc["points"]
-            t.zero += acc.get(PASSED, 0.0) == 0
+        _add_tasks(tasks, sub.assignment, _count_checks(sub, checks, failures))
     students = sorted({s.student for s in subs} | set(roster))
     absent = _not_submitted(subs, students, sorted(lessons))
     for f in flagged + absent:
