@@ -31,10 +31,10 @@ c.ClearSolutions.code_stub = {
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # `nbgrader autograde` and Formgrader's Autograde button grade with the kit's sandboxed grader
-# (autograder/course/nbgrader_autograde.py) instead of running the notebook: it writes each task's checks,
+# (autograder/course/nbgrader/autograde.py) instead of running the notebook: it writes each task's checks,
 # messages and points (partial credit) into its check cell. Nothing else is executed.
 c.Autograde.autograde_preprocessors = [
-    "autograder.course.nbgrader_autograde.KitAutograde",
+    "autograder.course.nbgrader.autograde.KitAutograde",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -47,7 +47,7 @@ c.Autograde.sanitize_preprocessors = [  # nbgrader's, with OverwriteCells replac
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "autograder.course.missing_cells.MissingCells",
+    "autograder.course.nbgrader.missing_cells.MissingCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # A deleted check cell is put back, so the kit's verdict for its task is still recorded.

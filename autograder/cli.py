@@ -85,7 +85,7 @@ def _grade_all(args: argparse.Namespace) -> int:
           f"{args.out}/summary.json")
     _report_after(args.out, args.root)
     if args.gradebook or args.feedback:
-        from autograder.course.gradebook import record, write_feedback  # needs nbgrader: imported only here
+        from autograder.course.nbgrader.gradebook import record, write_feedback  # needs nbgrader: imported only here
         from autograder.judging.report import clean
 
         results = [fmt.load(p) for p in sorted((args.out / "results").glob("*/*.json"))]
@@ -116,7 +116,7 @@ def _grade_all(args: argparse.Namespace) -> int:
 
 
 def _class_report(args: argparse.Namespace) -> int:
-    from autograder.course.class_report import write_report  # matplotlib, if installed, is imported in there only
+    from autograder.course.report import write_report  # matplotlib, if installed, is imported in there only
     from autograder.judging.report import clean
 
     if not args.graded.is_dir():
@@ -188,7 +188,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from autograder.course.gradebook import export
+    from autograder.course.nbgrader.gradebook import export
 
     return export(args.course)
 

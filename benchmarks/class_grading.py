@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from autograder.course.batch import grade_all
 from autograder.course.build import generate_release
 from autograder.course.cases import mutants
-from autograder.course.nbgrader_autograde import stock_options
+from autograder.course.nbgrader.autograde import stock_options
 from autograder.judging.registry import CHAPTERS
 from tests.kit import ROOT, solution_cells, write_submission
 

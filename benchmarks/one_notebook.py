@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder.course.build import generate_release
-from autograder.course.nbgrader_autograde import stock_options
+from autograder.course.nbgrader.autograde import stock_options
 from tests.kit import ROOT, solution_cells, write_submission
 
 

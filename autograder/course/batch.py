@@ -9,7 +9,7 @@ child), each pinned to its own core, so a timing check never shares a core
 with another grading.
 
 Nothing loses a row: an exception while grading one submission, or a worker
-process that dies (out of memory, killed), becomes a "grader-error" result
+process that dies (out of memory, killed), becomes a "grader-error" result (SubmissionStatus.GRADER_ERROR)
 that is counted apart from scores, retried on the next run, and makes
 grade_all return 3.
 """
@@ -29,17 +29,15 @@ from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypedDict
+from typing import Any, TypedDict
 
 from autograder.course import shards
 from autograder.judging import results as fmt
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean, csv_cell
-from autograder.judging.results import Results
+from autograder.judging.results import Results, SubmissionStatus
 from autograder.judging.untrusted import safe_text
 from autograder.sandbox import launcher
-
-GRADER_ERROR: Final = "grader-error"  # the row status of a submission the grader failed on
 
 
 @dataclass(frozen=True)
@@ -185,7 +183,7 @@ def grade_job(job: Job, out: str, device: str, junit: bool) -> Row:
 def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launcher.Zygote) -> Results:
     """The result of one submission (a grader-error result when the machine failed it), its sandboxes forked by
     `zygote`; writes nothing but its JUnit report. grade-all's workers and nbgrader's autograde
-    (course.nbgrader_autograde) call it."""
+    (course.nbgrader.autograde) call it."""
     from autograder.judging.judge import Grade, GraderError, grade
     from autograder.judging.report import gradescope
 
@@ -215,7 +213,7 @@ class Row(TypedDict):
     score: float
     max_score: float
     seconds: float
-    status: Literal["graded", "error", "grader-error"]  # error: 0 points and notes on the whole notebook
+    status: SubmissionStatus  # GRADED, ERROR or GRADER_ERROR (written as their values)
     notes: str
 
 
@@ -225,11 +223,10 @@ ROW_FIELDS = ["student", "assignment", "score", "max_score", "seconds", "status"
 def row(result: Results) -> Row:
     """A summary row; every text in it is cleaned of terminal control characters."""
     extra = result["extra_data"]
-    status: Literal["graded", "error", "grader-error"]
     if fmt.grader_error(result):
-        status = GRADER_ERROR
+        status = SubmissionStatus.GRADER_ERROR
     else:
-        status = "error" if result["output"] and result["score"] == 0 else "graded"
+        status = SubmissionStatus.ERROR if result["output"] and result["score"] == 0 else SubmissionStatus.GRADED
     return {
         "student": clean(extra["student"]), "assignment": clean(extra["assignment"] or ""),
         "score": result["score"], "max_score": result["max_score"], "seconds": result["execution_time"],
@@ -250,11 +247,11 @@ class Progress:
 
     def add(self, r: Row) -> None:
         self.done += 1
-        if r["status"] == GRADER_ERROR:
+        if r["status"] is SubmissionStatus.GRADER_ERROR:
             self.grader_errors += 1
         else:
             self.below += r["score"] < r["max_score"]
-            self.errors += r["status"] == "error"
+            self.errors += r["status"] is SubmissionStatus.ERROR
         width = 30
         filled = int(width * self.done / max(self.total, 1))
         rate = self.done / max(time.monotonic() - self.started, 1e-9)
@@ -367,7 +364,7 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
     if off:
         print(f"warning: sandbox protections off on this machine: {'; '.join(off)}", file=sys.stderr)
     rows = write_summaries(out, results)
-    lost = [r for r in rows if r["status"] == GRADER_ERROR]
+    lost = [r for r in rows if r["status"] is SubmissionStatus.GRADER_ERROR]
     if lost:
         print(f"{len(lost)} grader errors (no score; graded again when you rerun the same command):",
               file=sys.stderr)

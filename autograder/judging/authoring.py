@@ -44,8 +44,10 @@ from autograder.judging.results import (
     RATIO,
     REFERENCE_SECONDS,
     STUDENT_SECONDS,
+    Measured,
     RecordProperty,
     record_measured,
+    record_note,
 )
 
 # the judge's reading of the student's source
@@ -85,11 +87,11 @@ from autograder.sandbox.runtime.wire import RemoteObject
 
 __all__ = [
     "AMP_MEMORY_RATIO", "LOOP_RATIO", "MEMORY_BAR_MIB", "MEMORY_MIB", "NEEDED_RATIO", "RATIO", "REFERENCE_SECONDS",
-    "STUDENT_SECONDS", "CpuTime", "CudaFigures", "Figure", "MemoryPeak", "RecordProperty", "Remote", "RemoteObject",
-    "Run", "Solution", "Spec", "Speed", "Student", "StudentApi", "StudentError", "Submission", "TaskCode", "Use",
-    "answer", "cell", "check", "compare_speed", "cuda_ms", "describe_call", "dotted", "expect_tensor", "expect_within",
-    "fail", "failure", "folded", "harness", "interleave", "listed", "names_used", "nonfinite", "number",
-    "only_raises_not_implemented", "operations_growth", "origin", "output_shape_checked", "peak_bandwidth",
-    "puzzle_breaks", "randint", "randn", "record_measured", "reference_process", "released_stub", "right", "show",
-    "subclasses", "summarize", "task_code", "unreadable", "wrong"
+    "STUDENT_SECONDS", "CpuTime", "CudaFigures", "Figure", "Measured", "MemoryPeak", "RecordProperty", "Remote",
+    "RemoteObject", "Run", "Solution", "Spec", "Speed", "Student", "StudentApi", "StudentError", "Submission",
+    "TaskCode", "Use", "answer", "cell", "check", "compare_speed", "cuda_ms", "describe_call", "dotted",
+    "expect_tensor", "expect_within", "fail", "failure", "folded", "harness", "interleave", "listed", "names_used",
+    "nonfinite", "number", "only_raises_not_implemented", "operations_growth", "origin", "output_shape_checked",
+    "peak_bandwidth", "puzzle_breaks", "randint", "randn", "record_measured", "record_note", "reference_process",
+    "released_stub", "right", "show", "subclasses", "summarize", "task_code", "unreadable", "wrong"
 ]

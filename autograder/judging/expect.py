@@ -25,9 +25,17 @@ _isnan = torch.isnan
 
 
 class CheckFailure(AssertionError):
-    """A check found a wrong answer; `str()` is the message shown to the student."""
+    """A check found a wrong answer; `str()` is the message shown to the student.
+
+    The mistake is also kept as data, for the class report to group failures without reading the message back:
+    `problem` (what exactly differs), `hint` (what to fix) and `mistake`, a stable short id where the check
+    knows which named mistake it saw (None otherwise)."""
 
     outcome: ClassVar[Outcome] = Outcome.WRONG
+
+    def __init__(self, message: str, *, problem: str = "", hint: str = "", mistake: str | None = None) -> None:
+        super().__init__(message)
+        self.problem, self.hint, self.mistake = problem, hint, mistake
 
 
 class RuleBroken(CheckFailure):
@@ -124,7 +132,7 @@ def nonfinite(t: torch.Tensor) -> str | None:
 
 def failure(*, call: str = "", inputs: Iterable[str] = (), expected: str = "", got: str = "",
             timing: str = "", problem: str = "", detail: str = "", hint: str = "", after: str = "",
-            breaks_rule: bool = False) -> CheckFailure:
+            breaks_rule: bool = False, mistake: str | None = None) -> CheckFailure:
     """The one layout of a failed check's message, each part on its own labelled line where given:
 
         <after: what went wrong before, e.g. an error of the student's code>
@@ -137,21 +145,24 @@ def failure(*, call: str = "", inputs: Iterable[str] = (), expected: str = "", g
         <detail: a tool's own report>
         Hint:     <what to fix>
 
-    `breaks_rule`: the code breaks the task's stated rule (RuleBroken), not merely a wrong answer.
+    `breaks_rule`: the code breaks the task's stated rule (RuleBroken), not merely a wrong answer. `problem`,
+    `hint` and `mistake` (a stable id of a named mistake) are kept on the exception as fields too.
     """
     labelled = [("Call: ", call), *(("  ", line) for line in inputs), ("Expected: ", expected), ("Got:      ", got),
                 ("Timing:   ", timing), ("Problem:  ", problem), ("", detail), ("Hint:     ", hint)]
     lines = ([after] if after else []) + [label + text for label, text in labelled if text]
-    return (RuleBroken if breaks_rule else CheckFailure)("\n".join(lines))
+    return (RuleBroken if breaks_rule else CheckFailure)("\n".join(lines), problem=problem, hint=hint,
+                                                         mistake=mistake)
 
 
-def fail(call: str, inputs: dict[str, Any], expected: Any, got: Any, problem: str, hint: str) -> NoReturn:
+def fail(call: str, inputs: dict[str, Any], expected: Any, got: Any, problem: str, hint: str,
+         mistake: str | None = None) -> NoReturn:
     """A failure showing the call's inputs, the expected answer and what the code gave as values (see show)."""
     want, have = show(expected), show(got)
     if want == have and isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor):
         want, have = show(expected, precise=True), show(got, precise=True)  # they differ past 4 digits
     raise failure(call=call, inputs=[f"{name} = {show(value)}" for name, value in inputs.items()], expected=want,
-                  got=have, problem=problem, hint=hint)
+                  got=have, problem=problem, hint=hint, mistake=mistake)
 
 
 def _index(flat_index: int, shape: torch.Size) -> list[int]:

@@ -3,7 +3,7 @@
 `grade` loads the notebook (once) and hands the Submission to `grade_loaded`, the pipeline. Both are handed
 the Zygote their sandboxes fork from, and leave the process as they found it: settings of the whole
 process (torch's threads) are the entry points' (autograder.cli, autograder.course.batch's workers,
-autograder.course.nbgrader_autograde.KitAutograde, the self-test).
+autograder.course.nbgrader.autograde.KitAutograde, the self-test).
 """
 
 from __future__ import annotations

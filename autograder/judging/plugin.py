@@ -24,7 +24,7 @@ from autograder.judging.api import StudentApi
 from autograder.judging.expect import CheckFailure, RuleBroken
 from autograder.judging.registry import Chapter
 from autograder.judging.remote import Student, StudentError
-from autograder.judging.results import MEASURED, Outcome, figures
+from autograder.judging.results import MEASURED, NOTE, Measured, Outcome, figures
 from autograder.judging.untrusted import safe_text
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -115,7 +115,10 @@ class CheckResult:
     rule: bool = False  # a stated rule of the task: failing it voids the task's other checks
     bonus: bool = False  # a stretch task's check: its points count apart, on top of the score
     alone: Outcome | None = None  # NOT_SCORED: what the check gave on its own, before the broken rule voided it
-    measured: dict[str, float] = field(default_factory=dict)  # figures the check measured (results.py names them)
+    measured: Measured = field(default_factory=lambda: Measured())  # figures the check measured
+    problem: str = ""  # a failed check's mistake as data (CheckFailure's fields): what exactly differs
+    hint: str = ""  # what to fix
+    mistake: str | None = None  # the stable id of the named mistake the check saw
 
     @property
     def status(self) -> str:
@@ -138,9 +141,9 @@ def _outcome(excinfo: pytest.ExceptionInfo[BaseException]) -> Outcome:
     return Outcome.GRADER_ERROR
 
 
-def _measured(properties: list[tuple[str, object]]) -> dict[str, float]:
+def _measured(properties: list[tuple[str, object]]) -> Measured:
     """The figures a check recorded with results.record_measured."""
-    found: dict[str, float] = {}
+    found = Measured()
     for name, value in properties:
         if name == MEASURED and isinstance(value, dict):
             found.update(figures(value))
@@ -259,9 +262,9 @@ class KitPlugin:
                 verdict = _outcome(call.excinfo) if call.excinfo else Outcome.GRADER_ERROR
                 output = _message(call.excinfo) if call.excinfo else "failed"
             else:
-                # A passing check may leave a note (e.g. its measured speed-up) with record_property("note", ...).
+                # A passing check may leave notes (e.g. its measured speed-up) with results.record_note.
                 verdict = Outcome.PASSED
-                output = "\n".join(str(v) for k, v in report.user_properties if k == "note")
+                output = "\n".join(str(v) for k, v in report.user_properties if k == NOTE)
             rule, alone = self._broken.get(_spec(item).task), None
             if rule is not None and verdict is not Outcome.SKIPPED:
                 alone = verdict
@@ -270,11 +273,15 @@ class KitPlugin:
                           f"counts. On its own this check {was}." + (f"\n\n{output}" if output else ""))
                 verdict, report.outcome, report.longrepr = Outcome.NOT_SCORED, "failed", output
             result = self._result(item, verdict, output, _measured(report.user_properties), alone)
+            exc = call.excinfo.value if call.excinfo is not None else None
+            if isinstance(exc, CheckFailure):
+                result.problem, result.hint = safe_text(exc.problem, MAX_OUTPUT), safe_text(exc.hint, MAX_OUTPUT)
+                result.mistake = exc.mistake
             if result.rule and call.excinfo is not None and call.excinfo.errisinstance(RuleBroken):
                 self._broken.setdefault(result.task, result.name)
             self.results.append(result)
 
-    def _result(self, item: pytest.Item, outcome: Outcome, output: str, measured: dict[str, float],
+    def _result(self, item: pytest.Item, outcome: Outcome, output: str, measured: Measured,
                 alone: Outcome | None = None) -> CheckResult:
         spec = _spec(item)
         doc = (item.function.__doc__ or item.name).strip().splitlines()[0]  # type: ignore[attr-defined]

@@ -20,7 +20,7 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal, TypedDict, cast
+from typing import Final, Literal, TypedDict, cast
 
 
 class Outcome(str, enum.Enum):
@@ -44,44 +44,84 @@ class Outcome(str, enum.Enum):
         return "skipped" if self is Outcome.SKIPPED else "failed"
 
 
+class SubmissionStatus(str, enum.Enum):
+    """What became of one submission, as grade-all's summaries and the class report write it."""
+
+    GRADED = "graded"
+    ERROR = "error"  # 0 points and notes on the whole notebook (no notebook, one that cannot be read...)
+    GRADER_ERROR = "grader-error"  # the grader failed on it: no score, graded again on the next run
+    UNREADABLE = "unreadable"  # the class report: its result file cannot be read
+    MISSING = "missing"  # the class report: no notebook was handed in
+
+    def __str__(self) -> str:
+        return self.value  # in f-strings and CSV cells, the text the files have always held
+
+    @property
+    def scored(self) -> bool:
+        """Whether the submission has a score (ERROR's is 0, a score too)."""
+        return self in (SubmissionStatus.GRADED, SubmissionStatus.ERROR)
+
+
 # -- measured figures --------------------------------------------------------------------------
 
 RecordProperty = Callable[[str, object], None]  # pytest's record_property fixture
 MEASURED = "measured"  # the name of the property a check records its figures under (see record_measured)
+NOTE = "note"  # the property a check records a note under (see record_note)
 
-# The figures checks measure (CheckResult.measured, a test's extra_data.measured): name -> a float.
-RATIO = "ratio"  # how many times faster than the reference (median per call, or per step)
-NEEDED_RATIO = "needed_ratio"  # the ratio the check requires
-CUDA_EVENTS_RATIO = "cuda_events_ratio"  # the same ratio from CUDA events (child-reported, informative)
-AMP_MEMORY_RATIO = "amp_memory_ratio"  # peak memory of the AMP step / that of the float32 step
-STUDENT_SECONDS = "seconds"  # median seconds per call (per step) of the student's code
-REFERENCE_SECONDS = "reference_seconds"  # the same of the reference
-OPS_SMALL = "ops_small"  # tensor operations issued on the smaller input
-OPS_LARGE = "ops_large"  # on the larger input
-MEMORY_MIB = "memory_mib"  # how far the box's memory rose during a call, at its peak, in MiB (the kernel's accounting)
-MEMORY_BAR_MIB = "memory_bar_mib"  # the most it may rise
-LOOP_RATIO = "loop_ratio"  # median CPU time per call of the student's code / the vectorized reference's
+# The names of the figures checks measure, as Measured's keys.
+RATIO: Final = "ratio"
+NEEDED_RATIO: Final = "needed_ratio"
+CUDA_EVENTS_RATIO: Final = "cuda_events_ratio"
+AMP_MEMORY_RATIO: Final = "amp_memory_ratio"
+STUDENT_SECONDS: Final = "seconds"
+REFERENCE_SECONDS: Final = "reference_seconds"
+MEMORY_MIB: Final = "memory_mib"
+MEMORY_BAR_MIB: Final = "memory_bar_mib"
+LOOP_RATIO: Final = "loop_ratio"
 
 
-def figures(values: Mapping[str, float]) -> dict[str, float]:
+class Measured(TypedDict, total=False):
+    """The figures a check measured (CheckResult.measured, a test's extra_data.measured), each a finite float."""
+
+    ratio: float  # how many times faster than the reference (median per call, or per step)
+    needed_ratio: float  # the ratio the check requires
+    cuda_events_ratio: float  # the same ratio from CUDA events (child-reported, informative)
+    amp_memory_ratio: float  # peak memory of the AMP step / that of the float32 step
+    seconds: float  # median seconds per call (per step) of the student's code
+    reference_seconds: float  # the same of the reference
+    memory_mib: float  # how far the box's memory rose during a call, at its peak, in MiB (the kernel's accounting)
+    memory_bar_mib: float  # the most it may rise
+    loop_ratio: float  # median CPU time per call of the student's code / the vectorized reference's
+
+
+def figures(values: Mapping[str, object]) -> Measured:
     """`values` as measured figures: finite numbers only (JSON has no inf or nan), as floats."""
-    return {name: float(v) for name, v in values.items() if isinstance(name, str) and _number(v)
-            and math.isfinite(v)}
+    numbers = {name: cast(float, v) for name, v in values.items() if isinstance(name, str) and _number(v)}
+    return cast(Measured, {name: float(v) for name, v in numbers.items() if math.isfinite(v)})
 
 
-def record_measured(record_property: RecordProperty, **values: float) -> None:
-    """Hand the plugin figures a check measured (names above); a check may call this more than once."""
+def record_measured(record_property: RecordProperty, values: Measured) -> None:
+    """Hand the plugin figures a check measured; a check may call this more than once."""
     record_property(MEASURED, figures(values))
+
+
+def record_note(record_property: RecordProperty, note: str) -> None:
+    """Hand the plugin a line for a passing check's output (a failing check says it in its message)."""
+    record_property(NOTE, note)
 
 
 # -- the results file ------------------------------------------------------------------------------
 
 
 class TestExtra(TypedDict, total=False):
-    """A test's own extra_data. Absent in files written before outcomes were recorded."""
+    """A test's own extra_data. Absent in files written before outcomes were recorded; problem, hint and mistake
+    are absent in files written before failures kept them as fields, and wherever the check gave none."""
 
     outcome: str  # an Outcome's value
-    measured: dict[str, float]
+    measured: Measured
+    problem: str  # a failed check's: what exactly differs (the message's "Problem:" line)
+    hint: str  # what to fix (its "Hint:" line)
+    mistake: str  # the stable id of the named mistake the check saw
 
 
 class _Test(TypedDict):
@@ -185,7 +225,8 @@ def _is_measured(v: object) -> bool:
     return isinstance(v, dict) and all(isinstance(k, str) and _number(x) for k, x in v.items())
 
 
-_TEST_EXTRA = {"outcome": _is_outcome, "measured": _is_measured}
+_TEST_EXTRA = {"outcome": _is_outcome, "measured": _is_measured, "problem": _is_str, "hint": _is_str,
+               "mistake": _is_str}
 _TEST = {"name": _is_str, "score": _number, "max_score": _number, "output": _is_str, "tags": _strings,
          "visibility": _is_str}
 _TEST_OPTIONAL = {"status": lambda v: v in ("passed", "failed"),
@@ -231,9 +272,9 @@ def outcome(test: TestResult) -> Outcome | None:
     return Outcome(value) if value is not None else None
 
 
-def measured(test: TestResult) -> dict[str, float]:
+def measured(test: TestResult) -> Measured:
     """The figures the check measured ({} when none, or in an older file)."""
-    return dict(test.get("extra_data", {}).get("measured", {}))
+    return Measured(**test.get("extra_data", {}).get("measured", {}))
 
 
 def grader_error(results: Results) -> str | None:

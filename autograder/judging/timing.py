@@ -56,8 +56,10 @@ from autograder.judging.results import (
     RATIO,
     REFERENCE_SECONDS,
     STUDENT_SECONDS,
+    Measured,
     RecordProperty,
     record_measured,
+    record_note,
 )
 from autograder.sandbox.runtime.child import make_input
 
@@ -267,11 +269,13 @@ def expect_within(speed: Speed, at_most: float, student_name: str, reference_nam
     and in its `measured` (autograder/judging/results.py: the ratio is the reference's time over the
     student's, so the check needs at least 1 / at_most)."""
     timing = speed.describe(student_name, reference_name)
-    record_property("note", f"Timing:   {timing} (allowed: at most {at_most:g}x its time)")
+    record_note(record_property, f"Timing:   {timing} (allowed: at most {at_most:g}x its time)")
     events = speed.events_speedup
-    record_measured(record_property, **{RATIO: speed.speedup, NEEDED_RATIO: 1 / at_most,
-                                        STUDENT_SECONDS: speed.student, REFERENCE_SECONDS: speed.reference},
-                    **({CUDA_EVENTS_RATIO: events} if events is not None else {}))
+    figures: Measured = {RATIO: speed.speedup, NEEDED_RATIO: 1 / at_most, STUDENT_SECONDS: speed.student,
+                         REFERENCE_SECONDS: speed.reference}
+    if events is not None:
+        figures[CUDA_EVENTS_RATIO] = events
+    record_measured(record_property, figures)
     if speed.student > at_most * speed.reference:
         more = explain() if explain is not None else ""
         raise failure(timing=timing, problem=f"took more than {at_most:g}x the time of {reference_name}: {problem}"

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from autograder import cli
-from autograder.course import class_report
+from autograder.course import report as class_report
 from autograder.course.batch import Job, error_result
-from autograder.course.class_report import analyse, normalize, write_report
+from autograder.course.report import analyse, normalize, write_report
 from tests.judging.test_minimal_env import CLI as MINIMAL_CLI
 from tests.kit import ROOT, check_count, solved, write_submission
 
@@ -205,6 +205,25 @@ def test_normalize_groups_one_mistake_on_different_inputs(messages: list[str]) -
 @pytest.mark.parametrize("pair", DIFFERENT, ids=range(len(DIFFERENT)))
 def test_normalize_separates_different_mistakes(pair: tuple[str, str]) -> None:
     assert normalize(pair[0]) != normalize(pair[1])
+
+
+@pytest.mark.parametrize("message", [m for same in SAME + DIFFERENT for m in same if "Problem:" in m])
+def test_a_failure_recorded_as_fields_gets_the_key_its_message_gives(message: str) -> None:
+    """Result files written before failures kept their problem and hint as fields are grouped from the message;
+    newer ones from the fields: the same failure gets the same key either way."""
+    fields = {tag: line.removeprefix(tag).strip() for line in message.splitlines()
+              for tag in ("Problem:", "Hint:") if line.startswith(tag)}
+    test: Any = {"output": "", "extra_data": {"problem": fields["Problem:"], "hint": fields.get("Hint:", "")}}
+    assert class_report.failure_key(test) == normalize(message)
+
+
+def test_a_named_mistake_groups_its_failures_whatever_their_wording(tmp_path: Path) -> None:
+    for student, problem in (("ada", "the sum is 3"), ("bob", "nothing like it")):
+        result = softmax_result(student, [("failed", f"Problem:  {problem}"), ("passed", ""), ("passed", "")])
+        result["tests"][0]["extra_data"] = {"outcome": "wrong", "problem": problem, "mistake": "no-max"}
+        write(tmp_path, result)
+    (failure,) = analyse(tmp_path).failures
+    assert failure.students == {"ada", "bob"} and failure.message == "the sum is #"  # the first one's words
 
 
 def test_the_flagged_list_says_why(graded: Path) -> None:
@@ -487,7 +506,7 @@ def _gradebook(db: Path) -> None:
 
 def test_formgraders_manual_grades_are_shown_and_the_gradebook_is_left_alone(tmp_path: Path) -> None:
     pytest.importorskip("nbgrader")
-    from autograder.course.gradebook import interpreter_bin_first
+    from autograder.course.nbgrader.gradebook import interpreter_bin_first
 
     interpreter_bin_first()  # nbgrader makes gradebook.db with alembic from PATH
     graded = tmp_path / "graded"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course.batch import ROW_FIELDS, grade_all
-from autograder.course.class_report import write_report
+from autograder.course.report import write_report
 from tests.kit import UNSAFE, solution_cells, solved, strings, write_submission
 
 CH = "07_numerical_stability"

@@ -68,7 +68,7 @@ def test_export_from_a_subfolder_writes_the_courses_grades(tmp_path: Path, monke
     a traceback); the kit's command exports the course's own gradebook."""
     from nbgrader.api import Gradebook
 
-    from autograder.course.gradebook import interpreter_bin_first
+    from autograder.course.nbgrader.gradebook import interpreter_bin_first
 
     course, sub = _course(tmp_path)
     monkeypatch.setenv("PATH", os.environ["PATH"])  # interpreter_bin_first edits it; undone after
@@ -140,7 +140,7 @@ def test_ci_runs_the_browser_test_in_its_own_job_and_keeps_its_screenshots() -> 
 
 
 def test_a_failed_recording_names_its_cause_not_nbgraders_closing_line() -> None:
-    from autograder.course.gradebook import _why
+    from autograder.course.nbgrader.gradebook import _why
 
     log = ("[AutogradeApp | ERROR] Traceback (most recent call last):\n    KeyError: 'log_softmax'\n"
            "[AutogradeApp | ERROR] There was an error processing assignment\n")

@@ -16,8 +16,8 @@ import nbformat
 import pytest
 from nbgrader import utils
 
-from autograder.course.gradebook import interpreter_bin_first
-from autograder.course.nbgrader_autograde import KitGradingError, record_extra_credit, write_verdicts
+from autograder.course.nbgrader.autograde import KitGradingError, record_extra_credit, write_verdicts
+from autograder.course.nbgrader.gradebook import interpreter_bin_first
 from autograder.judging.results import Results
 from autograder.judging.results import TestResult as Check  # not "Test*": pytest would try to collect it
 from tests.kit import ROOT, release_path
@@ -191,10 +191,10 @@ def test_a_config_copied_before_the_layers_still_names_the_preprocessor() -> Non
     course layer existed) keep grading with the kit: nbgrader resolves that name to the same preprocessor."""
     from traitlets.utils.importstring import import_item
 
-    from autograder.course.nbgrader_autograde import KitAutograde
+    from autograder.course.nbgrader.autograde import KitAutograde
 
     assert import_item("autograder.nbgrader_autograde.KitAutograde") is KitAutograde
-    assert "autograder.course.nbgrader_autograde.KitAutograde" in (ROOT / "nbgrader_config.py").read_text()
+    assert "autograder.course.nbgrader.autograde.KitAutograde" in (ROOT / "nbgrader_config.py").read_text()
 
 
 # A student's exception text: one 20,000-character token with no space to break at, under every check of a task.
@@ -238,3 +238,17 @@ def test_short_repeated_messages_stay_where_they_are() -> None:
                                 _test("softmax", "b", 0, 6, "failed", NAN_MESSAGE),
                                 _test("softmax_cross_entropy", "c", 10, 10), _bonus("d", 0, 4)]))
     assert _text(_cell(nb, "check_softmax")).count("Subtract the maximum") == 2
+
+
+@pytest.mark.parametrize("dotted", ["autograder.nbgrader_autograde.KitAutograde",
+                                    "autograder.course.nbgrader_autograde.KitAutograde",
+                                    "autograder.course.missing_cells.MissingCells"])
+def test_the_names_earlier_course_configs_give_still_load_the_preprocessors(dotted: str) -> None:
+    """nbgrader_config.py files copied from earlier releases name the preprocessors by these paths."""
+    import importlib
+
+    from autograder.course.nbgrader.autograde import KitAutograde
+    from autograder.course.nbgrader.missing_cells import MissingCells
+
+    module, name = dotted.rsplit(".", 1)
+    assert getattr(importlib.import_module(module), name) in (KitAutograde, MissingCells)

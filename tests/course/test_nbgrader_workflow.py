@@ -27,7 +27,13 @@ import pytest
 from autograder.course.batch import error_result
 from autograder.course.build import generate_release
 from autograder.course.cases import mutant
-from autograder.course.gradebook import interpreter_bin_first, nbgrader_api, record, repair_half_made, write_feedback
+from autograder.course.nbgrader.gradebook import (
+    interpreter_bin_first,
+    nbgrader_api,
+    record,
+    repair_half_made,
+    write_feedback,
+)
 from autograder.judging.results import Results
 from tests.kit import ROOT, solution_cells, write_submission
 
@@ -69,7 +75,7 @@ def _forges_grade_cell(nb: Notebook) -> None:
 
 def _predates_the_stretch_task(nb: Notebook) -> None:
     """A notebook of an earlier release, without log_softmax's answer and check cells (or a student who deleted
-    both): nbgrader's OverwriteCells raised KeyError on it (autograder/course/missing_cells.py)."""
+    both): nbgrader's OverwriteCells raised KeyError on it (autograder/course/nbgrader/missing_cells.py)."""
     nb["cells"] = [c for c in nb["cells"]
                    if c["metadata"].get("nbgrader", {}).get("grade_id") not in {"log_softmax", "check_log_softmax"}]
 
@@ -240,7 +246,7 @@ def test_grade_all_gradebook_leaves_recorded_submissions_and_manual_grades_alone
 def test_a_grader_failure_fails_the_autograde_and_records_no_zero(
         courses: dict[str, Path], monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
     """What Formgrader's Autograde button runs, in this process, on a machine that cannot grade."""
-    import autograder.course.nbgrader_autograde as kit
+    import autograder.course.nbgrader.autograde as kit
 
     course, student = courses["nbgrader"], f"gus-{failure.replace(' ', '-')}"
     folder = course / "submitted" / student / CH

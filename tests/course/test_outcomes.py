@@ -10,7 +10,7 @@ from typing import Any
 
 from autograder.course import selftest
 from autograder.course.batch import Job, file_sha256, grade_job
-from autograder.course.class_report import analyse
+from autograder.course.report import analyse
 from autograder.judging import results as fmt
 from autograder.judging.judge import Grade, grade
 from autograder.judging.plugin import CheckResult
@@ -106,7 +106,7 @@ def test_stubs_and_code_that_could_not_run_are_not_run_others_wrong(tmp_path: Pa
 
 def _speed(output: str, **measured: float) -> CheckResult:
     return CheckResult("x::check_row_sum_speed", "at least 4x faster", "row_sum", 2.0, False, Outcome.PASSED,
-                       output, measured=measured)
+                       output, measured=fmt.figures(measured))
 
 
 def test_the_selftests_speed_row_reads_the_measured_figures_not_the_message() -> None:

@@ -83,8 +83,8 @@ def test_formgrader_and_feedback_pages_wrap_a_hostile_error(page: Page, course: 
 
 
 def test_the_kits_own_pages_wrap_a_hostile_error(page: Page, tmp_path: Path) -> None:
-    from autograder.course.class_report import write_report
-    from autograder.course.gradebook import feedback_html
+    from autograder.course.nbgrader.gradebook import feedback_html
+    from autograder.course.report import write_report
     from tests.course.test_class_report import softmax_result, write
 
     shot = Shots("wrapping-kit")

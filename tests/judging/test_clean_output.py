@@ -11,7 +11,7 @@ import pytest
 
 from autograder import cli
 from autograder.course.batch import row
-from autograder.course.gradebook import feedback_html, write_feedback
+from autograder.course.nbgrader.gradebook import feedback_html, write_feedback
 from autograder.judging.judge import Grade
 from autograder.judging.plugin import CheckResult
 from autograder.judging.report import clean, gradescope, table, text

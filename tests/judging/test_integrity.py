@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course.gradebook import feedback_html
+from autograder.course.nbgrader.gradebook import feedback_html
 from autograder.judging.notebook import load_submission
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import gradescope, text

@@ -52,6 +52,20 @@ def test_each_kind_of_failure_gets_its_outcome_in_the_grade_and_in_results_json(
     assert {name: fmt.outcome(tests[name]) for name in expected} == expected
     assert tests["check_softmax_guide_example"]["extra_data"]["outcome"] == "student_error"
     assert tests["check_softmax_guide_example"]["status"] == "failed"  # Gradescope's field, as before
+    # A wrong answer's mistake travels as fields too, as its message shows them; a student's error has none.
+    wrong = tests["check_log_softmax_values"]
+    problem, hint = wrong["extra_data"]["problem"], wrong["extra_data"]["hint"]
+    assert f"Problem:  {problem.splitlines()[0]}" in wrong["output"] and f"Hint:     {hint.splitlines()[0]}" in \
+        wrong["output"]
+    assert "problem" not in tests["check_softmax_guide_example"]["extra_data"]
+
+
+def test_a_failure_keeps_its_problem_hint_and_mistake_as_fields() -> None:
+    from autograder.judging.expect import failure
+
+    e = failure(call="f(x)", problem="off by one", hint="Count from 0.", mistake="off-by-one", breaks_rule=True)
+    assert str(e) == "Call: f(x)\nProblem:  off by one\nHint:     Count from 0."  # the text students see, as before
+    assert (e.problem, e.hint, e.mistake) == ("off by one", "Count from 0.", "off-by-one")
 
 
 def test_a_call_out_of_time_is_a_timeout_and_so_are_the_later_calls_it_stopped(tmp_path: Path) -> None:
@@ -149,6 +163,7 @@ def test_results_files_are_checked_against_the_format() -> None:
     assert fmt.parse(results) == results and fmt.outcome(test) is None and fmt.measured(test) == {}  # an older file
     for broken in ({**results, "tests": [{**test, "score": "1"}]},
                    {**results, "tests": [{**test, "extra_data": {"outcome": "lost"}}]},
+                   {**results, "tests": [{**test, "extra_data": {"outcome": "wrong", "problem": 1}}]},
                    {**results, "extra_data": {"assignment": CH, "grader_error": 3}},
                    {k: v for k, v in results.items() if k != "extra_data"}, [results]):
         with pytest.raises(fmt.ResultsError):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course.gradebook import feedback_html
+from autograder.course.nbgrader.gradebook import feedback_html
 from autograder.judging.report import gradescope, text
 from autograder.judging.static.review import scan_cells
 from tests.judging.idioms.ordinary import IDIOMS

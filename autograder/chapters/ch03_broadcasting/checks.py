@@ -38,6 +38,7 @@ from autograder.judging.authoring import (
     output_shape_checked,
     puzzle_breaks,
     record_measured,
+    record_note,
     reference_process,
     released_stub,
     summarize,
@@ -383,12 +384,12 @@ def expect_no_tiled_copy(api: StudentApi, measured: bool, run: Callable[[], Any]
         value = run()
     bar = tiled // MEMORY_SHARE
     if peak.grown is None:
-        record_property("note", "Memory:   not measured here (no memory accounting the judge can read); the input "
-                                "whose tiled copy cannot fit decides alone.")
+        record_note(record_property, "Memory:   not measured here (no memory accounting the judge can read); the "
+                                     "input whose tiled copy cannot fit decides alone.")
         return value
-    record_measured(record_property, **{MEMORY_MIB: peak.grown / MIB, MEMORY_BAR_MIB: bar / MIB})
-    record_property("note", f"Memory:   {call}: rose by {_size(peak.grown)} ({peak.how}); the tiled copy would take "
-                            f"{_size(tiled)}, broadcasting needs about {_size(needs)} (bar: {_size(bar)})")
+    record_measured(record_property, {MEMORY_MIB: peak.grown / MIB, MEMORY_BAR_MIB: bar / MIB})
+    record_note(record_property, f"Memory:   {call}: rose by {_size(peak.grown)} ({peak.how}); the tiled copy would "
+                                 f"take {_size(tiled)}, broadcasting needs about {_size(needs)} (bar: {_size(bar)})")
     if peak.grown > bar:
         raise failure(call=call, inputs=inputs,
                       expected=f"memory rising by about {_size(needs)} (inputs, output and temporaries), and by no "
@@ -961,11 +962,11 @@ def _expect_no_loop(api: Api, rng: torch.Generator, record_property: RecordPrope
     student, ref = (statistics.median((spent.seconds or 0.0) if cpu else wall for wall, (spent, _) in runs)
                     for runs in timed)
     ratio = student / max(ref, 1e-9)
-    record_measured(record_property, **{LOOP_RATIO: ratio})
+    record_measured(record_property, {LOOP_RATIO: ratio})
     timing = (f"your additive_scores: {student * 1e3:.3g} ms per call for B = {LOOP_BATCH}; the reference: "
               f"{ref * 1e3:.3g} ms; {ratio:.1f}x (CPU time from {how}, median of {LOOP_ROUNDS} interleaved rounds; "
               f"at most {LOOP_BAR:g}x)")
-    record_property("note", f"Timing:   {timing}")
+    record_note(record_property, f"Timing:   {timing}")
     if ratio > LOOP_BAR:
         raise failure(call=f"{ADDITIVE_CALL} for B = {LOOP_BATCH} examples (N = M = 1)", timing=timing,
                       problem="it takes far longer than tensor operations on the whole batch: your code loops in "

@@ -41,6 +41,7 @@ from autograder.judging.authoring import (
     puzzle_breaks,
     randint,
     randn,
+    record_note,
     reference_process,
     released_stub,
     task_code,
@@ -313,9 +314,9 @@ def check_batch_gather_device(api: Api, rng: torch.Generator, device: str, recor
             call = f"batch_gather(tensor, indices) with both inputs on {on}"
             _expect(gathered["value"], want, tensor, indices, DEVICE_HINT, on, call)
             if on == "cpu" and "cuda" in gathered["devices"]:
-                record_property("note", f"Note:     for CPU inputs an operator trace in your process saw tensors made "
-                                        f"on the GPU ({', '.join(gathered['devices'])}): on a machine without a GPU "
-                                        f"that call fails. {DEVICE_HINT}")
+                record_note(record_property, f"Note:     for CPU inputs an operator trace in your process saw tensors "
+                                             f"made on the GPU ({', '.join(gathered['devices'])}): on a machine "
+                                             f"without a GPU that call fails. {DEVICE_HINT}")
     except StudentError as e:
         text = str(e)
         if "cuda" in text.lower() or "nvidia" in text.lower():

@@ -86,6 +86,7 @@ from autograder.judging.authoring import (
     harness,
     interleave,
     record_measured,
+    record_note,
     reference_process,
     show,
 )
@@ -583,9 +584,9 @@ def measure_amp_speed(student: Student, rng: torch.Generator, device: str, width
 def check_amp_speedup_on_cuda(api: Api, rng: torch.Generator, device: str, record_property: RecordProperty) -> None:
     """on CUDA, AMP trains the recipe's 4096-wide MLP at least 1.3x faster than float32"""
     result = measure_amp_speed(api.student, rng, device)
-    record_property("note", f"Timing:   {result.describe()}")
-    record_measured(record_property, **{RATIO: result.speedup, NEEDED_RATIO: MIN_SPEEDUP, STUDENT_SECONDS: result.amp,
-                                        REFERENCE_SECONDS: result.float32, AMP_MEMORY_RATIO: result.memory_ratio})
+    record_note(record_property, f"Timing:   {result.describe()}")
+    record_measured(record_property, {RATIO: result.speedup, NEEDED_RATIO: MIN_SPEEDUP, STUDENT_SECONDS: result.amp,
+                                      REFERENCE_SECONDS: result.float32, AMP_MEMORY_RATIO: result.memory_ratio})
     if result.speedup < MIN_SPEEDUP:
         raise failure(call=f"amp_train_step on the AMP recipe's MLP ({SPEED_LAYERS} Linear layers {SPEED_WIDTH} wide, "
                            f"batch {SPEED_BATCH}, SGD, MSE), float16 on CUDA",

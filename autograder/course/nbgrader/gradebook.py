@@ -2,7 +2,7 @@
 
 `record` has nbgrader's own autograde record grade-all's results: for each submission it runs
 nbgrader's Autograde converter (what `nbgrader autograde` and Formgrader's button run), whose kit
-preprocessor (autograder.course.nbgrader_autograde, configured in nbgrader_config.py) takes the result
+preprocessor (autograder.course.nbgrader.autograde, configured in nbgrader_config.py) takes the result
 grade-all made of the same notebook instead of grading it again. So the gradebook ends as
 `nbgrader autograde` leaves it: the same score per check cell, the submission's timestamp, late
 penalties, and an autograded notebook under autograded/<student>/<assignment>/ that Formgrader
@@ -128,7 +128,7 @@ def nbgrader_api(course: Path, results: Path | None = None) -> Any:
 
 
 def _recorded_sha(api: Any, student: str, assignment: str, notebook: str) -> str | None:
-    from autograder.course.nbgrader_autograde import GRADED_SHA256
+    from autograder.course.nbgrader.autograde import GRADED_SHA256
 
     path = Path(api.coursedir.format_path(api.coursedir.autograded_directory, student, assignment), notebook)
     try:

@@ -1,0 +1,290 @@
+"""nbgrader's autograde with the kit's grader in place of nbgrader's Execute.
+
+nbgrader_config.py puts KitAutograde first in `Autograde.autograde_preprocessors`, so
+`nbgrader autograde`, Formgrader's Autograde button and `grade-all --gradebook` all record the
+kit's scores through nbgrader's own SaveAutoGrades. For each submitted notebook it
+
+- grades the notebook as submitted with the kit's sandboxed grader (autograder.course.batch.grade_submission,
+  the call grade-all's workers make: same seed for the same student, so the same score), or takes the
+  result grade-all already made of these very bytes (`results_dir`);
+- writes into each check cell `check_<task>` the task's checks, points and messages as stdout text,
+  and the task's points as a numeric execute_result, which nbgrader reads as partial credit (a
+  stretch task's check cell is worth 0: its points go in as that cell's extra credit).
+
+The text is wrapped at WIDTH columns and a message repeated under several checks is shown once: see
+`wrap` and `task_verdict`.
+
+No other cell is executed: answer and lesson cells keep no output in the autograded notebook.
+Sources, metadata and checksums are nbgrader's (its sanitizing step has already restored locked
+cells and points from gradebook.db), so locked cells, `generate_feedback` and `export` work as usual.
+
+A grader error (no sandbox on this machine, a kit bug) raises: nbgrader logs it, removes that
+autograded notebook, records no score and exits non-zero; Formgrader shows the submission as not
+autograded. A code grade cell the kit has no checks for also raises, since nbgrader would score a
+cell without output as full marks.
+
+Needs nbgrader (the dev extras); the grading path never imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from nbformat import NotebookNode
+from nbformat.v4 import new_output
+from nbgrader import utils
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Bool, Enum, Unicode
+
+from autograder.course.batch import Job, file_sha256, grade_submission, stored_result
+from autograder.judging import results as fmt
+from autograder.judging.registry import CHAPTERS
+from autograder.judging.report import clean
+from autograder.judging.results import Results, TestResult
+from autograder.sandbox import launcher
+
+MARK = {"passed": "PASS", "failed": "FAIL"}
+GRADED_SHA256 = "graded_sha256"  # the autograded notebook's kit metadata: the sha256 of the notebook graded
+
+
+def stock_options() -> list[str]:
+    """`nbgrader autograde` options that restore nbgrader's own preprocessors (its Execute runs the
+    notebook), for comparisons with the kit's (benchmarks/one_notebook.py)."""
+    from nbgrader.converters import Autograde
+
+    stock = Autograde.class_traits()["autograde_preprocessors"].make_dynamic_default()
+    return [f"--Autograde.autograde_preprocessors={pp.__module__}.{pp.__qualname__}" for pp in stock]
+
+
+class KitGradingError(RuntimeError):
+    """The kit could not grade this submission: nbgrader must fail it, not record a score."""
+
+
+def _by_task(result: Results) -> dict[str, list[TestResult]]:
+    tasks: dict[str, list[TestResult]] = {}
+    for test in result["tests"]:
+        tasks.setdefault(test["tags"][0], []).append(test)
+    return tasks
+
+
+def _indent(text: str) -> str:
+    return "\n".join("           " + line for line in text.splitlines())
+
+
+# Formgrader and nbgrader's feedback page show a stream output in a <pre> that never wraps: a long line (a
+# student's exception text, a token with no space) ran past the column and cut off the Problem and the Hint.
+# The kit wraps the text it writes instead of patching nbgrader's templates or writing HTML: the same plain
+# text then reads whole in Formgrader, the feedback page, JupyterLab and `nbgrader export`, with no markup
+# from student text to sanitise. 100 columns of monospace fit Formgrader's ~1,000 px column.
+WIDTH = 100
+
+
+def wrap(text: str, width: int = WIDTH) -> str:
+    """Every line of `text` at most `width` columns: broken at spaces where it can, inside a word where it
+    must; continuation lines keep the line's indent plus two spaces."""
+    lines = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())][:width // 2]
+        lines += textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=indent + "  ",
+                               break_long_words=True, break_on_hyphens=False, replace_whitespace=False) or [""]
+    return "\n".join(lines)
+
+
+# A message repeated under several checks (a hostile exception text, a deleted cell) longer than this is
+# shown in full once, then named by where it was shown.
+REPEAT_SHOWN_ONCE = 160
+
+
+def task_verdict(task: str, tests: list[TestResult], cell_points: float, device: str,
+                 bonus: bool = False, shown: dict[str, str] | None = None) -> tuple[str, float]:
+    """(the text shown in the check cell, the points recorded) for one task's checks.
+
+    When the checks that ran are worth other than the cell's points (the CUDA-only speed check of 08
+    runs on CUDA only), the task's share of the cell's points is recorded, and the text says so.
+    A stretch task's (`bonus`) points are extra credit worth `cell_points`, the registry's kit.bonus.
+    `shown` maps the long messages already written above (in this cell or an earlier one) to where they
+    are; a repeat is named, not written again, and this task's new ones are added."""
+    shown = {} if shown is None else shown
+    earned = sum(float(t["score"]) for t in tests)
+    possible = sum(float(t["max_score"]) for t in tests)
+    if possible <= 0:
+        raise KitGradingError(f"no check of task '{task}' ran on this machine ({device}): nothing to score")
+    recorded = earned if possible == cell_points else min(cell_points, earned * cell_points / possible)
+    label, kind = (f"bonus: {task}", "extra-credit points") if bonus else (task, "points")
+    lines = [f"{label}: {earned:g} / {possible:g} {kind} from the kit's checks (visible and hidden)"]
+    if possible != cell_points:
+        lines.append(f"This cell is worth {cell_points:g} {kind}, so it records {recorded:g} "
+                     f"({earned:g}/{possible:g} of them).")
+    for t in tests:
+        status = t.get("status", "skipped")
+        hidden = "" if t.get("visibility") == "visible" else " (hidden)"
+        name = t["name"].removeprefix(f"[{label}] ")
+        lines.append(f"  {MARK.get(status, 'SKIP')} {t['score']:g}/{t['max_score']:g}  {name}{hidden}")
+        output = t["output"].strip()
+        if output in shown:
+            lines.append(_indent(f"(the same message as {shown[output]} above)"))
+        elif output:
+            lines.append(_indent(_long_lines_once(t["output"], f"under {label}: '{name}'", shown)))
+            if len(output) > REPEAT_SHOWN_ONCE:
+                shown[output] = f"under {label}: '{name}'"
+    if bonus:  # Formgrader shows the cell as "0 / 0.0 + N (extra credit)"
+        lines.append(f"Recorded: {recorded:g} extra-credit points (nbgrader counts a stretch task's cell as 0 of 0 "
+                     "points, plus its extra credit); a score set by hand in Formgrader takes their place.")
+    else:  # the execute_result below, which nbgrader reads, shows as Out[ ] beside any later manual score
+        lines.append(f"Recorded: {recorded:g} of {cell_points:g} points, the number below; a score set by hand in "
+                     "Formgrader takes its place.")
+    return wrap(clean("\n".join(lines))) + "\n", recorded
+
+
+def _long_lines_once(output: str, where: str, shown: dict[str, str]) -> str:
+    """`output` with each long line already shown above (the same exception text in messages about different
+    calls) replaced by where it is; its new long lines are added to `shown`."""
+    lines = []
+    for line in output.splitlines():
+        key = line.strip()
+        if len(key) > REPEAT_SHOWN_ONCE and key in shown:
+            lines.append(line[:len(line) - len(line.lstrip())] + f"(the same {len(key)}-character line as "
+                         f"{shown[key]} above)")
+            continue
+        if len(key) > REPEAT_SHOWN_ONCE:
+            shown[key] = where
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def write_verdicts(nb: NotebookNode, result: Results) -> tuple[dict[str, float], dict[str, float]]:
+    """Write the kit's result into the notebook's check cells; returns the points recorded per cell, and
+    the extra credit of stretch tasks' check cells (0 points in nbgrader, kit.bonus in the registry).
+
+    Each code grade cell `check_<task>` gets exactly two outputs: stdout text (never stderr, which
+    nbgrader scores 0) and the points as an execute_result. Notes on the whole notebook (a missing
+    answer cell, code reaching into the grader) go above the first check cell's checks."""
+    tasks = _by_task(result)
+    device = result["extra_data"].get("device", "cpu")
+    chapter = CHAPTERS.get(result["extra_data"].get("assignment") or "")
+    notes = clean(result.get("output", ""))
+    shown = {notes.strip(): "in the notes on the whole notebook"} if len(notes.strip()) > REPEAT_SHOWN_ONCE else {}
+    recorded: dict[str, float] = {}
+    extra_credit: dict[str, float] = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
+            continue  # markdown and answer grade cells are nbgrader's manual grading
+        grade_id = cell.metadata.nbgrader.get("grade_id", "")
+        task = grade_id.removeprefix("check_")
+        points = float(cell.metadata.nbgrader["points"])
+        if result["tests"] and (task == grade_id or task not in tasks):
+            raise KitGradingError(f"grade cell '{grade_id}' has no checks in the kit (it grades the cells "
+                                  f"check_<task> for the tasks {', '.join(tasks)}); nbgrader would give it "
+                                  "full marks unexecuted")
+        bonus = bool(tasks.get(task)) and "bonus" in tasks[task][0]["tags"]
+        if bonus:  # a stretch task: nbgrader's 0 points, its share of the registry's bonus as extra credit
+            worth = chapter.bonus[task] if chapter is not None and task in chapter.bonus else None
+            text, extra_credit[grade_id] = task_verdict(
+                task, tasks[task], worth if worth is not None else sum(t["max_score"] for t in tasks[task]), device,
+                bonus=True, shown=shown)
+            score = 0.0
+        elif tasks:
+            text, score = task_verdict(task, tasks[task], points, device, shown=shown)
+        else:  # a notebook the grader could not read: zero, with the reason
+            text, score = f"{task}: 0 / {points:g}: the notebook could not be graded.\n", 0.0
+        if notes and not recorded:
+            text = wrap("Notes on the whole notebook:\n" + _indent(notes)) + "\n\n" + text
+        cell.outputs = [new_output("stream", name="stdout", text=text),
+                        new_output("execute_result", data={"text/plain": repr(score)}, execution_count=None)]
+        cell.execution_count = None
+        recorded[grade_id] = score
+    return recorded, extra_credit
+
+
+def record_extra_credit(db_url: str, nbgrader: dict[str, str], extra_credit: dict[str, float]) -> None:
+    """Stretch tasks' points as the extra credit of their check cells (SaveAutoGrades sets auto scores only)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        for grade_id, points in extra_credit.items():
+            gb.find_grade(grade_id, nbgrader["notebook"], nbgrader["assignment"], nbgrader["student"]).extra_credit \
+                = points
+        gb.db.commit()
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """torch's threads set to one while the kit grades in nbgrader's process, as in grade-all's workers (the
+    judge's idle threads would spin on the cores that timed children need); nbgrader's setting is restored."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class KitAutograde(NbGraderPreprocessor):
+    """Grades a submission with the kit and writes the verdicts into its check cells (see the module)."""
+
+    device = Enum(["cpu", "cuda"], "cpu", help="device the kit grades on").tag(config=True)
+    results_dir = Unicode("", help="a grade-all output folder: a submission whose result there was made "
+                          "from the same notebook bytes is recorded from it, not graded again").tag(config=True)
+    grade_missing = Bool(True, help="grade a submission that has no current result in results_dir; "
+                         "False fails it instead (grade-all --gradebook records only what it graded)"
+                         ).tag(config=True)
+
+    def _coursedir(self) -> Any:
+        parent = self.parent
+        while parent is not None and getattr(parent, "coursedir", None) is None:
+            parent = parent.parent
+        if parent is None:
+            raise KitGradingError("KitAutograde runs inside nbgrader's Autograde converter only")
+        return parent.coursedir
+
+    def _result(self, job: Job, root: Path) -> Results:
+        if self.results_dir:
+            stored = stored_result(root / self.results_dir, job)
+            if stored is not None:
+                self.log.info("kit: %s/%s from %s", job.student, job.assignment, self.results_dir)
+                return stored
+            if not self.grade_missing:
+                raise KitGradingError(f"no result of this notebook in {self.results_dir} "
+                                      "(grade-all has not graded this version, or it was a grader error)")
+        chapter = CHAPTERS.get(job.assignment)  # as grade-all's workers: chapters that trace load torch._dynamo
+        # nbgrader's process keeps one zygote for all its gradings; it imports torch while the judge imports its own
+        zygote = launcher.zygote(chapter is not None and chapter.loads_dynamo)
+        with one_torch_thread():
+            result = grade_submission(job, str(root), self.device, junit=False, zygote=zygote)
+        error = fmt.grader_error(result)
+        if error:
+            raise KitGradingError(f"grader error, no score recorded (autograde it again): {error}")
+        return result
+
+    def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
+        info = resources["nbgrader"]
+        coursedir = self._coursedir()
+        submitted = Path(coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"]),
+                         f"{info['notebook']}.ipynb")
+        if not submitted.is_file():
+            raise KitGradingError(f"the submitted notebook {submitted} is gone")
+        job = Job(info["student"], info["assignment"], str(submitted), file_sha256(submitted))
+        result = self._result(job, Path(coursedir.root))
+        recorded, extra_credit = write_verdicts(nb, result)
+        if extra_credit:
+            record_extra_credit(info["db_url"], info, extra_credit)
+        if not isinstance(nb.metadata.get("kit"), dict):
+            nb.metadata["kit"] = {}
+        nb.metadata["kit"][GRADED_SHA256] = job.sha256  # what grade-all --gradebook compares
+        for task in _by_task(result):
+            if f"check_{task}" not in recorded:
+                self.log.warning("kit: %s/%s has no check cell check_%s: nbgrader records no score for it",
+                                 job.student, job.assignment, task)
+        self.log.info("kit: %s/%s: %s", job.student, job.assignment,
+                      ", ".join(f"{cell} {score:g}" + (f" +{extra_credit[cell]:g} extra credit" if cell in
+                                                     extra_credit else "") for cell, score in recorded.items()))
+        return nb, resources
