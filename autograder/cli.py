@@ -16,7 +16,7 @@ from autograder.judging import results as fmt
 from autograder.judging.registry import CHAPTERS
 from autograder.sandbox.limits import Limits
 
-GRADING = ("torch", "numpy", "pytest")  # what the grading engine imports (README: a GPU runner needs no more)
+GRADING = ("torch", "numpy", "pytest")  # what the grading engine imports (docs/operations.md: all a GPU runner needs)
 
 
 def _grade(args: argparse.Namespace) -> int:

@@ -1,7 +1,7 @@
 """The example class in examples/submitted/<student>/<assignment>/ (nbgrader's layout), made from each
 chapter's release, its reference solution and its named cases, so that it follows every release.
 
-`build` writes a chapter's examples after its release; the demo and the README's walk-through grade them, and
+`build` writes a chapter's examples after its release; the demo and docs/instructors.md's walk-through grade them, and
 tests/course/test_release.py checks that the committed ones are what this module makes of today's release
 (an example from an earlier release lacks cells that nbgrader then has to put back).
 

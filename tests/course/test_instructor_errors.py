@@ -1,5 +1,5 @@
-"""What an instructor's mistakes get from the kit's commands: a clear message and an exit status the README lists,
-never a traceback, a stray file, or a write into a folder the kit does not own."""
+"""What an instructor's mistakes get from the kit's commands: a clear message and an exit status that
+docs/operations.md lists, never a traceback, a stray file, or a write into a folder the kit does not own."""
 
 from __future__ import annotations
 
@@ -84,17 +84,22 @@ def test_export_from_a_subfolder_writes_the_courses_grades(tmp_path: Path, monke
 
 
 def _exit_codes() -> dict[str, set[int]]:
-    """The README's table of exit codes: command -> the statuses it lists."""
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("\n### Exit codes\n")
-    table = readme[start:readme.index("\n#", start + 1)]
+    """docs/operations.md's list of exit codes (`- `command`` lines, each with `  - N: meaning` items):
+    command -> the statuses it lists."""
+    doc = (ROOT / "docs" / "operations.md").read_text()
+    start = doc.index("\n## Exit codes\n")
+    end = doc.find("\n#", start + 1)
     codes: dict[str, set[int]] = {}
-    for command, code in re.findall(r"^\| `([\w-]+)` \| (\d+) \|", table, re.M):
-        codes.setdefault(command, set()).add(int(code))
+    command = None
+    for line in doc[start:end if end > 0 else None].splitlines():
+        if heading := re.fullmatch(r"- `([\w-]+)`", line):
+            command = heading[1]
+        elif (item := re.match(r"  - (\d+): ", line)) and command:
+            codes.setdefault(command, set()).add(int(item[1]))
     return codes
 
 
-def test_the_readme_lists_every_exit_code_of_every_command() -> None:
+def test_the_docs_list_every_exit_code_of_every_command() -> None:
     parser_commands = set(re.findall(r"sub\.add_parser\(\"([\w-]+)\"", Path(cli.__file__).read_text()))
     listed = _exit_codes()
     assert set(listed) == parser_commands

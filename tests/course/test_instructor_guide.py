@@ -1,9 +1,9 @@
-"""The README's instructor guide works as printed, in order, on a fresh copy of the course.
+"""The instructor guide (docs/instructors.md) works as printed, in order, on a fresh copy of the course.
 
 Every command in the guide's bash blocks is run in a copy of the repository's files (with the
 kit's .venv linked in), from a shell where .venv is not activated, with `<id>` = chapter 07;
 the few that cannot run here are named with the reason. Between the steps a student fetches
-the release through nbgrader's exchange, validates and submits it (the student guide's commands),
+the release through nbgrader's exchange, validates and submits it (docs/students.md's commands),
 and the instructor adjusts a score as Formgrader does. The submission forgets the max
 subtraction in softmax and skips the stretch task: the kit gives it 15 / 20, stock nbgrader 10 / 20.
 """
@@ -29,7 +29,8 @@ pytestmark = pytest.mark.slow  # minutes in all: tests/conftest.py starts it fir
 
 CH = "07_numerical_stability"
 NO_MAX = mutant(CH, "no max subtraction").cells["softmax"]
-README = (ROOT / "README.md").read_text()
+INSTRUCTORS = (ROOT / "docs" / "instructors.md").read_text()
+STUDENTS = (ROOT / "docs" / "students.md").read_text()
 SKIPPED = {  # command prefix -> why this test does not run it
     "make setup": "the copy uses the kit's own .venv, linked in; `make test` has just set it up",
     ".venv/bin/jupyter lab": "interactive: the browser test drives JupyterLab and Formgrader",
@@ -38,9 +39,9 @@ SKIPPED = {  # command prefix -> why this test does not run it
 
 
 def _section(title: str) -> str:
-    start = README.index(f"\n## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start:end if end > 0 else None]
+    start = INSTRUCTORS.index(f"\n## {title}\n")
+    end = INSTRUCTORS.find("\n## ", start + 1)
+    return INSTRUCTORS[start:end if end > 0 else None]
 
 
 def _commands(section: str) -> list[str]:
@@ -85,7 +86,7 @@ def _student_turn(tmp: Path, env: dict[str, str]) -> None:
     student = {**env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"}
     home = tmp / "student"
     home.mkdir()
-    guide = _section("Student guide")
+    guide = STUDENTS  # the whole page is the student guide
     for command in (f"nbgrader fetch_assignment {CH}", f"nbgrader submit {CH}"):
         assert command.replace(CH, "<id>") in guide
     done = _shell(f"nbgrader fetch_assignment {CH}", home, student)
@@ -114,7 +115,7 @@ def _student_turn(tmp: Path, env: dict[str, str]) -> None:
 
 
 def test_every_instructor_command_works_as_printed(tmp_path: Path) -> None:
-    commands = _commands(_section("Instructor guide"))
+    commands = _commands(_section("The course, step by step"))
     for needed in (f".venv/bin/python -m autograder build {CH}", f".venv/bin/nbgrader generate_assignment {CH} --force",
                    f".venv/bin/nbgrader autograde {CH}", ".venv/bin/python -m autograder grade-all . --gradebook",
                    f".venv/bin/nbgrader generate_feedback {CH}", ".venv/bin/nbgrader export"):

@@ -228,7 +228,7 @@ def test_grade_all_gradebook_leaves_recorded_submissions_and_manual_grades_alone
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         gb.find_grade("check_softmax", CH, CH, "bob").manual_score = 8.0
         gb.db.commit()
-    roster = course / "roster.csv"  # the README's step 4: the names, with nbgrader's own import
+    roster = course / "roster.csv"  # docs/instructors.md's step 4: the names, with nbgrader's own import
     roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},{s.title()},Example,\n" for s in CLASS))
     imported = _run(course, "nbgrader", "db", "student", "import", str(roster))
     assert imported.returncode == 0, imported.stdout + imported.stderr

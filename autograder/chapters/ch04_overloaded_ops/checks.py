@@ -252,7 +252,7 @@ class Reference(StudentApi):
 
 
 # The bar: the most time a call may take against the vectorized reference's. Measured through compare_speed by
-# benchmarks/timing_stability.py (the README's benchmark table has the figures behind it): every correct form
+# benchmarks/timing_stability.py (docs/architecture.md's benchmarks have the figures behind it): every correct form
 # stays far below it, and every loop (torch, numpy, Python, in chunks of rows) far above it. One bar serves
 # "vectorized" and "fast" alike: a bar tight enough to ask more speed would fail correct forms on a busy machine.
 AT_MOST = 8.0

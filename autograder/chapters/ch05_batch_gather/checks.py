@@ -176,7 +176,7 @@ SCATTER_TIMED: list[Spec] = [randint(-100, 100, SCATTER_BATCH, 2, dtype="float32
                              randint(0, SCATTER_SLOTS, SCATTER_BATCH, 2)]
 SCATTER_TIMED_SHOWN = f"[{SCATTER_BATCH}, 2] values and indices, n = {SCATTER_SLOTS}"
 # The bar: the most time a call may take against the vectorized reference's. Measured through compare_speed by
-# benchmarks/timing_stability.py (the README's benchmark table has the figures behind it): every correct form
+# benchmarks/timing_stability.py (docs/architecture.md's benchmarks have the figures behind it): every correct form
 # (one-hot products included, which do N times the work) stays far below it, and every loop (torch, numpy,
 # Python, scripted) far above it. One bar serves "vectorized" and "fast" alike: a bar tight enough to ask more
 # speed would fail correct forms on a busy machine. torch.compile on the loop unrolls it (27-45 s to compile at
