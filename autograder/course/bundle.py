@@ -23,7 +23,13 @@ set -euo pipefail
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
 TORCH_INDEX_URL="${TORCH_INDEX_URL:-}"   # set to a CPU wheel index to avoid the CUDA build
 apt-get update -qq && apt-get install -y -qq python3 python3-venv python3-pip >/dev/null
-python3 -m venv /autograder/venv
+# The kit needs Python 3.11 or newer; Ubuntu 22.04 images have 3.10 as python3 and 3.11 as a package.
+python=python3
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    apt-get install -y -qq python3.11 python3.11-venv >/dev/null
+    python=python3.11
+fi
+"$python" -m venv /autograder/venv
 /autograder/venv/bin/pip install -q "$TORCH_SPEC" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
 /autograder/venv/bin/pip install -q /autograder/source/kit
 # Where the kernel refuses namespaces, file permissions alone keep the hidden checks from the sandbox uid.
