@@ -315,9 +315,10 @@ def _tiling_ops(ops: list[str]) -> list[str]:
 #   far the box's memory rose during the call (Student.peak_memory: the box's memory cgroup's high-water mark, cgroup
 #   v1 memory.max_usage_in_bytes, or v2 memory.peak on kernels 6.12 and later; else the VmHWM of its processes, as on
 #   a v2 kernel before 6.12 or without cgroups). A rise above a quarter of the copy fails. `benchmarks/never_tiles.py
-#   --runs 10` on the kit's 2-core machine beside a CPU hog: every correct form rose by 0.75 MiB at most (cgroup v1;
-#   5.1 MiB with VmHWM, which counts file pages mapped for the first time), every tiled form by 258 MiB or more
-#   (memory reserved before the call and reused hides it: the out-of-reach input catches that). Where
+#   --runs 2` on the kit's 2-core machine (kernel 6.18) beside a CPU hog, against the bar of 64 MiB: every correct
+#   form rose by 0.75 MiB at most (cgroup v1; 0.125 MiB with VmHWM, less the file pages mapped during the call),
+#   every tiled form by 254 MiB or more (memory reserved before the call and reused hides it: the out-of-reach
+#   input catches that). Where
 #   nothing can be read (no cgroup and /proc/PID/clear_refs not writable) or on a GPU (device memory is not
 #   counted) this part is skipped: the out-of-reach input still fails every tiled copy, and no correct code loses
 #   a point for a measurement that could not be made.
