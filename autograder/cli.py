@@ -33,7 +33,7 @@ def _grade(args: argparse.Namespace) -> int:
     with Zygote(warm) as zygote:  # this command's; it imports torch now, while the judge imports its own below
         import torch  # here, not for merge
 
-        from autograder.judging.judge import Grade, GraderError, grade_loaded
+        from autograder.judging.judge import Grade, GradeOptions, GraderError, grade_loaded
         from autograder.judging.seeds import student_from_gradescope
 
         # The whole process, which only judges: one torch thread, as the sandbox's children have. The judge's
@@ -50,8 +50,8 @@ def _grade(args: argparse.Namespace) -> int:
             if sub is None:
                 g = Grade(notebook, args.assignment, args.device, notes=[str(unknown)])
             else:
-                g = grade_loaded(sub, args.device, args.seed, limits, args.junit, only=args.only, student=student,
-                                 zygote=zygote)
+                options = GradeOptions(args.device, args.seed, limits, args.junit, only=args.only, student=student)
+                g = grade_loaded(sub, options, zygote=zygote)
         except GraderError as e:
             print(clean(f"grader error: {e}"), file=sys.stderr)
             return 2

@@ -186,7 +186,7 @@ def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launc
     """The result of one submission (a grader-error result when the machine failed it), its sandboxes forked by
     `zygote`; writes nothing but its JUnit report. grade-all's workers and nbgrader's autograde
     (course.nbgrader_autograde) call it."""
-    from autograder.judging.judge import Grade, GraderError, grade
+    from autograder.judging.judge import Grade, GradeOptions, GraderError, grade
     from autograder.judging.report import gradescope
 
     if not job.notebook:
@@ -199,8 +199,8 @@ def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launc
         if report is not None:
             report.parent.mkdir(parents=True, exist_ok=True)
         try:
-            result = gradescope(grade(Path(job.notebook), assignment, device, junit=report, student=job.student,
-                                      zygote=zygote))
+            options = GradeOptions(device, junit=report, student=job.student)
+            result = gradescope(grade(Path(job.notebook), assignment, options, zygote=zygote))
         except GraderError as e:
             result = error_result(job, device, str(e))
     result["extra_data"]["student"], result["extra_data"]["sha256"] = job.student_text, job.sha256

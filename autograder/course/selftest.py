@@ -36,7 +36,7 @@ import torch.nn.functional as F
 
 from autograder.course.cases import Mutant, mutants
 from autograder.course.reference import solution_cells, with_answers
-from autograder.judging.judge import Grade, GraderError, grade
+from autograder.judging.judge import Grade, GradeOptions, GraderError, grade
 from autograder.judging.plugin import CheckResult, declared_checks
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.results import AMP_MEMORY_RATIO, CUDA_EVENTS_RATIO, NEEDED_RATIO, RATIO, Outcome
@@ -56,7 +56,7 @@ Grader = Callable[[Path, str, str | None], Grade]
 def default_grader(notebook: Path, device: str, only: str | None) -> Grade:
     """Grading as `grade` does it (its default limits), with the fixed seed; every grading of the self-test
     forks from the one zygote of this process."""
-    return grade(notebook, device=device, seed=SEED, only=only, zygote=launcher.zygote())
+    return grade(notebook, options=GradeOptions(device, SEED, only=only), zygote=launcher.zygote())
 
 
 def cuda_only(chapter: str) -> dict[str, float]:
