@@ -28,7 +28,7 @@ from autograder.judging.untrusted import safe_json
 from autograder.sandbox.control import CpuTime, MemoryPeak
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.process import ChildDied, ChildTimeout, Sandbox, SandboxUnavailable
+from autograder.sandbox.process import ChildDied, ChildTimeout, Program, Sandbox, SandboxUnavailable
 from autograder.sandbox.runtime import wire
 
 MAX_RESTARTS = 8  # child restarts per grading, each ~2 s (import torch)
@@ -112,8 +112,8 @@ class Student:
                 self.fatal = f"Grading stopped calling your code after it crashed {MAX_RESTARTS} times."
                 raise StudentError(self.fatal, self.fatal_outcome)
         sub = self.submission
-        self.sandbox = Sandbox(self.zygote, sub.chapter.preamble, sub.chapter.harness_source(), sub.cells,
-                               self.device, self.limits, self.data_dir, sub.chapter.loads_dynamo)
+        program = Program(sub.chapter.preamble, sub.chapter.harness_source(), sub.cells, sub.chapter.loads_dynamo)
+        self.sandbox = Sandbox(self.zygote, program, self.device, self.limits, self.data_dir)
         try:
             started = self.sandbox.start()
             self.cuda = started["cuda"]
