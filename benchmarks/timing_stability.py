@@ -162,7 +162,7 @@ def transfer(chapter: str, rounds: int = 30, count: int = 20) -> None:
                 fastest: dict[str | None, float] = {}
                 for target in (None, name, f"{name}_one"):
                     for r in range(rounds):
-                        with student.frozen():
+                        with student.control.frozen():
                             started = time.perf_counter()
                             ref.timed_run(target, sets, r, count, constants=constants)
                             seconds = (ref.arrived - started) / count

@@ -16,7 +16,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ import torch
 from autograder.judging.notebook import Submission
 from autograder.judging.results import Outcome
 from autograder.judging.untrusted import safe_json
-from autograder.sandbox.control import CpuTime, MemoryPeak
+from autograder.sandbox.control import NO_CONTROL, BoxControl, NoControl
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import ChildDied, ChildTimeout, Program, Sandbox, SandboxUnavailable
@@ -141,37 +141,16 @@ class Student:
         with contextlib.suppress(StudentError):
             self._ensure()
 
-    @contextlib.contextmanager
-    def frozen(self) -> Iterator[None]:
-        """Every process of this submission stopped for the block (Sandbox.frozen): nothing to stop while none
-        is alive."""
-        if self.sandbox is None:
-            yield
-        else:
-            with self.sandbox.frozen():
-                yield
-
-    @contextlib.contextmanager
-    def peak_memory(self) -> Iterator[MemoryPeak]:
-        """How far this submission's host memory rose during the block, at its peak, read by the judge from the
-        kernel (Sandbox.peak_memory); `how` and `grown` stay None where nothing could be read. Start the process
-        (a first call) before the block: loading it is not the call measured. GPU memory is not counted."""
-        if self.sandbox is None:
-            yield MemoryPeak()
-        else:
-            with self.sandbox.peak_memory() as peak:
-                yield peak
-
-    @contextlib.contextmanager
-    def cpu_time(self) -> Iterator[CpuTime]:
-        """The CPU time this submission's processes used during the block, all threads together, read by the judge
-        from the kernel (Sandbox.cpu_time): unlike the wall clock, another load on the machine hardly changes it.
-        `how` and `seconds` stay None where nothing could be read. Start the process (a first call) before."""
-        if self.sandbox is None:
-            yield CpuTime()
-        else:
-            with self.sandbox.cpu_time() as spent:
-                yield spent
+    @property
+    def control(self) -> BoxControl | NoControl:
+        """The judge's hold on this submission's box, read from outside it: `frozen()` stops every process of it
+        for a block (one that cannot be frozen is killed, and started again by the next call); `peak_memory()`
+        and `cpu_time()` read from the kernel how far its host memory rose (GPU memory is not counted) and the
+        CPU time all its threads used during a block (unlike the wall clock, another load on the machine hardly
+        changes it). Start the process (a first call) before measuring: loading it is not the call measured.
+        While no box is alive, a NoControl: nothing to freeze, nothing measured."""
+        box = self.sandbox
+        return box.control if box is not None and box.alive and box.control is not None else NO_CONTROL
 
     def close(self) -> None:
         if self.sandbox is not None:

@@ -16,12 +16,11 @@ import select
 import signal
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autograder.sandbox.control import BoxControl, CpuTime, MemoryPeak
+from autograder.sandbox.control import BoxControl
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.runtime import isolation, wire
@@ -122,7 +121,7 @@ class Sandbox:
                                             self.limits.scratch_bytes, data, [self.zygote.runtime], self.lease)
             self.plan.cuda = self.device == "cuda"
             isolation.prepare_scratch(self.plan)
-            self.control = BoxControl(self.plan.uid, self.plan.namespaces, self.limits.box_memory_bytes)
+            self.control = BoxControl(self.plan.uid, self.plan.namespaces, self.limits.box_memory_bytes, self.kill)
         except OSError as e:
             raise SandboxUnavailable(f"preparing the sandbox failed: {e}") from None
         child_in, self._to_child = os.pipe()
@@ -240,38 +239,6 @@ class Sandbox:
             self.kill()
         self.alive = False
         return code
-
-    @contextlib.contextmanager
-    def frozen(self) -> Iterator[None]:
-        """Every process of this submission stopped for the block, and resumed after it (while the judge times
-        another process). A box that cannot be frozen is killed instead: the next request starts it again."""
-        if not self.alive or self.control is None:
-            yield
-            return
-        with self.control.frozen() as done:
-            if not done:
-                self.kill()
-            yield
-
-    @contextlib.contextmanager
-    def peak_memory(self) -> Iterator[MemoryPeak]:
-        """How far this submission's memory rose during the block (BoxControl.peak_memory); not measured while none
-        of its processes is alive."""
-        if not self.alive or self.control is None:
-            yield MemoryPeak()
-            return
-        with self.control.peak_memory() as peak:
-            yield peak
-
-    @contextlib.contextmanager
-    def cpu_time(self) -> Iterator[CpuTime]:
-        """The CPU time this submission used during the block (BoxControl.cpu_time); not measured while none of its
-        processes is alive."""
-        if not self.alive or self.control is None:
-            yield CpuTime()
-            return
-        with self.control.cpu_time() as spent:
-            yield spent
 
     def kill(self) -> None:
         """End every process of this submission. Its groups' kill where it has them; with a PID namespace,
