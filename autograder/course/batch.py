@@ -169,7 +169,7 @@ def _init_worker(counter: Any, warm: bool) -> None:
     torch.set_num_threads(1)  # the whole worker: one core is all it has, as the sandbox's children have
 
 
-def grade_job(job: Job, out: str, device: str, junit: bool) -> Row:
+def grade_job(job: Job, out: str, device: str, junit: bool) -> SummaryRow:
     """Grade one submission and write its result file; returns the summary row. Never raises
     for a grading that fails: that is a grader-error result."""
     started = time.perf_counter()
@@ -207,7 +207,7 @@ def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launc
     return result
 
 
-class Row(TypedDict):
+class SummaryRow(TypedDict):
     """One submission in summary.json and summary.csv."""
 
     student: str
@@ -219,10 +219,10 @@ class Row(TypedDict):
     notes: str
 
 
-ROW_FIELDS = ["student", "assignment", "score", "max_score", "seconds", "status", "notes"]  # Row's keys
+ROW_FIELDS = ["student", "assignment", "score", "max_score", "seconds", "status", "notes"]  # SummaryRow's keys
 
 
-def row(result: Results) -> Row:
+def row(result: Results) -> SummaryRow:
     """A summary row; every text in it is cleaned of terminal control characters."""
     extra = result["extra_data"]
     status: Literal["graded", "error", "grader-error"]
@@ -248,7 +248,7 @@ class Progress:
         self.below = self.errors = self.grader_errors = 0
         self.started = time.monotonic()
 
-    def add(self, r: Row) -> None:
+    def add(self, r: SummaryRow) -> None:
         self.done += 1
         if r["status"] == GRADER_ERROR:
             self.grader_errors += 1
@@ -266,11 +266,11 @@ class Progress:
         sys.stderr.flush()
 
 
-Work = Callable[[Job, str, str, bool], Row]
+Work = Callable[[Job, str, str, bool], SummaryRow]
 
 
-def _run(todo: list[Job], workers: int, submit: Callable[[cf.Executor, Job], cf.Future[Row]],
-         new_pool: Callable[[], cf.Executor], graded: Callable[[Row], None],
+def _run(todo: list[Job], workers: int, submit: Callable[[cf.Executor, Job], cf.Future[SummaryRow]],
+         new_pool: Callable[[], cf.Executor], graded: Callable[[SummaryRow], None],
          failed: Callable[[Job, str], None]) -> None:
     """Run every job of `todo` on process pools, `workers` at a time, surviving workers that die.
 
@@ -284,7 +284,7 @@ def _run(todo: list[Job], workers: int, submit: Callable[[cf.Executor, Job], cf.
     strikes: dict[Job, int] = {}
     while pending or suspects:
         with new_pool() as pool:
-            running: dict[cf.Future[Row], Job] = {}
+            running: dict[cf.Future[SummaryRow], Job] = {}
             broken = False
             while (pending or suspects or running) and not broken:
                 if suspects:
@@ -377,7 +377,7 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
     return 0
 
 
-def write_summaries(out: Path, results: list[Results]) -> list[Row]:
+def write_summaries(out: Path, results: list[Results]) -> list[SummaryRow]:
     rows = sorted((row(r) for r in results), key=lambda r: (r["student"], r["assignment"]))
     out.mkdir(parents=True, exist_ok=True)
     _write_atomic(out / "summary.json", json.dumps(rows, indent=2))

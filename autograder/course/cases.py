@@ -78,7 +78,7 @@ class CaseError(ValueError):
 
 
 @dataclass(frozen=True)
-class Declared:
+class DeclaredCase:
     """A case as its decorator records it, before it is checked against its chapter."""
 
     kind: Literal["wrong", "right", "cell"]
@@ -87,8 +87,8 @@ class Declared:
     where: str  # file:line of its decorator, for error messages
     module: str  # the module that declares it
     cell: str | None = None  # the answer cell it replaces; None: the one whose name the code defines
-    edits: str | Declared | None = None  # its code is an edit of this cell's reference code, or of this case's
-    also: tuple[Declared, ...] = ()  # other cells it replaces
+    edits: str | DeclaredCase | None = None  # its code is an edit of this cell's reference code, or of this case's
+    also: tuple[DeclaredCase, ...] = ()  # other cells it replaces
     fails: dict[str, str] = field(default_factory=dict)  # wrong: check -> a phrase its message must contain
     only: str = ""  # right: the pytest -k selection that grades it
     points: float = 0.0  # right: the points of the checks `only` selects, all of them earned
@@ -167,25 +167,25 @@ def _body(fn: Callable[..., Any]) -> tuple[str, str]:
 
 
 def _declare(kind: Literal["wrong", "right", "cell"], name: str | None, **fields: Any
-             ) -> Callable[[Callable[..., Any]], Declared]:
-    def declare(fn: Callable[..., Any]) -> Declared:
+             ) -> Callable[[Callable[..., Any]], DeclaredCase]:
+    def declare(fn: Callable[..., Any]) -> DeclaredCase:
         code, where = _body(fn)
         if name is not None and not (isinstance(name, str) and name.strip()):
             raise CaseError(f"{where}: a case needs a name")
         edits = fields.get("edits")
         if edits is not None:
-            if not (isinstance(edits, Declared) or (isinstance(edits, str) and edits.strip())):
+            if not (isinstance(edits, DeclaredCase) or (isinstance(edits, str) and edits.strip())):
                 raise CaseError(f"{where}: edits= names an answer cell, or is a case or @cell declared above")
             if fields.get("cell") is not None:
                 raise CaseError(f"{where}: edits= names the cell it replaces: leave out cell=")
-        return Declared(kind, fn.__name__ if name is None else name, code, where, fn.__module__, **fields)
+        return DeclaredCase(kind, fn.__name__ if name is None else name, code, where, fn.__module__, **fields)
 
     return declare
 
 
-def wrong(name: str, *, fails: dict[str, str], cell: str | None = None, edits: str | Declared | None = None,
-          also: Sequence[Declared] = (), devices: Sequence[str] = ("cpu", "cuda")
-          ) -> Callable[[Callable[..., Any]], Declared]:
+def wrong(name: str, *, fails: dict[str, str], cell: str | None = None, edits: str | DeclaredCase | None = None,
+          also: Sequence[DeclaredCase] = (), devices: Sequence[str] = ("cpu", "cuda")
+          ) -> Callable[[Callable[..., Any]], DeclaredCase]:
     """A named wrong implementation: each check in `fails` must fail on it, its message containing the phrase,
     when graded on each of `devices` (a mistake that one device's grading cannot show names the others)."""
     if not set(devices) <= {"cpu", "cuda"} or not devices:
@@ -195,15 +195,15 @@ def wrong(name: str, *, fails: dict[str, str], cell: str | None = None, edits: s
 
 
 def right(name: str, *, only: str, points: float = 0.0, bonus: float = 0.0, cell: str | None = None,
-          edits: str | Declared | None = None, also: Sequence[Declared] = ()
-          ) -> Callable[[Callable[..., Any]], Declared]:
+          edits: str | DeclaredCase | None = None, also: Sequence[DeclaredCase] = ()
+          ) -> Callable[[Callable[..., Any]], DeclaredCase]:
     """A correct form: the checks `only` selects are worth `points` and `bonus`, and it earns them all."""
     return _declare("right", name, only=only, points=float(points), bonus=float(bonus), cell=cell, edits=edits,
                     also=tuple(also))
 
 
-def cell(grade_id: str | None = None, *, edits: str | Declared | None = None
-         ) -> Callable[[Callable[..., Any]], Declared]:
+def cell(grade_id: str | None = None, *, edits: str | DeclaredCase | None = None
+         ) -> Callable[[Callable[..., Any]], DeclaredCase]:
     """An answer cell's code that is no case on its own: for a case that replaces several cells (`also=`), or the
     code that several cases edit (`edits=`)."""
     return _declare("cell", None, cell=grade_id, edits=edits)
@@ -307,14 +307,14 @@ def defined_names(code: str) -> set[str]:
     return names
 
 
-def _cell(chapter: Chapter, case: Declared, reference: Callable[[], Mapping[str, str]]) -> tuple[str, str]:
+def _cell(chapter: Chapter, case: DeclaredCase, reference: Callable[[], Mapping[str, str]]) -> tuple[str, str]:
     """The answer cell a case's own code replaces, and the code replacing it: the case's, or its edit applied."""
     try:
         compile(case.code, case.where, "exec")
     except SyntaxError as e:
         raise CaseError(f"{case.where}: {case.name!r}: its code does not compile once dedented ({e.msg}, line "
                         f"{e.lineno} of the cell)") from None
-    if isinstance(case.edits, Declared):
+    if isinstance(case.edits, DeclaredCase):
         grade_id, base = _cell(chapter, case.edits, reference)
         edited = f"{'@cell' if case.edits.kind == 'cell' else 'case'} {case.edits.name!r}"
     elif case.edits is not None:
@@ -344,7 +344,7 @@ def _cell(chapter: Chapter, case: Declared, reference: Callable[[], Mapping[str,
         raise CaseError(f"{case.where}: {case.name!r} edits {edited}: {e}") from None
 
 
-def _cells(chapter: Chapter, case: Declared, reference: Callable[[], Mapping[str, str]]) -> dict[str, str]:
+def _cells(chapter: Chapter, case: DeclaredCase, reference: Callable[[], Mapping[str, str]]) -> dict[str, str]:
     """The cells a case replaces, each checked against the chapter."""
     grade_id, code = _cell(chapter, case, reference)
     cells = {grade_id: code}
@@ -390,7 +390,7 @@ def load(chapter: Chapter, path: Path | None = None) -> Cases:
     else:
         module = _module_at(path, f"_cases_{chapter.folder.name}_{next(_LOADED)}")
     declared = [v for v in vars(module).values()
-                if isinstance(v, Declared) and v.module == module.__name__ and v.kind != "cell"]
+                if isinstance(v, DeclaredCase) and v.module == module.__name__ and v.kind != "cell"]
     checks = declared_checks(_checks_module(chapter))
 
     @functools.cache

@@ -100,7 +100,7 @@ class TestResult(_Test, total=False):
     extra_data: TestExtra
 
 
-class Sandbox(TypedDict, total=False):
+class SandboxRecord(TypedDict, total=False):
     active: list[str]  # the sandbox's protections in force
     off: list[str]  # those this machine could not apply
 
@@ -119,7 +119,7 @@ class ExtraData(_Extra, total=False):
 
     notebook: str
     device: str
-    sandbox: Sandbox
+    sandbox: SandboxRecord
     integrity: list[str]  # constructs reaching into grader internals (autograder/judging/scan.py), the first 20
     integrity_count: int  # how many there are in all; absent in older files, which list them all
     bonus: Bonus  # stretch tasks' points, included in the score
