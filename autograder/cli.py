@@ -81,23 +81,23 @@ def _grade_all(args: argparse.Namespace) -> int:
         print(f"shard {chosen.spec}: {chosen.source}", file=sys.stderr)
     run = grade_class(ClassOptions(args.root, args.out, workers, args.device, chosen.spec if chosen else None,
                                    args.junit, args.gradebook, args.feedback))
-    if run.reports is None:
+    if run.reports is None:  # refused (2) or interrupted (130): nothing after grading ran
         return run.grading
-    print(f"results: {args.out}/results/<student>/<assignment>.json; summaries: {args.out}/summary.csv, "
-          f"{args.out}/summary.json")
+    out = run.options.out
+    print(f"results: {out}/results/<student>/<assignment>.json; summaries: {out}/summary.csv, {out}/summary.json")
     _print_reports(run.reports)
     if run.unregistered is not None:  # nothing recorded: the message names the command to run
         print(run.unregistered, file=sys.stderr)
         return 1
-    failed = _print_gradebook(run, args.root)
+    failed = _print_gradebook(run)
     return 3 if run.grading == 3 or failed else 0
 
 
-def _print_gradebook(run: ClassRun, root: Path) -> bool:
+def _print_gradebook(run: ClassRun) -> bool:
     """grade-all's lines on the gradebook and feedback steps; True when some submission was not recorded."""
     from autograder.judging.report import clean
 
-    done, pages = run.recorded, run.feedback
+    done, pages, root = run.recorded, run.feedback, run.options.root
     if done is not None:
         print(f"gradebook: {done.recorded} submissions recorded by nbgrader autograde, {done.unchanged} "
               f"already recorded, {len(done.failed)} failed, in {root / 'gradebook.db'}")

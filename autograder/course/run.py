@@ -42,17 +42,13 @@ class Reports:
 
 @dataclass(frozen=True)
 class ClassRun:
+    """What grade_class did, for the command line to print and to map to an exit code."""
     options: ClassOptions
     grading: int  # batch.grade_all's status: 0 all graded, 3 some grader errors, 2 refused, 130 interrupted
     reports: Reports | None = None  # None when grading did not complete
     recorded: Recorded | None = None  # with options.gradebook
     unregistered: str | None = None  # the gradebook cannot take these results: the command that fixes it
     feedback: Feedback | None = None  # with options.feedback
-
-    @property
-    def graded(self) -> bool:
-        """Every submission has a result (a grader error is one too): the later steps ran."""
-        return self.grading in (0, 3)
 
 
 def write_reports(graded: Path, root: Path | None = None) -> Reports:
