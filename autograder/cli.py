@@ -9,7 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from autograder.course.batch import grade_all, merge
+from autograder.course.batch import merge
+from autograder.course.run import ClassOptions, ClassRun, Reports, grade_class, write_reports
 from autograder.course.shards import ShardError
 from autograder.course.shards import resolve as resolve_shard
 from autograder.judging import results as fmt
@@ -32,7 +33,7 @@ def _grade(args: argparse.Namespace) -> int:
     with Zygote(warm) as zygote:  # this command's; it imports torch now, while the judge imports its own below
         import torch  # here, not for merge
 
-        from autograder.judging.judge import Grade, GraderError, grade_loaded
+        from autograder.judging.judge import Grade, GradeOptions, GraderError, grade_loaded
         from autograder.judging.seeds import student_from_gradescope
 
         # The whole process, which only judges: one torch thread, as the sandbox's children have. The judge's
@@ -49,8 +50,8 @@ def _grade(args: argparse.Namespace) -> int:
             if sub is None:
                 g = Grade(notebook, args.assignment, args.device, notes=[str(unknown)])
             else:
-                g = grade_loaded(sub, args.device, args.seed, limits, args.junit, only=args.only, student=student,
-                                 zygote=zygote)
+                options = GradeOptions(args.device, args.seed, limits, args.junit, only=args.only, student=student)
+                g = grade_loaded(sub, options, zygote=zygote)
         except GraderError as e:
             print(clean(f"grader error: {e}"), file=sys.stderr)
             return 2
@@ -78,41 +79,55 @@ def _grade_all(args: argparse.Namespace) -> int:
         return 2
     if chosen is not None and args.shard == "auto":
         print(f"shard {chosen.spec}: {chosen.source}", file=sys.stderr)
-    code = grade_all(args.root, args.out, workers, args.device, chosen.spec if chosen else None, args.junit)
-    if code not in (0, 3):  # 3: some grader errors, listed on stderr; the other results stand
-        return code
-    print(f"results: {args.out}/results/<student>/<assignment>.json; summaries: {args.out}/summary.csv, "
-          f"{args.out}/summary.json")
-    _report_after(args.out, args.root)
-    if args.gradebook or args.feedback:
-        from autograder.course.nbgrader.gradebook import record, write_feedback  # needs nbgrader: imported only here
-        from autograder.judging.report import clean
+    run = grade_class(ClassOptions(args.root, args.out, workers, args.device, chosen.spec if chosen else None,
+                                   args.junit, args.gradebook, args.feedback))
+    if run.reports is None:  # refused (2) or interrupted (130): nothing after grading ran
+        return run.grading
+    out = run.options.out
+    print(f"results: {out}/results/<student>/<assignment>.json; summaries: {out}/summary.csv, {out}/summary.json")
+    _print_reports(run.reports)
+    if run.unregistered is not None:  # nothing recorded: the message names the command to run
+        print(run.unregistered, file=sys.stderr)
+        return 1
+    failed = _print_gradebook(run)
+    return 3 if run.grading == 3 or failed else 0
 
-        results = [fmt.load(p) for p in sorted((args.out / "results").glob("*/*.json"))]
-        if args.gradebook:
-            done = record(args.root, args.out)
-            print(f"gradebook: {done.recorded} submissions recorded by nbgrader autograde, {done.unchanged} "
-                  f"already recorded, {len(done.failed)} failed, in {args.root / 'gradebook.db'}")
-            if done.failed:
-                print("not recorded (no score in the gradebook; rerun the same command after fixing):\n  "
-                      + "\n  ".join(clean(line) for line in done.failed), file=sys.stderr)
-                code = 3
-            if done.unnamed:
-                print(f"gradebook: {len(done.unnamed)} students have no name there, so Formgrader lists them as "
-                      "'None, None': add them with `nbgrader db student import roster.csv` in the course "
-                      "directory (a CSV with the columns id,first_name,last_name,email)")
-        if args.feedback:
-            pages = write_feedback(args.root, results)
-            print(f"feedback: {pages.written} pages in {args.root / 'feedback'}")
-            if pages.kept:
-                print(f"feedback: {len(pages.kept)} pages left as they are, written by nbgrader generate_feedback "
-                      "(with your manual grades and comments; rerun it after regrading to update them):\n  "
-                      + "\n  ".join(clean(p) for p in pages.kept))
-            if pages.by_hand:
-                print(f"feedback: {len(pages.by_hand)} pages are for submissions copied in by hand (no timestamp.txt): "
-                      "nbgrader release_feedback stops on them; hand them to the students yourself:\n  "
-                      + "\n  ".join(clean(p) for p in pages.by_hand))
-    return code
+
+def _print_gradebook(run: ClassRun) -> bool:
+    """grade-all's lines on the gradebook and feedback steps; True when some submission was not recorded."""
+    from autograder.judging.report import clean
+
+    done, pages, root = run.recorded, run.feedback, run.options.root
+    if done is not None:
+        print(f"gradebook: {done.recorded} submissions recorded by nbgrader autograde, {done.unchanged} "
+              f"already recorded, {len(done.failed)} failed, in {root / 'gradebook.db'}")
+        if done.failed:
+            print("not recorded (no score in the gradebook; rerun the same command after fixing):\n  "
+                  + "\n  ".join(clean(line) for line in done.failed), file=sys.stderr)
+        if done.unnamed:
+            print(f"gradebook: {len(done.unnamed)} students have no name there, so Formgrader lists them as "
+                  "'None, None': add them with `nbgrader db student import roster.csv` in the course "
+                  "directory (a CSV with the columns id,first_name,last_name,email)")
+    if pages is not None:
+        print(f"feedback: {pages.written} pages in {root / 'feedback'}")
+        if pages.kept:
+            print(f"feedback: {len(pages.kept)} pages left as they are, written by nbgrader generate_feedback "
+                  "(with your manual grades and comments; rerun it after regrading to update them):\n  "
+                  + "\n  ".join(clean(p) for p in pages.kept))
+        if pages.by_hand:
+            print(f"feedback: {len(pages.by_hand)} pages are for submissions copied in by hand (no timestamp.txt): "
+                  "nbgrader release_feedback stops on them; hand them to the students yourself:\n  "
+                  + "\n  ".join(clean(p) for p in pages.by_hand))
+    return done is not None and bool(done.failed)
+
+
+def _print_reports(reports: Reports) -> None:
+    """The lines of the steps after grade-all and merge: similar answers, then the class report (or why not)."""
+    print(reports.similarity)
+    if reports.page is not None:
+        print(f"class report: {reports.page} (CSV files beside it)")
+    else:
+        print(f"warning: the class report could not be written: {reports.failure}", file=sys.stderr)
 
 
 def _class_report(args: argparse.Namespace) -> int:
@@ -133,26 +148,13 @@ def _class_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_after(graded: Path, root: Path | None = None) -> None:
-    """The class report at the end of grade-all and merge: a failure is a warning, never the run's."""
-    from autograder.course.similarity import update
-    from autograder.judging.report import clean
-
-    print(update(root, graded))  # the report's section on similar answers (root: keep its answers first)
-
-    try:
-        _class_report(argparse.Namespace(graded=graded, out=None))
-    except Exception as e:  # the grades are written already: a bug in the report must not fail the run
-        print(clean(f"warning: the class report could not be written: {type(e).__name__}: {e}"), file=sys.stderr)
-
-
 def _merge(args: argparse.Namespace) -> int:
     code = merge(args.parts, args.out)
     if code == 0:
         from autograder.course.similarity import merge_answers
 
         merge_answers(args.parts, args.out)
-        _report_after(args.out)
+        _print_reports(write_reports(args.out))
     return code
 
 

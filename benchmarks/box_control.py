@@ -73,7 +73,7 @@ def freeze_cycles(roles: dict[str, Hierarchy | None], code: str, cycles: int) ->
     times = []
     for _ in range(cycles):
         begun = time.perf_counter()
-        with student.frozen():
+        with student.control.frozen():
             pass
         times.append(time.perf_counter() - begun)
     student.close()

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder.course.cases import cases
-from autograder.judging.judge import grade
+from autograder.judging.judge import GradeOptions, grade
 from autograder.judging.results import LOOP_RATIO, MEMORY_MIB
 from autograder.sandbox import control
 from tests.chapters.test_ch03_broadcasting import ADDITIVE_TILERS, MERGE_HEAD, MERGE_TILERS, PREALLOCATED
@@ -68,8 +68,8 @@ def main() -> None:
                 for form, (correct, cells) in forms().items():
                     graded = [CHECKS[c] for c in cells if c in CHECKS] if cells else list(CHECKS.values())
                     path = write_submission(Path(tmp), CH, {**solution_cells(CH), **cells}, name="form.ipynb")
-                    g = grade(path, only=" or ".join(graded), seed=secrets.randbits(62), limits=limits_for(CH),
-                              zygote=zygote())
+                    options = GradeOptions(seed=secrets.randbits(62), limits=limits_for(CH), only=" or ".join(graded))
+                    g = grade(path, options=options, zygote=zygote())
                     for r in g.results:
                         check = r.nodeid.split("::")[-1]
                         rows.setdefault((form, check), []).append(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder.judging.judge import grade
+from autograder.judging.judge import GradeOptions, grade
 from autograder.judging.registry import CHAPTERS
 from tests.kit import limits_for, solved, zygote
 
@@ -58,7 +58,7 @@ def main() -> None:
             outcomes: dict[str, dict[str, list[tuple[int, str]]]] = {}  # check -> status -> (seed, output)
             scores: set[float] = set()
             for seed in range(args.seeds):
-                g = grade(path, seed=seed, limits=limits, only=args.only, zygote=zygote())
+                g = grade(path, options=GradeOptions(seed=seed, limits=limits, only=args.only), zygote=zygote())
                 scores.add(g.score)
                 for r in g.results:
                     outcomes.setdefault(r.nodeid.split("::")[-1], {}).setdefault(r.status, []).append(

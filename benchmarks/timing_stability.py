@@ -31,7 +31,7 @@ from autograder.chapters.ch04_overloaded_ops import checks as ch04
 from autograder.chapters.ch05_batch_gather import checks as ch05
 from autograder.course.cases import correct_forms, mutant
 from autograder.course.reference import source_path
-from autograder.judging.judge import grade
+from autograder.judging.judge import GradeOptions, grade
 from autograder.judging.notebook import load_submission
 from autograder.judging.remote import Student
 from autograder.judging.timing import input_sets, reference_process
@@ -162,7 +162,7 @@ def transfer(chapter: str, rounds: int = 30, count: int = 20) -> None:
                 fastest: dict[str | None, float] = {}
                 for target in (None, name, f"{name}_one"):
                     for r in range(rounds):
-                        with student.frozen():
+                        with student.control.frozen():
                             started = time.perf_counter()
                             ref.timed_run(target, sets, r, count, constants=constants)
                             seconds = (ref.arrived - started) / count
@@ -202,7 +202,8 @@ def main() -> None:
                     for form, (vectorized, code) in forms.items():
                         cells = {**solution_cells(args.chapter), **({cell: code} if code else {})}
                         path = write_submission(Path(tmp), args.chapter, cells, name="form.ipynb")
-                        g = grade(path, only=CHECKS[cell], seed=secrets.randbits(62), zygote=zygote())
+                        options = GradeOptions(seed=secrets.randbits(62), only=CHECKS[cell])
+                        g = grade(path, options=options, zygote=zygote())
                         for r in g.results:
                             key = (form, r.nodeid.split("::")[-1])
                             passed[key] = passed.get(key, 0) + (r.status == "passed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +13,8 @@ import torch
 from autograder import CHECKOUT
 from autograder.course.reference import release_path as release_path  # re-exported: the tests read releases here
 from autograder.course.reference import solution_cells, with_answers
-from autograder.judging.judge import Grade, grade
-from autograder.judging.registry import CHAPTERS
+from autograder.judging.judge import Grade, GradeOptions, grade
+from autograder.judging.registry import CHAPTERS, Chapter
 from autograder.judging.results import Outcome
 from autograder.sandbox import launcher
 from autograder.sandbox.limits import Limits
@@ -55,12 +55,13 @@ def zygote() -> launcher.Zygote:
     return launcher.zygote()
 
 
-def grade_fast(path: Path, **kwargs: Any) -> Grade:
-    """grade() with a fixed seed, short limits and the test process's zygote, unless told otherwise."""
-    kwargs.setdefault("seed", 1234)
-    kwargs.setdefault("limits", FAST)
-    kwargs.setdefault("zygote", zygote())
-    return grade(path, **kwargs)
+def grade_fast(path: Path, registry: Mapping[str, Chapter] | None = None, zygote: launcher.Zygote | None = None,
+               **options: Any) -> Grade:
+    """grade() with a fixed seed, short limits and the test process's zygote, unless told otherwise (`options`:
+    GradeOptions' fields)."""
+    options.setdefault("seed", 1234)
+    options.setdefault("limits", FAST)
+    return grade(path, options=GradeOptions(**options), zygote=zygote or launcher.zygote(), registry=registry)
 
 
 def by_name(g: Grade) -> dict[str, Any]:

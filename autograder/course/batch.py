@@ -167,7 +167,7 @@ def _init_worker(counter: Any, warm: bool) -> None:
     torch.set_num_threads(1)  # the whole worker: one core is all it has, as the sandbox's children have
 
 
-def grade_job(job: Job, out: str, device: str, junit: bool) -> Row:
+def grade_job(job: Job, out: str, device: str, junit: bool) -> SummaryRow:
     """Grade one submission and write its result file; returns the summary row. Never raises
     for a grading that fails: that is a grader-error result."""
     started = time.perf_counter()
@@ -184,7 +184,7 @@ def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launc
     """The result of one submission (a grader-error result when the machine failed it), its sandboxes forked by
     `zygote`; writes nothing but its JUnit report. grade-all's workers and nbgrader's autograde
     (course.nbgrader.autograde) call it."""
-    from autograder.judging.judge import Grade, GraderError, grade
+    from autograder.judging.judge import Grade, GradeOptions, GraderError, grade
     from autograder.judging.report import gradescope
 
     if not job.notebook:
@@ -197,15 +197,15 @@ def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launc
         if report is not None:
             report.parent.mkdir(parents=True, exist_ok=True)
         try:
-            result = gradescope(grade(Path(job.notebook), assignment, device, junit=report, student=job.student,
-                                      zygote=zygote))
+            options = GradeOptions(device, junit=report, student=job.student)
+            result = gradescope(grade(Path(job.notebook), assignment, options, zygote=zygote))
         except GraderError as e:
             result = error_result(job, device, str(e))
     result["extra_data"]["student"], result["extra_data"]["sha256"] = job.student_text, job.sha256
     return result
 
 
-class Row(TypedDict):
+class SummaryRow(TypedDict):
     """One submission in summary.json and summary.csv."""
 
     student: str
@@ -217,10 +217,10 @@ class Row(TypedDict):
     notes: str
 
 
-ROW_FIELDS = ["student", "assignment", "score", "max_score", "seconds", "status", "notes"]  # Row's keys
+ROW_FIELDS = ["student", "assignment", "score", "max_score", "seconds", "status", "notes"]  # SummaryRow's keys
 
 
-def row(result: Results) -> Row:
+def row(result: Results) -> SummaryRow:
     """A summary row; every text in it is cleaned of terminal control characters."""
     extra = result["extra_data"]
     if fmt.grader_error(result):
@@ -245,7 +245,7 @@ class Progress:
         self.below = self.errors = self.grader_errors = 0
         self.started = time.monotonic()
 
-    def add(self, r: Row) -> None:
+    def add(self, r: SummaryRow) -> None:
         self.done += 1
         if r["status"] is SubmissionStatus.GRADER_ERROR:
             self.grader_errors += 1
@@ -263,11 +263,11 @@ class Progress:
         sys.stderr.flush()
 
 
-Work = Callable[[Job, str, str, bool], Row]
+Work = Callable[[Job, str, str, bool], SummaryRow]
 
 
-def _run(todo: list[Job], workers: int, submit: Callable[[cf.Executor, Job], cf.Future[Row]],
-         new_pool: Callable[[], cf.Executor], graded: Callable[[Row], None],
+def _run(todo: list[Job], workers: int, submit: Callable[[cf.Executor, Job], cf.Future[SummaryRow]],
+         new_pool: Callable[[], cf.Executor], graded: Callable[[SummaryRow], None],
          failed: Callable[[Job, str], None]) -> None:
     """Run every job of `todo` on process pools, `workers` at a time, surviving workers that die.
 
@@ -281,7 +281,7 @@ def _run(todo: list[Job], workers: int, submit: Callable[[cf.Executor, Job], cf.
     strikes: dict[Job, int] = {}
     while pending or suspects:
         with new_pool() as pool:
-            running: dict[cf.Future[Row], Job] = {}
+            running: dict[cf.Future[SummaryRow], Job] = {}
             broken = False
             while (pending or suspects or running) and not broken:
                 if suspects:
@@ -374,7 +374,7 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
     return 0
 
 
-def write_summaries(out: Path, results: list[Results]) -> list[Row]:
+def write_summaries(out: Path, results: list[Results]) -> list[SummaryRow]:
     rows = sorted((row(r) for r in results), key=lambda r: (r["student"], r["assignment"]))
     out.mkdir(parents=True, exist_ok=True)
     _write_atomic(out / "summary.json", json.dumps(rows, indent=2))

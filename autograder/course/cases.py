@@ -66,7 +66,7 @@ from typing import ClassVar
 from autograder import CHECKOUT
 from autograder.course.reference import solution_cells
 from autograder.judging.chapter import Chapter
-from autograder.judging.named_cases import CaseError, Declared
+from autograder.judging.named_cases import CaseError, DeclaredCase
 from autograder.judging.plugin import declared_checks
 from autograder.judging.registry import CHAPTERS, CHAPTERS_DIR
 
@@ -217,14 +217,14 @@ def defined_names(code: str) -> set[str]:
     return names
 
 
-def _cell(chapter: Chapter, case: Declared, reference: Callable[[], Mapping[str, str]]) -> tuple[str, str]:
+def _cell(chapter: Chapter, case: DeclaredCase, reference: Callable[[], Mapping[str, str]]) -> tuple[str, str]:
     """The answer cell a case's own code replaces, and the code replacing it: the case's, or its edit applied."""
     try:
         compile(case.code, case.where, "exec")
     except SyntaxError as e:
         raise CaseError(f"{case.where}: {case.name!r}: its code does not compile once dedented ({e.msg}, line "
                         f"{e.lineno} of the cell)") from None
-    if isinstance(case.edits, Declared):
+    if isinstance(case.edits, DeclaredCase):
         grade_id, base = _cell(chapter, case.edits, reference)
         edited = f"{'@cell' if case.edits.kind == 'cell' else 'case'} {case.edits.name!r}"
     elif case.edits is not None:
@@ -254,7 +254,7 @@ def _cell(chapter: Chapter, case: Declared, reference: Callable[[], Mapping[str,
         raise CaseError(f"{case.where}: {case.name!r} edits {edited}: {e}") from None
 
 
-def _cells(chapter: Chapter, case: Declared, reference: Callable[[], Mapping[str, str]]) -> dict[str, str]:
+def _cells(chapter: Chapter, case: DeclaredCase, reference: Callable[[], Mapping[str, str]]) -> dict[str, str]:
     """The cells a case replaces, each checked against the chapter."""
     grade_id, code = _cell(chapter, case, reference)
     cells = {grade_id: code}
@@ -300,7 +300,7 @@ def load(chapter: Chapter, path: Path | None = None, root: Path = CHECKOUT) -> C
         module = importlib.import_module(f"autograder.chapters.{chapter.folder.name}.cases")
     else:
         module = _module_at(path, f"_cases_{chapter.folder.name}_{next(_LOADED)}")
-    found = [v for v in vars(module).values() if isinstance(v, Declared) and v.module == module.__name__]
+    found = [v for v in vars(module).values() if isinstance(v, DeclaredCase) and v.module == module.__name__]
     declared = [v for v in found if v.kind != "cell"]
     checks = declared_checks(_checks_module(chapter))
 

@@ -35,7 +35,7 @@ import torch
 from autograder.course.cases import Mutant, mutants
 from autograder.course.reference import solution_cells, with_answers
 from autograder.judging.figures import CudaFigures, Figure, Solution
-from autograder.judging.judge import Grade, GraderError, grade
+from autograder.judging.judge import Grade, GradeOptions, GraderError, grade
 from autograder.judging.plugin import CheckResult, CheckSpec, declared_checks
 from autograder.judging.registry import CHAPTERS, chapter_module
 from autograder.judging.results import AMP_MEMORY_RATIO, CUDA_EVENTS_RATIO, NEEDED_RATIO, RATIO, Outcome
@@ -54,7 +54,7 @@ Grader = Callable[[Path, str, str | None], Grade]
 def default_grader(notebook: Path, device: str, only: str | None) -> Grade:
     """Grading as `grade` does it (its default limits), with the fixed seed; every grading of the self-test
     forks from the one zygote of this process."""
-    return grade(notebook, device=device, seed=SEED, only=only, zygote=launcher.zygote())
+    return grade(notebook, options=GradeOptions(device, SEED, only=only), zygote=launcher.zygote())
 
 
 def declared(chapter: str) -> dict[str, CheckSpec]:

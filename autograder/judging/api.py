@@ -54,7 +54,7 @@ class Options:
 
 
 @dataclass(frozen=True)
-class Declared(Generic[P, R]):
+class DeclaredFunction(Generic[P, R]):
     """A declared function of the student's process; read on a StudentApi instance, it is a Remote."""
 
     name: str  # as the student knows it: messages use this name
@@ -68,27 +68,27 @@ class Declared(Generic[P, R]):
         return self.target.startswith(HARNESS)
 
     @overload
-    def __get__(self, api: None, owner: type) -> Declared[P, R]: ...
+    def __get__(self, api: None, owner: type) -> DeclaredFunction[P, R]: ...
     @overload
     def __get__(self, api: StudentApi, owner: type) -> Remote[P, R]: ...
-    def __get__(self, api: StudentApi | None, owner: type) -> Declared[P, R] | Remote[P, R]:
+    def __get__(self, api: StudentApi | None, owner: type) -> DeclaredFunction[P, R] | Remote[P, R]:
         return self if api is None else Remote(api.student, self, self.options)
 
 
 def _declare(stub: Stub[P, R], target: str, example: tuple[Any, ...] | None, timeout: float | None
-             ) -> Declared[P, R]:
+             ) -> DeclaredFunction[P, R]:
     signature = inspect.signature(stub)
     signature = signature.replace(parameters=list(signature.parameters.values())[1:])  # without self
-    return Declared(stub.__name__, target, signature, example, Options(timeout=timeout))
+    return DeclaredFunction(stub.__name__, target, signature, example, Options(timeout=timeout))
 
 
 @overload
-def answer(stub: Stub[P, R], /) -> Declared[P, R]: ...
+def answer(stub: Stub[P, R], /) -> DeclaredFunction[P, R]: ...
 @overload
 def answer(*, example: tuple[Any, ...] | None = None, timeout: float | None = None
-           ) -> Callable[[Stub[P, R]], Declared[P, R]]: ...
+           ) -> Callable[[Stub[P, R]], DeclaredFunction[P, R]]: ...
 def answer(stub: Stub[P, R] | None = None, /, *, example: tuple[Any, ...] | None = None,
-           timeout: float | None = None) -> Declared[P, R] | Callable[[Stub[P, R]], Declared[P, R]]:
+           timeout: float | None = None) -> DeclaredFunction[P, R] | Callable[[Stub[P, R]], DeclaredFunction[P, R]]:
     """Declare a name the answer cells define (the stub's name), with the notebook's `example` call."""
     if stub is not None:
         return _declare(stub, stub.__name__, None, None)
@@ -96,7 +96,7 @@ def answer(stub: Stub[P, R] | None = None, /, *, example: tuple[Any, ...] | None
 
 
 def harness(function: str | None = None, *, example: tuple[Any, ...] | None = None, timeout: float | None = None
-            ) -> Callable[[Stub[P, R]], Declared[P, R]]:
+            ) -> Callable[[Stub[P, R]], DeclaredFunction[P, R]]:
     """Declare a function of the chapter's harness: `function` (by default the stub's name) runs in the student's
     process, beside the answer cells; messages name it as the stub is named."""
     return lambda s: _declare(s, HARNESS + (function or s.__name__), example, timeout)
@@ -105,7 +105,7 @@ def harness(function: str | None = None, *, example: tuple[Any, ...] | None = No
 class Remote(Generic[P, R]):
     """A declared function bound to one process: calling it runs it there."""
 
-    def __init__(self, student: Student, declared: Declared[P, R], options: Options) -> None:
+    def __init__(self, student: Student, declared: DeclaredFunction[P, R], options: Options) -> None:
         self.student = student
         self.declared = declared
         self.options = options
@@ -205,5 +205,6 @@ class StudentApi:
         self.student = student
 
     @classmethod
-    def declarations(cls) -> dict[str, Declared[..., Any]]:
-        return {name: d for c in reversed(cls.__mro__) for name, d in vars(c).items() if isinstance(d, Declared)}
+    def declarations(cls) -> dict[str, DeclaredFunction[..., Any]]:
+        return {name: d for c in reversed(cls.__mro__) for name, d in vars(c).items()
+                if isinstance(d, DeclaredFunction)}

@@ -107,16 +107,23 @@ def _without_installed_plugins() -> Iterator[None]:
                 os.environ[name] = value
 
 
+@dataclass(frozen=True)
+class GradeOptions:
+    """How to grade one notebook, whoever asks (the CLI, grade-all's workers, nbgrader's preprocessor, the
+    self-test)."""
+    device: str = "cpu"
+    seed: int | None = None  # the inputs' seed; default: seeds.secret_seed of the student, else of the answers
+    limits: Limits = field(default_factory=Limits)
+    junit: Path | None = None  # write a JUnit XML report here
+    total_seconds: float = 900.0  # for the whole grading
+    only: str | None = None  # a pytest -k expression selecting checks (e.g. "speed")
+    student: str | None = None  # a name, id or email: fixes the seed for this student and assignment
+
+
 def grade(
     notebook: Path,
     assignment: str | None = None,
-    device: str = "cpu",
-    seed: int | None = None,
-    limits: Limits | None = None,
-    junit: Path | None = None,
-    total_seconds: float = 900.0,
-    only: str | None = None,
-    student: str | None = None,
+    options: GradeOptions | None = None,
     *,
     zygote: Zygote,
     registry: Mapping[str, Chapter] | None = None,
@@ -125,40 +132,31 @@ def grade(
     it (grade_loaded). Never raises for anything the student did: a notebook no chapter is found for is a
     Grade with that note.
     """
+    options = options or GradeOptions()
     started = time.perf_counter()
     try:
         sub = load_submission(notebook, assignment, registry)
     except NotebookError as e:
-        return Grade(notebook, assignment, device, notes=[str(e)],
+        return Grade(notebook, assignment, options.device, notes=[str(e)],
                      execution_time=time.perf_counter() - started)
-    g = grade_loaded(sub, device, seed, limits, junit, total_seconds, only, student, zygote=zygote)
+    g = grade_loaded(sub, options, zygote=zygote)
     g.execution_time = time.perf_counter() - started
     return g
 
 
-def grade_loaded(
-    sub: Submission,
-    device: str = "cpu",
-    seed: int | None = None,
-    limits: Limits | None = None,
-    junit: Path | None = None,
-    total_seconds: float = 900.0,
-    only: str | None = None,
-    student: str | None = None,
-    *,
-    zygote: Zygote,
-) -> Grade:
+def grade_loaded(sub: Submission, options: GradeOptions | None = None, *, zygote: Zygote) -> Grade:
     """Grade a loaded submission, its children forked by `zygote`. Never raises for anything the student did.
 
-    `only` is a pytest -k expression selecting checks (e.g. "speed"). `student` (a name, id or email)
-    fixes the input seed for this student and assignment, whatever the notebook holds (see seeds.secret_seed).
+    `options.student` fixes the input seed for this student and assignment, whatever the notebook holds (see
+    seeds.secret_seed).
     """
     started = time.perf_counter()
-    limits = limits or Limits()
+    o = options or GradeOptions()
+    device, only, junit = o.device, o.only, o.junit
     notebook = sub.path
     flags = scan_submission(sub)  # the judge's own read of the cells, for review: no point depends on it
-    runner = Student(sub, device, limits, time.monotonic() + total_seconds, zygote)
-    plugin = KitPlugin(runner, seed if seed is not None else secret_seed(sub, student), device)
+    runner = Student(sub, device, o.limits, time.monotonic() + o.total_seconds, zygote)
+    plugin = KitPlugin(runner, o.seed if o.seed is not None else secret_seed(sub, o.student), device)
     try:
         runner.start()
         if runner.environment_error:

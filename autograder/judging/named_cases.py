@@ -1,6 +1,6 @@
 """The vocabulary in which a chapter's cases.py declares its named cases: @wrong, @right and @cell.
 
-A decorator reads the function's body as an answer cell's code and records it (Declared); nothing here knows a
+A decorator reads the function's body as an answer cell's code and records it (DeclaredCase); nothing here knows a
 chapter. Loading a chapter's cases, checking them against it and building each case's cells is the course
 layer's (autograder/course/cases.py, whose docstring describes the vocabulary in full).
 """
@@ -25,7 +25,7 @@ class CaseError(ValueError):
 
 
 @dataclass(frozen=True)
-class Declared:
+class DeclaredCase:
     """A case as its decorator records it, before it is checked against its chapter."""
 
     kind: Literal["wrong", "right", "cell"]
@@ -34,8 +34,8 @@ class Declared:
     where: str  # file:line of its decorator, for error messages
     module: str  # the module that declares it
     cell: str | None = None  # the answer cell it replaces; None: the one whose name the code defines
-    edits: str | Declared | None = None  # its code is an edit of this cell's reference code, or of this case's
-    also: tuple[Declared, ...] = ()  # other cells it replaces
+    edits: str | DeclaredCase | None = None  # its code is an edit of this cell's reference code, or of this case's
+    also: tuple[DeclaredCase, ...] = ()  # other cells it replaces
     fails: dict[str, str] = field(default_factory=dict)  # wrong: check -> a phrase its message must contain
     only: str = ""  # right: the pytest -k selection that grades it
     points: float = 0.0  # right: the points of the checks `only` selects, all of them earned
@@ -69,18 +69,18 @@ def _body(fn: Callable[..., Any]) -> tuple[str, str]:
 
 
 def _declare(kind: Literal["wrong", "right", "cell"], name: str | None, **fields: Any
-             ) -> Callable[[Callable[..., Any]], Declared]:
-    def declare(fn: Callable[..., Any]) -> Declared:
+             ) -> Callable[[Callable[..., Any]], DeclaredCase]:
+    def declare(fn: Callable[..., Any]) -> DeclaredCase:
         code, where = _body(fn)
         if name is not None and not (isinstance(name, str) and name.strip()):
             raise CaseError(f"{where}: a case needs a name")
         edits = fields.get("edits")
         if edits is not None:
-            if not (isinstance(edits, Declared) or (isinstance(edits, str) and edits.strip())):
+            if not (isinstance(edits, DeclaredCase) or (isinstance(edits, str) and edits.strip())):
                 raise CaseError(f"{where}: edits= names an answer cell, or is a case or @cell declared above")
             if fields.get("cell") is not None:
                 raise CaseError(f"{where}: edits= names the cell it replaces: leave out cell=")
-        return Declared(kind, fn.__name__ if name is None else name, code, where, fn.__module__, **fields)
+        return DeclaredCase(kind, fn.__name__ if name is None else name, code, where, fn.__module__, **fields)
 
     return declare
 
@@ -92,9 +92,10 @@ def _student(example: ExampleStudent | None, declaration: str) -> ExampleStudent
     return example
 
 
-def wrong(name: str, *, fails: dict[str, str], cell: str | None = None, edits: str | Declared | None = None,
-          also: Sequence[Declared] = (), devices: Sequence[str] = ("cpu", "cuda"), example: ExampleStudent | None = None
-          ) -> Callable[[Callable[..., Any]], Declared]:
+def wrong(name: str, *, fails: dict[str, str], cell: str | None = None, edits: str | DeclaredCase | None = None,
+          also: Sequence[DeclaredCase] = (), devices: Sequence[str] = ("cpu", "cuda"),
+          example: ExampleStudent | None = None
+          ) -> Callable[[Callable[..., Any]], DeclaredCase]:
     """A named wrong implementation: each check in `fails` must fail on it, its message containing the phrase,
     when graded on each of `devices` (a mistake that one device's grading cannot show names the others).
     `example="ben"`: the example class's ben makes this mistake in this chapter (see ExampleStudent)."""
@@ -105,15 +106,15 @@ def wrong(name: str, *, fails: dict[str, str], cell: str | None = None, edits: s
 
 
 def right(name: str, *, only: str, points: float = 0.0, bonus: float = 0.0, cell: str | None = None,
-          edits: str | Declared | None = None, also: Sequence[Declared] = ()
-          ) -> Callable[[Callable[..., Any]], Declared]:
+          edits: str | DeclaredCase | None = None, also: Sequence[DeclaredCase] = ()
+          ) -> Callable[[Callable[..., Any]], DeclaredCase]:
     """A correct form: the checks `only` selects are worth `points` and `bonus`, and it earns them all."""
     return _declare("right", name, only=only, points=float(points), bonus=float(bonus), cell=cell, edits=edits,
                     also=tuple(also))
 
 
-def cell(grade_id: str | None = None, *, edits: str | Declared | None = None, example: ExampleStudent | None = None
-         ) -> Callable[[Callable[..., Any]], Declared]:
+def cell(grade_id: str | None = None, *, edits: str | DeclaredCase | None = None, example: ExampleStudent | None = None
+         ) -> Callable[[Callable[..., Any]], DeclaredCase]:
     """An answer cell's code that is no case on its own: for a case that replaces several cells (`also=`), the
     code that several cases edit (`edits=`), or a cell the example class's `example` student hands in."""
     return _declare("cell", None, cell=grade_id, edits=edits, example=_student(example, f"cell({grade_id!r})"))

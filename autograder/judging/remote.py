@@ -16,7 +16,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,10 @@ import torch
 from autograder.judging.notebook import Submission
 from autograder.judging.results import Outcome
 from autograder.judging.untrusted import safe_json
-from autograder.sandbox.control import CpuTime, MemoryPeak
+from autograder.sandbox.control import NO_CONTROL, BoxControl, NoControl
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.process import ChildDied, ChildTimeout, Sandbox, SandboxUnavailable
+from autograder.sandbox.process import ChildDied, ChildTimeout, Program, Sandbox, SandboxUnavailable
 from autograder.sandbox.runtime import wire
 
 MAX_RESTARTS = 8  # child restarts per grading, each ~2 s (import torch)
@@ -112,8 +112,8 @@ class Student:
                 self.fatal = f"Grading stopped calling your code after it crashed {MAX_RESTARTS} times."
                 raise StudentError(self.fatal, self.fatal_outcome)
         sub = self.submission
-        self.sandbox = Sandbox(self.zygote, sub.chapter.preamble, sub.chapter.harness_source(), sub.cells,
-                               self.device, self.limits, self.data_dir, sub.chapter.loads_dynamo)
+        program = Program(sub.chapter.preamble, sub.chapter.harness_source(), sub.cells, sub.chapter.loads_dynamo)
+        self.sandbox = Sandbox(self.zygote, program, self.device, self.limits, self.data_dir)
         try:
             started = self.sandbox.start()
             self.cuda = started["cuda"]
@@ -141,37 +141,16 @@ class Student:
         with contextlib.suppress(StudentError):
             self._ensure()
 
-    @contextlib.contextmanager
-    def frozen(self) -> Iterator[None]:
-        """Every process of this submission stopped for the block (Sandbox.frozen): nothing to stop while none
-        is alive."""
-        if self.sandbox is None:
-            yield
-        else:
-            with self.sandbox.frozen():
-                yield
-
-    @contextlib.contextmanager
-    def peak_memory(self) -> Iterator[MemoryPeak]:
-        """How far this submission's host memory rose during the block, at its peak, read by the judge from the
-        kernel (Sandbox.peak_memory); `how` and `grown` stay None where nothing could be read. Start the process
-        (a first call) before the block: loading it is not the call measured. GPU memory is not counted."""
-        if self.sandbox is None:
-            yield MemoryPeak()
-        else:
-            with self.sandbox.peak_memory() as peak:
-                yield peak
-
-    @contextlib.contextmanager
-    def cpu_time(self) -> Iterator[CpuTime]:
-        """The CPU time this submission's processes used during the block, all threads together, read by the judge
-        from the kernel (Sandbox.cpu_time): unlike the wall clock, another load on the machine hardly changes it.
-        `how` and `seconds` stay None where nothing could be read. Start the process (a first call) before."""
-        if self.sandbox is None:
-            yield CpuTime()
-        else:
-            with self.sandbox.cpu_time() as spent:
-                yield spent
+    @property
+    def control(self) -> BoxControl | NoControl:
+        """The judge's hold on this submission's box, read from outside it: `frozen()` stops every process of it
+        for a block (one that cannot be frozen is killed, and started again by the next call); `peak_memory()`
+        and `cpu_time()` read from the kernel how far its host memory rose (GPU memory is not counted) and the
+        CPU time all its threads used during a block (unlike the wall clock, another load on the machine hardly
+        changes it). Start the process (a first call) before measuring: loading it is not the call measured.
+        While no box is alive, a NoControl: nothing to freeze, nothing measured."""
+        box = self.sandbox
+        return box.control if box is not None and box.alive and box.control is not None else NO_CONTROL
 
     def close(self) -> None:
         if self.sandbox is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from autograder.judging.results import Results, Sandbox, TestResult
+from autograder.judging.results import Results, SandboxRecord, TestResult
 from autograder.judging.untrusted import safe_text
 
 if TYPE_CHECKING:  # the batch coordinator uses `clean` without importing torch
@@ -69,7 +69,7 @@ def gradescope(grade: Grade) -> Results:
             "assignment": grade.assignment,
             "notebook": grade.name,
             "device": grade.device,
-            "sandbox": cast(Sandbox, grade.protections),  # {"active": [...], "off": [...]}, or {}
+            "sandbox": cast(SandboxRecord, grade.protections),  # {"active": [...], "off": [...]}, or {}
             "integrity": grade.integrity,  # constructs reaching into grader internals (judging/static/review.py)
             "integrity_count": grade.integrity_count,
             "bonus": {"score": grade.bonus, "max_score": grade.bonus_max},

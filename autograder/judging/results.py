@@ -45,7 +45,7 @@ class Outcome(str, enum.Enum):  # noqa: UP042
         return "skipped" if self is Outcome.SKIPPED else "failed"
 
 
-class SubmissionStatus(str, enum.Enum):
+class SubmissionStatus(str, enum.Enum):  # noqa: UP042 (not StrEnum, as Outcome)
     """What became of one submission, as grade-all's summaries and the class report write it."""
 
     GRADED = "graded"
@@ -141,7 +141,7 @@ class TestResult(_Test, total=False):
     extra_data: TestExtra
 
 
-class Sandbox(TypedDict, total=False):
+class SandboxRecord(TypedDict, total=False):
     active: list[str]  # the sandbox's protections in force
     off: list[str]  # those this machine could not apply
 
@@ -160,7 +160,7 @@ class ExtraData(_Extra, total=False):
 
     notebook: str
     device: str
-    sandbox: Sandbox
+    sandbox: SandboxRecord
     integrity: list[str]  # constructs reaching into grader internals (judging/static/review.py), the first 20
     integrity_count: int  # how many there are in all; absent in older files, which list them all
     bonus: Bonus  # stretch tasks' points, included in the score

@@ -162,7 +162,7 @@ def interleave(runs: Sequence[Run[T]], rng: torch.Generator, rounds: int, warmup
             others = {id(run.process): run.process for run in runs if run.process is not runs[i].process}
             with contextlib.ExitStack() as stack:
                 for process in others.values():
-                    stack.enter_context(process.frozen())
+                    stack.enter_context(process.control.frozen())
                 started = time.perf_counter()
                 reply = runs[i].call(seed)
                 arrived = runs[i].process.arrived  # before the judge decoded the reply

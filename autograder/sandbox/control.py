@@ -297,6 +297,26 @@ def _stopped(pid: int) -> bool:
         return True  # gone
 
 
+class NoControl:
+    """The control of a box that has none, or none alive: nothing to freeze, nothing measured (the fields of
+    MemoryPeak and CpuTime stay None)."""
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[bool]:
+        yield True  # no process of it runs
+
+    @contextlib.contextmanager
+    def peak_memory(self) -> Iterator[MemoryPeak]:
+        yield MemoryPeak()
+
+    @contextlib.contextmanager
+    def cpu_time(self) -> Iterator[CpuTime]:
+        yield CpuTime()
+
+
+NO_CONTROL = NoControl()
+
+
 class BoxControl:
     """Freezes, confines and kills one box; made before the box starts, attached before it runs student code.
 
@@ -304,10 +324,14 @@ class BoxControl:
     Where no group holds the box, those name its processes for the signal sweeps.
     """
 
-    def __init__(self, uid: int | None, namespace: bool, memory_bytes: int | None = None) -> None:
+    def __init__(self, uid: int | None, namespace: bool, memory_bytes: int | None = None,
+                 unfreezable: Callable[[], None] | None = None) -> None:
         self.uid = uid
         self.namespace = namespace
         self.memory_bytes = memory_bytes  # for all the box's processes together; None: no memory group
+        # What `frozen` does to a box it could not freeze: the sandbox kills it whole (its next request starts
+        # it again), so that nothing of it runs while another process is timed.
+        self.unfreezable = unfreezable
         self.cpus = os.sched_getaffinity(0) if LINUX else set()  # the judge's, as the box starts
         self.box: int | None = None
         self.groups: list[Group] = []
@@ -606,9 +630,13 @@ class BoxControl:
 
     @contextlib.contextmanager
     def frozen(self) -> Iterator[bool]:
-        """The box frozen for the block, and thawed after it however it ends; yields freeze()'s answer."""
+        """The box frozen for the block, and thawed after it however it ends; yields freeze()'s answer. A box
+        that could not be frozen is handed to `unfreezable` first."""
         try:
-            yield self.freeze()
+            done = self.freeze()
+            if not done and self.unfreezable is not None:
+                self.unfreezable()
+            yield done
         finally:
             self.thaw()
 

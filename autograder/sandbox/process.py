@@ -16,11 +16,11 @@ import select
 import signal
 import tempfile
 import time
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autograder.sandbox.control import BoxControl, CpuTime, MemoryPeak
+from autograder.sandbox.control import BoxControl
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.runtime import isolation, wire
@@ -68,16 +68,23 @@ def describe_exit(code: int | None) -> str:
     return f"the process exited with status {code} (sys.exit or os._exit in your code?)"
 
 
-class Sandbox:
-    """One child process running one submission's answer cells, forked by `zygote`."""
+@dataclass(frozen=True)
+class Program:
+    """What one box runs: the kit's `preamble` and `harness`, before any untrusted code, then the untrusted
+    `cells` ({"id", "source"} each, in order)."""
+    preamble: str
+    harness: str
+    cells: list[dict[str, str]]
+    loads_dynamo: bool = False  # the preamble imports torch._dynamo: fork from a zygote that imported it
 
-    def __init__(self, zygote: Zygote, preamble: str, harness: str, cells: list[dict[str, str]], device: str,
-                 limits: Limits, data_dir: Path | None = None, loads_dynamo: bool = False) -> None:
+
+class Sandbox:
+    """One child process running one Program, forked by `zygote`."""
+
+    def __init__(self, zygote: Zygote, program: Program, device: str, limits: Limits,
+                 data_dir: Path | None = None) -> None:
         self.zygote = zygote
-        self.loads_dynamo = loads_dynamo
-        self.preamble = preamble
-        self.harness = harness
-        self.cells = cells
+        self.program = program
         self.device = device
         self.limits = limits
         self.data_dir = data_dir
@@ -100,7 +107,7 @@ class Sandbox:
         return {**env, **isolation.gpu_env()}
 
     def start(self) -> dict[str, Any]:
-        """Start the child and run the answer cells: {"load": the child's load report (unchecked),
+        """Start the child and run the program: {"load": the child's report on running the cells (unchecked),
         "cuda": whether the child has CUDA, as it found before any student code ran}.
 
         Raises SandboxUnavailable, having run no student code, if any protection of the plan
@@ -114,7 +121,7 @@ class Sandbox:
                                             self.limits.scratch_bytes, data, [self.zygote.runtime], self.lease)
             self.plan.cuda = self.device == "cuda"
             isolation.prepare_scratch(self.plan)
-            self.control = BoxControl(self.plan.uid, self.plan.namespaces, self.limits.box_memory_bytes)
+            self.control = BoxControl(self.plan.uid, self.plan.namespaces, self.limits.box_memory_bytes, self.kill)
         except OSError as e:
             raise SandboxUnavailable(f"preparing the sandbox failed: {e}") from None
         child_in, self._to_child = os.pipe()
@@ -122,20 +129,20 @@ class Sandbox:
         os.set_blocking(self._to_child, False)  # every write has a deadline (_write)
         try:
             self.pid, self.box_pid = self.zygote.spawn(self.plan, self.scratch, self._env(), child_in, child_out,
-                                                       self.loads_dynamo)
+                                                       self.program.loads_dynamo)
         finally:
             os.close(child_in)
             os.close(child_out)
         self.alive = True
-        during = "importing the chapter's modules"
+        during = "running the preamble and the harness"
         try:
             if self.box_pid is None:
                 raise SandboxUnavailable("the sandboxed process could not be started")
             # Moving a process into a group waits for an RCU grace period (about 10 ms): the child finishes isolating
-            # itself and runs the chapter's code meanwhile. The cells come after, so every process that student
-            # code starts joins the box's groups.
+            # itself and runs the preamble meanwhile. The cells come after, so every process that untrusted code
+            # starts joins the box's groups.
             setup_deadline = time.monotonic() + self.limits.load_seconds
-            self._send({"preamble": self.preamble, "harness": self.harness, "device": self.device}, [],
+            self._send({"preamble": self.program.preamble, "harness": self.program.harness, "device": self.device}, [],
                        setup_deadline, self.limits.load_seconds, during)
             self.control.attach(self.box_pid)
             ready, _ = wire.read_frame(lambda n: self._read(n, time.monotonic() + 30, 30, "setting up the sandbox"))
@@ -152,12 +159,13 @@ class Sandbox:
         facts = setup.get("setup")
         if not isinstance(facts, dict) or facts.get("setup_error") is not None:
             self.kill()
-            raise SandboxUnavailable(f"the chapter's imports failed: {facts.get('setup_error') if facts else facts}")
+            raise SandboxUnavailable(f"the preamble or the harness failed: "
+                                     f"{facts.get('setup_error') if facts else facts}")
         if self.device == "cuda" and facts.get("cuda") is not True and _judge_sees_cuda():
             self.kill()
             raise SandboxUnavailable(f"this machine has a CUDA GPU but the sandboxed process could not use it "
                                      f"({facts.get('cuda_error')})")
-        header, _ = self._exchange({"cells": self.cells}, [], self.limits.load_seconds, "loading your notebook")
+        header, _ = self._exchange({"cells": self.program.cells}, [], self.limits.load_seconds, "running the cells")
         return {"load": header.get("load"), "cuda": facts.get("cuda") is True}
 
     def request(self, header: dict[str, Any], buffers: list[bytes], timeout: float | None, during: str
@@ -231,38 +239,6 @@ class Sandbox:
             self.kill()
         self.alive = False
         return code
-
-    @contextlib.contextmanager
-    def frozen(self) -> Iterator[None]:
-        """Every process of this submission stopped for the block, and resumed after it (while the judge times
-        another process). A box that cannot be frozen is killed instead: the next request starts it again."""
-        if not self.alive or self.control is None:
-            yield
-            return
-        with self.control.frozen() as done:
-            if not done:
-                self.kill()
-            yield
-
-    @contextlib.contextmanager
-    def peak_memory(self) -> Iterator[MemoryPeak]:
-        """How far this submission's memory rose during the block (BoxControl.peak_memory); not measured while none
-        of its processes is alive."""
-        if not self.alive or self.control is None:
-            yield MemoryPeak()
-            return
-        with self.control.peak_memory() as peak:
-            yield peak
-
-    @contextlib.contextmanager
-    def cpu_time(self) -> Iterator[CpuTime]:
-        """The CPU time this submission used during the block (BoxControl.cpu_time); not measured while none of its
-        processes is alive."""
-        if not self.alive or self.control is None:
-            yield CpuTime()
-            return
-        with self.control.cpu_time() as spent:
-            yield spent
 
     def kill(self) -> None:
         """End every process of this submission. Its groups' kill where it has them; with a PID namespace,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import selftest
-from autograder.judging.judge import Grade, grade
+from autograder.judging.judge import Grade, GradeOptions, grade
 from autograder.judging.registry import REGISTRY, derive
 from tests.kit import limits_for, release_path, zygote
 
@@ -26,8 +26,8 @@ def grader(notebook: Path, device: str, only: str | None) -> Grade:
     """The tests' grading (fixed seed, short limits; 01 and 02 train models), once per notebook, device and -k."""
     key = (hashlib.sha256(notebook.read_bytes()).hexdigest(), device, only)
     if key not in _GRADES:
-        _GRADES[key] = grade(notebook, device=device, seed=selftest.SEED, limits=limits_for(notebook.stem),
-                             only=only, zygote=zygote())
+        options = GradeOptions(device, selftest.SEED, limits_for(notebook.stem), only=only)
+        _GRADES[key] = grade(notebook, options=options, zygote=zygote())
     return _GRADES[key]
 
 

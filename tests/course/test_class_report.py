@@ -21,6 +21,7 @@ import pytest
 
 from autograder import cli
 from autograder.course import report as class_report
+from autograder.course import run
 from autograder.course.batch import Job, error_result
 from autograder.course.report import analyse, normalize, write_report
 from tests.judging.test_minimal_env import CLI as MINIMAL_CLI
@@ -373,7 +374,7 @@ def test_a_broken_report_is_a_warning_never_a_failed_grading(graded: Path, monke
         raise RuntimeError("boom")
 
     monkeypatch.setattr(class_report, "write_report", broken)
-    monkeypatch.setattr(cli, "grade_all", lambda *args: 3)  # graded, with a grader error
+    monkeypatch.setattr(run, "grade_all", lambda *args: 3)  # graded, with a grader error
     assert cli.main(["grade-all", str(graded), "--out", str(graded)]) == 3
     assert "warning: the class report could not be written: RuntimeError: boom" in capsys.readouterr().err
 

@@ -12,7 +12,7 @@ from autograder.course import selftest
 from autograder.course.batch import Job, file_sha256, grade_job
 from autograder.course.report import analyse
 from autograder.judging import results as fmt
-from autograder.judging.judge import Grade, grade
+from autograder.judging.judge import Grade, GradeOptions, grade
 from autograder.judging.plugin import CheckResult
 from autograder.judging.results import Outcome
 from tests.course.test_class_report import CH, NOT_IMPL, softmax_result, write
@@ -124,8 +124,8 @@ def test_the_selftests_speed_row_reads_the_measured_figures_not_the_message() ->
 
 def test_the_selftests_speed_row_of_a_real_grading_is_the_checks_measurement() -> None:
     def speed_only(notebook: Path, device: str, only: str | None) -> Grade:
-        return grade(notebook, device=device, seed=selftest.SEED, limits=FAST, only="check_row_sum_speed",
-                     zygote=zygote())
+        options = GradeOptions(device, selftest.SEED, FAST, only="check_row_sum_speed")
+        return grade(notebook, options=options, zygote=zygote())
 
     rows = selftest.solution_rows("04_overloaded_ops", "cpu", speed_only)
     (speed,) = [r for r in rows if r.kind == "speed"]

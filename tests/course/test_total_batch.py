@@ -152,7 +152,7 @@ def test_any_exception_while_grading_is_a_grader_error_row_retried_on_resume(tmp
 
 # Stand-ins for grade_job, run in the pool's workers (spawned: they must be importable).
 
-def fake_grade(job: Job, out: str, device: str, junit: bool) -> batch.Row:
+def fake_grade(job: Job, out: str, device: str, junit: bool) -> batch.SummaryRow:
     """A quick full-marks result, noting each attempt; "killer" kills its worker (as the OOM killer
     would) and "raiser" raises."""
     with open(Path(out) / "attempts.log", "a") as log:
@@ -167,7 +167,7 @@ def fake_grade(job: Job, out: str, device: str, junit: bool) -> batch.Row:
     return calm_grade(job, out, device, junit)
 
 
-def calm_grade(job: Job, out: str, device: str, junit: bool) -> batch.Row:
+def calm_grade(job: Job, out: str, device: str, junit: bool) -> batch.SummaryRow:
     """Full marks for everyone, at once."""
     result: Results = {"score": 1.0, "max_score": 1.0, "execution_time": 0.0, "output": "", "tests": [],
               "extra_data": {"assignment": job.assignment, "student": job.student, "sha256": job.sha256}}

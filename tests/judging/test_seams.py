@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from autograder import cli
+from autograder.course import run
 from autograder.judging import notebook
 from tests.kit import ROOT, grade_fast, solved
 
@@ -88,7 +89,7 @@ def test_every_command_parses_where_the_os_has_no_sched_getaffinity(
         asked.append(workers)
         return 2  # as if it failed: nothing more is done
 
-    monkeypatch.setattr(cli, "grade_all", grade_all)
+    monkeypatch.setattr(run, "grade_all", grade_all)
     assert cli.main(["grade-all", str(tmp_path)]) == 2
     assert cli.main(["grade-all", str(tmp_path), "--workers", "5"]) == 2
     assert asked == [3, 5]

@@ -96,8 +96,8 @@ def test_grade_takes_the_student_and_regrading_is_identical(tmp_path: Path) -> N
 def test_grade_all_passes_the_students_folder_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, object] = {}
 
-    def fake_grade(*args: object, **kwargs: object) -> NoReturn:
-        seen.update(kwargs)
+    def fake_grade(notebook: Path, assignment: str, options: judge.GradeOptions, *, zygote: object) -> NoReturn:
+        seen.update(student=options.student, zygote=zygote)
         raise judge.GraderError("recorded; nothing graded")
 
     monkeypatch.setattr(judge, "grade", fake_grade)

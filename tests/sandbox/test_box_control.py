@@ -313,7 +313,7 @@ def test_without_a_cpuset_group_each_freeze_sets_the_judges_cpus_again(tmp_path:
             assert until(settled)
             members = hold.members()
             assert all(len(os.sched_getaffinity(pid)) > 1 for pid in members)  # widened
-            with student.frozen():
+            with student.control.frozen():
                 pass
             assert all(os.sched_getaffinity(pid) == {core} for pid in members)
         finally:
@@ -365,7 +365,7 @@ def test_a_box_that_cannot_be_frozen_is_killed_and_started_again_when_next_calle
     student, sandbox = _started(tmp_path, "def softmax(logits, dim=-1):\n    return torch.softmax(logits, dim)\n")
     try:
         monkeypatch.setattr(BoxControl, "freeze", lambda self: False)
-        with student.frozen():
+        with student.control.frozen():
             assert not sandbox.alive
         x = torch.randn(3, 4)
         assert torch.allclose(student.call("softmax", x), torch.softmax(x, -1))
@@ -400,7 +400,7 @@ def test_the_judge_reads_how_far_the_boxs_memory_rose_during_a_call(tmp_path: Pa
     try:
         grown: dict[int, list[int]] = {}
         for mib in (300, 1, 300, 1):
-            with student.peak_memory() as peak:
+            with student.control.peak_memory() as peak:
                 student.call("softmax", torch.zeros(mib))
             assert peak.how is not None and peak.grown is not None
             assert (accounting == "VmHWM") == ("VmHWM" in peak.how), peak.how
@@ -410,7 +410,7 @@ def test_the_judge_reads_how_far_the_boxs_memory_rose_during_a_call(tmp_path: Pa
         assert all(300 - LAG <= g < 320 for g in grown[300]) and all(g < 8 for g in grown[1]), grown
     finally:
         student.close()
-    with student.peak_memory() as peak:  # no box alive: nothing measured
+    with student.control.peak_memory() as peak:  # no box alive: nothing measured
         pass
     assert (peak.how, peak.grown) == (None, None)
 
@@ -442,7 +442,7 @@ def test_the_judge_reads_the_cpu_time_a_call_used(tmp_path: Path, monkeypatch: p
     try:
         spent_on = {}
         for n in (30, 1):
-            with student.cpu_time() as spent:
+            with student.control.cpu_time() as spent:
                 student.call("softmax", torch.zeros(n))
             assert spent.how is not None and spent.seconds is not None
             assert ("cgroup v2" in spent.how) == (accounting == "cgroup v2"), spent.how
@@ -464,7 +464,7 @@ def test_a_v2_memory_mark_that_cannot_be_reset_falls_back_to_vmhwm(tmp_path: Pat
         fake = tmp_path / "v2-group"
         (fake / "memory.peak").mkdir(parents=True)  # opening it for writing fails
         hold.groups.append(control.Group(fake, 2, {"memory"}))
-        with student.peak_memory() as peak:
+        with student.control.peak_memory() as peak:
             student.call("softmax", torch.zeros(100))
         assert peak.how is not None and "VmHWM" in peak.how and peak.grown is not None
         assert 100 - LAG <= peak.grown >> 20 < 120, peak.grown

@@ -21,7 +21,7 @@ import torch
 
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.process import ChildDied, ChildTimeout, Sandbox
+from autograder.sandbox.process import ChildDied, ChildTimeout, Program, Sandbox
 from autograder.sandbox.runtime import isolation, wire
 from tests.kit import FAST, ROOT, grade_fast, solution_cells, solved, task_scores, zygote
 from tests.sandbox.processes import kill_named, named, until
@@ -33,7 +33,7 @@ full_sandbox = pytest.mark.skipif(os.geteuid() != 0 or isolation.machine()[0] !=
 
 def _sandbox(cells: str, limits: Limits = FAST, owner: Zygote | None = None) -> Sandbox:
     """A sandbox running `cells` as its one answer cell, no chapter around it."""
-    return Sandbox(owner or zygote(), "import torch", "", [{"id": "cell", "source": cells}], "cpu", limits)
+    return Sandbox(owner or zygote(), Program("import torch", "", [{"id": "cell", "source": cells}]), "cpu", limits)
 
 
 def _call(box: Sandbox, name: str, *args: object, timeout: float = 3.0) -> Any:

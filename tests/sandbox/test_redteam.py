@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.process import ChildDied, Sandbox
+from autograder.sandbox.process import ChildDied, Program, Sandbox
 from autograder.sandbox.runtime import isolation, wire
 from tests.kit import zygote
 
@@ -17,7 +17,7 @@ full_sandbox = pytest.mark.skipif(os.geteuid() != 0 or isolation.machine()[0] !=
 
 
 def _sandbox(cells: str, limits: Limits) -> Sandbox:
-    return Sandbox(zygote(), "import torch", "", [{"id": "cell", "source": cells}], "cpu", limits)
+    return Sandbox(zygote(), Program("import torch", "", [{"id": "cell", "source": cells}]), "cpu", limits)
 
 
 def _call(box: Sandbox, name: str, *args: object, timeout: float) -> Any:

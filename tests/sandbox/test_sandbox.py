@@ -33,10 +33,10 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or isolation.machine()[0] != "
                                 reason="the full sandbox needs root and namespaces")
 
 
-def _probe(tmp_path: Path, body: str, **kwargs: object) -> str:
+def _probe(tmp_path: Path, body: str) -> str:
     code = f"import os, glob, signal, time\ndef softmax(logits, dim=-1):\n    found = []\n{body}\n" \
            "    raise RuntimeError('FOUND ' + ' | '.join(map(str, found)))\n"
-    g = grade_fast(solved(tmp_path, CH, softmax=code), only=ONE_CHECK, **kwargs)
+    g = grade_fast(solved(tmp_path, CH, softmax=code), only=ONE_CHECK)
     return g.results[0].output
 
 

@@ -312,7 +312,7 @@ def _tiling_ops(ops: list[str]) -> list[str]:
 #   of MiB. Code that builds the copy fails to allocate it, or is killed; memory it reserved earlier cannot hold it.
 #   The output must equal the judge's broadcasting oracle (inputs of small integers, so float32 sums are exact).
 # - measured, on CPU where the kernel's accounting can be read: the tiled copy takes 256 MiB, and the judge reads how
-#   far the box's memory rose during the call (Student.peak_memory: the box's memory cgroup's high-water mark, cgroup
+#   far the box's memory rose during the call (Student.control.peak_memory: its memory cgroup's high-water mark, cgroup
 #   v1 memory.max_usage_in_bytes, or v2 memory.peak on kernels 6.12 and later; else the VmHWM of its processes, as on
 #   a v2 kernel before 6.12 or without cgroups). A rise above a quarter of the copy fails. `benchmarks/never_tiles.py
 #   --runs 2` on the kit's 2-core machine (kernel 6.18) beside a CPU hog, against the bar of 64 MiB: every correct
@@ -381,7 +381,7 @@ def expect_no_tiled_copy(api: StudentApi, measured: bool, run: Callable[[], Any]
                                   "fails here.", detail=note(), hint=hint) from None
     if device != "cpu":
         return run()
-    with api.student.peak_memory() as peak:
+    with api.student.control.peak_memory() as peak:
         value = run()
     bar = tiled // MEMORY_SHARE
     if peak.grown is None:
@@ -906,7 +906,7 @@ def _exact_additive(rng: torch.Generator, n: int, m: int, dq: int, dk: int) -> t
 
 # The loop part, on the kernel's CPU accounting (an operator count in the student's process could be hidden): the
 # CPU time the student's box spends on one call with B = 16384 examples (N = M = Dq = Dk = H = 1), against the
-# reference's in a clean process, read by the judge from outside (Student.cpu_time: the box's v2 group's cpu.stat,
+# reference's in a clean process, read by the judge from outside (Student.control.cpu_time: its v2 group's cpu.stat,
 # else /proc), each box frozen while the other runs, fresh inputs every round, every output checked against the
 # oracle; the median of LOOP_ROUNDS rounds after a warm-up round. Work in any library counts, and padding other
 # calls cannot help (no ratio to a smaller call). Where no CPU time can be read, the judge's wall clock is used.
@@ -942,7 +942,7 @@ def _expect_no_loop(api: Api, rng: torch.Generator, record_property: RecordPrope
     def measured(fn: Callable[..., Any], process: Student) -> Callable[[int], tuple[CpuTime, Any]]:
         def call(seed: int) -> tuple[CpuTime, Any]:
             inputs = _loop_inputs(seed)
-            with process.cpu_time() as spent:
+            with process.control.cpu_time() as spent:
                 value = fn(*inputs)
             return spent, value
         return call
