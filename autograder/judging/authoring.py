@@ -29,6 +29,9 @@ from autograder.judging.notebook import Submission
 
 # a check, declared with its points (fails closed)
 from autograder.judging.plugin import check
+
+# one-expression puzzles, declared as a table: their rule check and their random check
+from autograder.judging.puzzles import Puzzle, Rule, expect_puzzle, expect_puzzle_random, expect_puzzle_rule
 from autograder.judging.remote import Student, StudentError, describe_call, origin, summarize
 
 # measured figures a check records beside its outcome
@@ -81,10 +84,11 @@ from autograder.sandbox.runtime.wire import RemoteObject
 
 __all__ = [
     "AMP_MEMORY_RATIO", "LOOP_RATIO", "MEMORY_BAR_MIB", "MEMORY_MIB", "NEEDED_RATIO", "RATIO", "REFERENCE_SECONDS",
-    "STUDENT_SECONDS", "CpuTime", "MemoryPeak", "RecordProperty", "Remote", "RemoteObject", "Run", "Spec", "Speed",
-    "Student", "StudentApi", "StudentError", "Submission", "Use", "answer", "cell", "check", "compare_speed",
-    "describe_call", "expect_tensor", "expect_within", "fail", "failure", "folded", "harness", "interleave", "listed",
-    "names_used", "nonfinite", "number", "only_raises_not_implemented", "operations_growth", "origin",
-    "output_shape_checked", "puzzle_breaks", "randint", "randn", "record_measured", "reference_process",
-    "released_stub", "right", "show", "subclasses", "summarize", "task_code", "unreadable", "wrong",
+    "STUDENT_SECONDS", "CpuTime", "MemoryPeak", "Puzzle", "RecordProperty", "Remote", "RemoteObject", "Rule", "Run",
+    "Spec", "Speed", "Student", "StudentApi", "StudentError", "Submission", "Use", "answer", "cell", "check",
+    "compare_speed", "describe_call", "expect_puzzle", "expect_puzzle_random", "expect_puzzle_rule", "expect_tensor",
+    "expect_within", "fail", "failure", "folded", "harness", "interleave", "listed", "names_used", "nonfinite",
+    "number", "only_raises_not_implemented", "operations_growth", "origin", "output_shape_checked", "puzzle_breaks",
+    "randint", "randn", "record_measured", "reference_process", "released_stub", "right", "show", "subclasses",
+    "summarize", "task_code", "unreadable", "wrong",
 ]
