@@ -33,7 +33,6 @@ from autograder.chapters.ch05_batch_gather.checks import (  # noqa: E402
     GATHER_TIMED,
     REFERENCE,
     Api,
-    Reference,
     gather_oracle,
 )
 from autograder.chapters.ch05_batch_gather.selftest import gather_bandwidth  # noqa: E402
@@ -135,9 +134,10 @@ def grader_ratio(repeats: int = 3) -> None:
     student = Student(load_submission(source_path(CH)), "cpu", Limits(), time.monotonic() + 600, launcher.zygote())
     try:
         with reference_process(student, REFERENCE) as ref, reference_process(student, LOOP_SRC) as loop:
+            reference = Api(student).batch_gather.run_by(ref, "gather_reference")
             for name, fn in (("solution", Api(student).batch_gather), ("guide's loop", Loop(loop).batch_gather_loop)):
                 for r in range(repeats):
-                    speed = compare_speed(fn, Reference(ref).gather_reference, GATHER_TIMED, gather_oracle,
+                    speed = compare_speed(fn, reference, GATHER_TIMED, gather_oracle,
                                           torch.Generator().manual_seed(r), count=10, rounds=15, warmup=2,
                                           subtract_making=False)
                     print(f"  {name}: {speed.describe('batch_gather', 'the reference')}")

@@ -114,6 +114,12 @@ class Remote(Generic[P, R]):
     def name(self) -> str:
         return self.declared.name
 
+    def run_by(self, process: Student, target: str) -> Remote[P, R]:
+        """The same contract, run by `process`'s function `target`: a reference process's code
+        (timing.reference_process), timed beside the student's, needs no API of its own."""
+        declared = dataclasses.replace(self.declared, name=target, target=target, example=None, options=Options())
+        return Remote(process, declared, declared.options)
+
     def using(self, *, timeout: float | None = None, call: str | None = None, hint: str | None = None
               ) -> Remote[P, R]:
         """The same function with the options given changed."""

@@ -32,6 +32,9 @@ from autograder.judging.notebook import Submission
 
 # a check, declared with its points (fails closed)
 from autograder.judging.plugin import check
+
+# one-expression puzzles, declared as a table: their rule check and their random check
+from autograder.judging.puzzles import Puzzle, PuzzleRule, expect_puzzle, expect_puzzle_random, expect_puzzle_rule
 from autograder.judging.remote import Student, StudentError, describe_call, origin, summarize
 
 # measured figures a check records beside its outcome
@@ -87,11 +90,12 @@ from autograder.sandbox.runtime.wire import RemoteObject
 
 __all__ = [
     "AMP_MEMORY_RATIO", "LOOP_RATIO", "MEMORY_BAR_MIB", "MEMORY_MIB", "NEEDED_RATIO", "RATIO", "REFERENCE_SECONDS",
-    "STUDENT_SECONDS", "CpuTime", "CudaFigures", "Figure", "Measured", "MemoryPeak", "RecordProperty", "Remote",
-    "RemoteObject", "Run", "Solution", "Spec", "Speed", "Student", "StudentApi", "StudentError", "Submission",
-    "TaskCode", "Use", "answer", "cell", "check", "compare_speed", "cuda_ms", "describe_call", "dotted",
-    "expect_tensor", "expect_within", "fail", "failure", "folded", "harness", "interleave", "listed", "names_used",
-    "nonfinite", "number", "only_raises_not_implemented", "operations_growth", "origin", "output_shape_checked",
-    "peak_bandwidth", "puzzle_breaks", "randint", "randn", "record_measured", "record_note", "reference_process",
-    "released_stub", "right", "show", "subclasses", "summarize", "task_code", "unreadable", "wrong"
+    "STUDENT_SECONDS", "CpuTime", "CudaFigures", "Figure", "Measured", "MemoryPeak", "Puzzle", "PuzzleRule",
+    "RecordProperty", "Remote", "RemoteObject", "Run", "Solution", "Spec", "Speed", "Student", "StudentApi",
+    "StudentError", "Submission", "TaskCode", "Use", "answer", "cell", "check", "compare_speed", "cuda_ms",
+    "describe_call", "dotted", "expect_puzzle", "expect_puzzle_random", "expect_puzzle_rule", "expect_tensor",
+    "expect_within", "fail", "failure", "folded", "harness", "interleave", "listed", "names_used", "nonfinite",
+    "number", "only_raises_not_implemented", "operations_growth", "origin", "output_shape_checked", "peak_bandwidth",
+    "puzzle_breaks", "randint", "randn", "record_measured", "record_note", "reference_process", "released_stub",
+    "right", "show", "subclasses", "summarize", "task_code", "unreadable", "wrong"
 ]

@@ -59,8 +59,7 @@ def test_every_correct_form_is_right_under_any_seed(name: str) -> None:
 def test_each_named_mistake_differs_from_the_answer_on_the_example(name: str) -> None:
     p = PUZZLES[name]
     want = p.oracle(*p.example)
-    for what, mistake in p.mistakes.items():
-        wrong = mistake(*p.example)
+    for what, wrong in p.mistakes(*p.example):
         same = wrong.shape == want.shape and wrong.dtype == want.dtype and torch.allclose(wrong.double(),
                                                                                          want.double())
         assert not same, f"{name}: the mistake '{what}' gives the right answer on the example"

@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
+from autograder.chapters.ch03_broadcasting.puzzles import PUZZLES, TOL, sizes
 from autograder.judging.authoring import (
     LOOP_RATIO,
     MEMORY_BAR_MIB,
@@ -30,19 +31,18 @@ from autograder.judging.authoring import (
     StudentError,
     answer,
     check,
+    expect_puzzle,
+    expect_puzzle_random,
+    expect_puzzle_rule,
     expect_tensor,
     failure,
     harness,
     interleave,
-    listed,
     output_shape_checked,
-    puzzle_breaks,
     record_measured,
     record_note,
     reference_process,
-    released_stub,
     summarize,
-    task_code,
 )
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
@@ -71,27 +71,27 @@ class Api(StudentApi):
     def additive_scores(self, q: Tensor, k: Tensor, lengths: Tensor, w_q: Tensor, w_k: Tensor, v: Tensor) -> Tensor:
         """Stretch: [B, N, M] scores v . tanh(W_q q_i + W_k k_j), -inf for keys j >= lengths[b]."""
 
-    @answer(example=(3,))
+    @answer(example=PUZZLES["times_table"].example)
     def times_table(self, n: int) -> Tensor:
         """Puzzle: [n, n] int64, entry [i, j] = (i + 1) * (j + 1)."""
 
-    @answer(example=(torch.tensor([0.0, 10.0]), torch.tensor([1.0, 2.0, 3.0])))
+    @answer(example=PUZZLES["outer_sum"].example)
     def outer_sum(self, x: Tensor, y: Tensor) -> Tensor:
         """Puzzle: [N, M], entry [i, j] = x[i] + y[j]."""
 
-    @answer(example=(3,))
+    @answer(example=PUZZLES["lower_mask"].example)
     def lower_mask(self, n: int) -> Tensor:
         """Puzzle: [n, n] bool, True where j <= i."""
 
-    @answer(example=(torch.tensor([2, 0]), 3))
+    @answer(example=PUZZLES["one_hot"].example)
     def one_hot(self, idx: Tensor, c: int) -> Tensor:
         """Puzzle: [N, c] bool, entry [i, j] True where idx[i] == j."""
 
-    @answer(example=(torch.tensor([[1.0, 3.0, 5.0], [4.0, 2.0, 0.0]]),))
+    @answer(example=PUZZLES["rescale_rows"].example)
     def rescale_rows(self, x: Tensor) -> Tensor:
         """Puzzle: each row of x [N, D] mapped linearly onto [0, 1]: its smallest entry 0, its largest 1."""
 
-    @answer(example=(torch.tensor([[0.0, 0.0], [1.0, 2.0]]), torch.tensor([[1.0, 1.0], [0.0, 3.0], [2.0, 2.0]])))
+    @answer(example=PUZZLES["pairwise_l1"].example)
     def pairwise_l1(self, x: Tensor, y: Tensor) -> Tensor:
         """Puzzle: [N, M], entry [i, j] = sum over d of |x[i, d] - y[j, d]|."""
 
@@ -169,8 +169,6 @@ SQUEEZE_HINT = ("squeeze() with no dim removes every axis of size 1, so for N = 
                 "0-d scalar and the result loses its [N] axis. Name the axis: a.squeeze(1) or a[:, 0].")
 DTYPE_HINT = "Add the tensors directly; a result buffer made with torch.zeros(N) is float32 whatever the inputs."
 
-TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (1e-5, 1e-5)}
-
 # aten operators (as TorchDispatchMode names them) that build a tiled or concatenated tensor: messages name them.
 TILING_OPS = frozenset({"repeat", "repeat_interleave", "tile", "cat", "concat", "concatenate", "stack", "hstack",
                         "vstack", "index", "index_select", "gather", "take_along_dim"})
@@ -183,13 +181,9 @@ def _expect(got: Tensor | None, want: Tensor, call: str, inputs: dict[str, Tenso
     expect_tensor(got, want, call=call, inputs=inputs, hint=hint, rtol=rtol, atol=atol, device=device)
 
 
-def _sizes(rng: torch.Generator, n: int, low: int = 2, high: int = 7) -> list[int]:
-    return [int(s) for s in torch.randint(low, high, (n,), generator=rng)]
-
-
 def _merge_inputs(rng: torch.Generator, rank: int, in1: int, in2: int) -> tuple[Tensor, Tensor]:
     """a: [*batch, N, in1]; b: [*batch', 1, in2], each batch' size equal to batch's or 1."""
-    *batch, n = _sizes(rng, rank - 1)
+    *batch, n = sizes(rng, rank - 1)
     b_batch = [s if bool(torch.rand((), generator=rng) < 0.7) else 1 for s in batch]
     a = torch.randn(*batch, n, in1, generator=rng)
     b = torch.randn(*b_batch, 1, in2, generator=rng)
@@ -233,7 +227,7 @@ def check_merge_guide_example(api: Api, rng: torch.Generator, device: str) -> No
 @check(task="Merge", points=1)
 def check_merge_structure(api: Api, rng: torch.Generator, device: str) -> None:
     """Merge holds two nn.Linear layers, linear1 (in1 -> out) and linear2 (in2 -> out)"""
-    in1, in2, out = _sizes(rng, 3)
+    in1, in2, out = sizes(rng, 3)
     merge = build_merge(api, in1, in2, out, device)
     info = api.student.inspect(merge)
     kinds = {name: kind for name, kind in info["modules"].items() if name in ("linear1", "linear2")}
@@ -251,7 +245,7 @@ def check_merge_structure(api: Api, rng: torch.Generator, device: str) -> None:
 def check_merge_random_shapes(api: Api, rng: torch.Generator, device: str) -> None:
     """equals a Linear on [a, b tiled] for random shapes of rank 2 to 4, b broadcast over N"""
     for rank in (2, 3, 4, 3):
-        in1, in2, out = _sizes(rng, 3, 1, 9)
+        in1, in2, out = sizes(rng, 3, 1, 9)
         ref, params = reference_linear(rng, in1, in2, out)
         merge = _merge_with(api, params, in1, in2, out, device)
         a, b = _merge_inputs(rng, rank, in1, in2)
@@ -263,7 +257,7 @@ def check_merge_random_shapes(api: Api, rng: torch.Generator, device: str) -> No
 def check_merge_gradients(api: Api, rng: torch.Generator, device: str) -> None:
     """the gradients with respect to a and b equal those of the Linear on [a, b tiled]"""
     for rank in (2, 3, 4):
-        in1, in2, out = _sizes(rng, 3)
+        in1, in2, out = sizes(rng, 3)
         ref, params = reference_linear(rng, in1, in2, out)
         merge = _merge_with(api, params, in1, in2, out, device, "tanh")
         a, b = _merge_inputs(rng, rank, in1, in2)
@@ -286,7 +280,7 @@ def check_merge_gradients(api: Api, rng: torch.Generator, device: str) -> None:
 def check_merge_activation(api: Api, rng: torch.Generator, device: str) -> None:
     """activation=torch.relu or torch.tanh is applied once, to the sum"""
     for activation in ("relu", "tanh"):
-        in1, in2, out = _sizes(rng, 3)
+        in1, in2, out = sizes(rng, 3)
         ref, params = reference_linear(rng, in1, in2, out)
         merge = _merge_with(api, params, in1, in2, out, device, activation)
         a, b = _merge_inputs(rng, 3, in1, in2)
@@ -408,7 +402,7 @@ def _merge_value(api: Api, merge: RemoteObject, a: Tensor, b: Tensor) -> Any:
 @check(task="Merge", points=1)
 def check_merge_never_tiles(api: Api, rng: torch.Generator, device: str, record_property: RecordProperty) -> None:
     """forward never builds the tiled tensor: b [1, 1, 2^19] broadcast over a [1, 2^19, in1], 1 TiB if copied"""
-    in1, out = _sizes(rng, 2, 1, 5)
+    in1, out = sizes(rng, 2, 1, 5)
 
     def tiled_ops() -> list[str]:
         small = torch.Generator().manual_seed(0)
@@ -417,7 +411,7 @@ def check_merge_never_tiles(api: Api, rng: torch.Generator, device: str, record_
 
     note = functools.partial(_traced_note, tiled_ops)
     for measured, (n, in2) in ((True, MEASURED), (False, (OUT_OF_REACH, OUT_OF_REACH))):
-        n, in2 = n + _sizes(rng, 1, 0, 64)[0], in2 + _sizes(rng, 1, 0, 64)[0]
+        n, in2 = n + sizes(rng, 1, 0, 64)[0], in2 + sizes(rng, 1, 0, 64)[0]
         params = _exact_params(rng, in1, in2, out)
         merge = _merge_with(api, params, in1, in2, out, device)
         a, b = _small_ints(rng, 1, n, in1), _small_ints(rng, 1, 1, in2)
@@ -444,7 +438,7 @@ def check_paired_sums_guide_example(api: Api, device: str) -> None:
 def check_paired_sums_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random a [N, 1] and b [N] give the [N] sums a[i, 0] + b[i]"""
     # one small N, and two above 36 so that messages show the inputs compactly
-    for n in _sizes(rng, 1, 2, 7) + _sizes(rng, 2, 37, 65):
+    for n in sizes(rng, 1, 2, 7) + sizes(rng, 2, 37, 65):
         a, b = torch.randn(n, 1, generator=rng), torch.randn(n, generator=rng)
         _expect(api.paired_sums(a, b), paired_sums_oracle(a, b), "paired_sums(a, b)",
                 {"a": a, "b": b}, BROADCAST_HINT, device)
@@ -461,7 +455,7 @@ def check_paired_sums_single_pair(api: Api, rng: torch.Generator, device: str) -
 @check(task="paired_sums", points=1)
 def check_paired_sums_dtypes(api: Api, rng: torch.Generator, device: str) -> None:
     """the result keeps the inputs' dtype: float64 and int64"""
-    n = _sizes(rng, 1, 2, 20)[0]
+    n = sizes(rng, 1, 2, 20)[0]
     f64 = torch.float64
     pairs = [(torch.randn(n, 1, generator=rng, dtype=f64), torch.randn(n, generator=rng, dtype=f64)),
              (torch.randint(-100, 100, (n, 1), generator=rng), torch.randint(-100, 100, (n,), generator=rng))]
@@ -474,7 +468,7 @@ def check_paired_sums_dtypes(api: Api, rng: torch.Generator, device: str) -> Non
 @check(task="paired_sums", points=1)
 def check_paired_sums_gradient(api: Api, rng: torch.Generator, device: str) -> None:
     """the gradient flows back to a (shape [N, 1]) and to b (shape [N])"""
-    n = _sizes(rng, 1, 2, 20)[0]
+    n = sizes(rng, 1, 2, 20)[0]
     a, b = torch.randn(n, 1, generator=rng), torch.randn(n, generator=rng)
     g = torch.randn(n, generator=rng)
     _expect(api.paired_sums(a, b), paired_sums_oracle(a, b), "paired_sums(a, b)", {"a": a, "b": b},
@@ -486,299 +480,118 @@ def check_paired_sums_gradient(api: Api, rng: torch.Generator, device: str) -> N
                 {"a": a, "b": b, "grad_output": g}, GRAD_HINT, device)
 
 
-# -- puzzles -------------------------------------------------------------------------------------------------------
+# -- puzzles (puzzles.py) ------------------------------------------------------------------------------------------
 # Six one-expression puzzles. Each: a visible check (the notebook's example), a hidden one on random shapes from
 # `rng`, and a rule check read from the source (autograder/judging/static/rules.py, puzzle_breaks) whose point also
 # needs the right answer on the example. A wrong answer that matches a named mistake gets that mistake's hint.
-
-# The operations each puzzle allows besides operators, indexing (None, slices) and its parameters.
-ALLOWED: dict[str, frozenset[str]] = {
-    "times_table": frozenset({"torch.arange", ".shape"}),
-    "outer_sum": frozenset({".shape"}),
-    "lower_mask": frozenset({"torch.arange", ".shape"}),
-    "one_hot": frozenset({"torch.arange", ".shape", ".device"}),
-    "rescale_rows": frozenset({".amin", ".amax", ".shape"}),
-    "pairwise_l1": frozenset({".abs", ".sum", ".shape"}),
-}
-PUZZLE_RULE_HINT = ("Write the body as one `return <expression>` using operators, indexing (x[:, None], "
-                    "x[None]), the puzzle's parameters and only the operations its text allows: no loop, "
-                    "comprehension, helper variable, or other torch function.")
-
-
-def _times_table(n: int) -> Tensor:
-    return torch.tensor([[(i + 1) * (j + 1) for j in range(n)] for i in range(n)], dtype=torch.int64).view(n, n)
-
-
-def _outer_sum(x: Tensor, y: Tensor) -> Tensor:
-    return (x.double().unsqueeze(1) + y.double().unsqueeze(0)).to(x.dtype)
-
-
-def _lower_mask(n: int) -> Tensor:
-    return torch.tril(torch.ones(n, n, dtype=torch.bool))
-
-
-def _one_hot(idx: Tensor, c: int) -> Tensor:
-    return torch.nn.functional.one_hot(idx, c).bool()
-
-
-def _rescale_rows(x: Tensor) -> Tensor:
-    x64 = x.double()
-    low, high = x64.min(1, keepdim=True).values, x64.max(1, keepdim=True).values
-    return ((x64 - low) / (high - low)).to(x.dtype)
-
-
-def _pairwise_l1(x: Tensor, y: Tensor) -> Tensor:
-    return torch.cdist(x.double(), y.double(), p=1).to(x.dtype)
-
-
-def _ints(rng: torch.Generator, *shape: int) -> Tensor:
-    """Small whole numbers as floats: sums of them are exact whatever the order."""
-    return torch.randint(-9, 10, shape, generator=rng).float()
-
-
-def _expect_puzzle(got: Any, want: Tensor, call: str, inputs: dict[str, Any], hint: str,
-                   mistakes: list[tuple[Tensor, str]], device: str | None = None) -> None:
-    """`got` must equal `want`; where it equals one of the named `mistakes` instead, the hint names that one."""
-    for wrong, because in mistakes:
-        if isinstance(got, Tensor) and got.shape == wrong.shape and got.dtype == wrong.dtype \
-                and not torch.equal(wrong, want) \
-                and torch.allclose(got.cpu().double(), wrong.double(), equal_nan=True):
-            hint = because
-            break
-    shown = {k: v for k, v in inputs.items() if isinstance(v, Tensor)}
-    extra = ", ".join(f"{k} = {v}" for k, v in inputs.items() if not isinstance(v, Tensor))
-    rtol, atol = TOL.get(want.dtype, (0.0, 0.0))
-    expect_tensor(got, want, call=call + (f" with {extra}" if extra else ""), inputs=shown, hint=hint,
-                  rtol=rtol, atol=atol, device=device)
-
-
-def expect_puzzle_rule(api: Api, name: str, example: Callable[[], None]) -> None:
-    """The rule read from the source: `name`'s cell defines it as one return of one expression over ALLOWED; then
-    the notebook's `example` must come out right (the rule's point needs a working answer). An unanswered puzzle
-    (the released stub) runs first, so that its NotImplementedError is the verdict, not a broken rule."""
-    code = task_code(api.student.submission, name)
-    if released_stub(code, name):
-        example()
-    found = puzzle_breaks(code, name, ALLOWED[name])
-    if found:
-        allowed = ", ".join(sorted(ALLOWED[name]))
-        raise failure(call=f"the judge's reading of the code of `{name}`",
-                      expected=f"one `return <expression>` using operators, indexing and {allowed}",
-                      got=listed(found), problem="the puzzle's rule is broken, so none of its checks counts.",
-                      hint=PUZZLE_RULE_HINT, breaks_rule=True)
-    example()
-
-
-TIMES_HINT = "Make a column 1..n (arange with a None axis) and a row 1..n and multiply them: [n, 1] * [n] is [n, n]."
-TIMES_OFF = "Entry [0, 0] is 1 * 1: count from 1, torch.arange(1, n + 1), not from 0."
-
-
-def _times_mistakes(n: int) -> list[tuple[Tensor, str]]:
-    i = torch.arange(n)
-    return [(i[:, None] * i, TIMES_OFF), (i[:, None] * i + 1, TIMES_OFF)]
 
 
 @check(task="times_table", points=1, visible=True)
 def check_times_table_example(api: Api) -> None:
     """times_table(3) is the notebook's 3 x 3 table"""
-    _expect_puzzle(api.times_table(3), _times_table(3), "times_table(3)", {}, TIMES_HINT, _times_mistakes(3))
+    expect_puzzle(api, PUZZLES["times_table"], PUZZLES["times_table"].example, None, example=True)
 
 
 @check(task="times_table", points=1)
 def check_times_table_random(api: Api, rng: torch.Generator) -> None:
     """random n from 1 to 12, int64"""
-    for n in [1, *_sizes(rng, 2, 2, 13)]:
-        _expect_puzzle(api.times_table(n), _times_table(n), f"times_table({n})", {}, TIMES_HINT,
-                       _times_mistakes(n))
+    expect_puzzle_random(api, PUZZLES["times_table"], rng, None)
 
 
 @check(task="times_table", points=1, rule=True)
 def check_times_table_rule(api: Api) -> None:
     """rule: one expression of operators, indexing and torch.arange (read from your code)"""
-    expect_puzzle_rule(api, "times_table", lambda: check_times_table_example(api))
-
-
-OUTER_HINT = ("Give x a trailing axis and leave y as it is: x[:, None] is [N, 1], y is [M] read as [1, M], and "
-              "their sum is [N, M].")
-OUTER_SWAPPED = "The result is transposed: row i belongs to x[i], so x takes the new trailing axis, not y."
-
-
-def _outer_mistakes(x: Tensor, y: Tensor) -> list[tuple[Tensor, str]]:
-    return [(_outer_sum(y, x), OUTER_SWAPPED)]
+    expect_puzzle_rule(api, PUZZLES["times_table"], None)
 
 
 @check(task="outer_sum", points=1, visible=True)
 def check_outer_sum_example(api: Api, device: str) -> None:
     """the notebook's x of 2 and y of 3 give a [2, 3] table"""
-    x, y = torch.tensor([0.0, 10.0]), torch.tensor([1.0, 2.0, 3.0])
-    _expect_puzzle(api.outer_sum(x, y), _outer_sum(x, y), "outer_sum(x, y)", {"x": x, "y": y}, OUTER_HINT,
-                   _outer_mistakes(x, y), device)
+    expect_puzzle(api, PUZZLES["outer_sum"], PUZZLES["outer_sum"].example, device, example=True)
 
 
 @check(task="outer_sum", points=1)
 def check_outer_sum_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random N and M (1 included, N == M too), float32 and int64"""
-    for n, m in [(1, 4), (3, 1), (4, 4), tuple(_sizes(rng, 2, 2, 9))]:
-        for x, y in [(_ints(rng, n), _ints(rng, m)), (torch.randint(-9, 10, (n,), generator=rng),
-                                                     torch.randint(-9, 10, (m,), generator=rng))]:
-            _expect_puzzle(api.outer_sum(x, y), _outer_sum(x, y), "outer_sum(x, y)", {"x": x, "y": y}, OUTER_HINT,
-                           _outer_mistakes(x, y), device)
+    expect_puzzle_random(api, PUZZLES["outer_sum"], rng, device)
 
 
 @check(task="outer_sum", points=1, rule=True)
 def check_outer_sum_rule(api: Api, device: str) -> None:
     """rule: one expression of operators and indexing (read from your code)"""
-    expect_puzzle_rule(api, "outer_sum", lambda: check_outer_sum_example(api, device))
-
-
-LOWER_HINT = ("Compare a column of row numbers with a row of column numbers: torch.arange(n)[:, None] is the "
-              "row i of each entry, torch.arange(n) its column j; the comparison broadcasts to [n, n] booleans.")
-LOWER_UPPER = "This is the upper triangle (j >= i): swap the two sides of the comparison, or which one gets None."
-LOWER_STRICT = "The diagonal is missing: entry [i, i] is True too, so the comparison is j <= i, not j < i."
-
-
-def _lower_mistakes(n: int) -> list[tuple[Tensor, str]]:
-    i = torch.arange(n)
-    return [(i[:, None] <= i, LOWER_UPPER), (i[None] < i[:, None], LOWER_STRICT), (i[:, None] < i, LOWER_UPPER)]
+    expect_puzzle_rule(api, PUZZLES["outer_sum"], device)
 
 
 @check(task="lower_mask", points=1, visible=True)
 def check_lower_mask_example(api: Api) -> None:
     """lower_mask(3) is the notebook's 3 x 3 mask"""
-    _expect_puzzle(api.lower_mask(3), _lower_mask(3), "lower_mask(3)", {}, LOWER_HINT, _lower_mistakes(3))
+    expect_puzzle(api, PUZZLES["lower_mask"], PUZZLES["lower_mask"].example, None, example=True)
 
 
 @check(task="lower_mask", points=1)
 def check_lower_mask_random(api: Api, rng: torch.Generator) -> None:
     """random n from 1 to 12, bool"""
-    for n in [1, 2, *_sizes(rng, 2, 3, 13)]:
-        _expect_puzzle(api.lower_mask(n), _lower_mask(n), f"lower_mask({n})", {}, LOWER_HINT, _lower_mistakes(n))
+    expect_puzzle_random(api, PUZZLES["lower_mask"], rng, None)
 
 
 @check(task="lower_mask", points=1, rule=True)
 def check_lower_mask_rule(api: Api) -> None:
     """rule: one expression of operators, indexing and torch.arange (read from your code)"""
-    expect_puzzle_rule(api, "lower_mask", lambda: check_lower_mask_example(api))
-
-
-ONE_HOT_HINT = ("Compare each index with every class number: idx[:, None] is [N, 1], torch.arange(c) is [c], and "
-                "== broadcasts them to [N, c] booleans.")
-ONE_HOT_SWAPPED = ("The result is [c, N], one column per index: the index takes the new trailing axis "
-                   "(idx[:, None]) so that row i belongs to idx[i].")
-
-
-def _one_hot_mistakes(idx: Tensor, c: int) -> list[tuple[Tensor, str]]:
-    return [(_one_hot(idx, c).T, ONE_HOT_SWAPPED)]
+    expect_puzzle_rule(api, PUZZLES["lower_mask"], None)
 
 
 @check(task="one_hot", points=1, visible=True)
 def check_one_hot_example(api: Api, device: str) -> None:
     """the notebook's idx = [2, 0] with c = 3"""
-    idx = torch.tensor([2, 0])
-    _expect_puzzle(api.one_hot(idx, 3), _one_hot(idx, 3), "one_hot(idx, 3)", {"idx": idx}, ONE_HOT_HINT,
-                   _one_hot_mistakes(idx, 3), device)
+    expect_puzzle(api, PUZZLES["one_hot"], PUZZLES["one_hot"].example, device, example=True)
 
 
 @check(task="one_hot", points=1)
 def check_one_hot_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random N and c (1 included, N == c too), classes repeated and unused"""
-    for n, c in [(1, 1), (4, 4), (1, 5), tuple(_sizes(rng, 2, 2, 10))]:
-        idx = torch.randint(0, c, (n,), generator=rng)
-        _expect_puzzle(api.one_hot(idx, c), _one_hot(idx, c), f"one_hot(idx, {c})", {"idx": idx}, ONE_HOT_HINT,
-                       _one_hot_mistakes(idx, c), device)
+    expect_puzzle_random(api, PUZZLES["one_hot"], rng, device)
 
 
 @check(task="one_hot", points=1, rule=True)
 def check_one_hot_rule(api: Api, device: str) -> None:
     """rule: one expression of operators, indexing and torch.arange (read from your code)"""
-    expect_puzzle_rule(api, "one_hot", lambda: check_one_hot_example(api, device))
-
-
-RESCALE_HINT = ("Take each row's smallest and largest entry with .amin(dim=1, keepdim=True) and "
-                ".amax(dim=1, keepdim=True): [N, 1] columns that stretch along each row; then (x - low) / "
-                "(high - low).")
-RESCALE_COLUMNS = ("Each column was rescaled, not each row: amin and amax over dim=0 give one value per column. "
-                   "Rows need dim=1.")
-RESCALE_NO_KEEPDIM = ("The row minima and maxima lost their axis: x.amin(dim=1) is [N], which lines up with the "
-                      "columns (the rule matches from the right). Keep it as [N, 1] with keepdim=True.")
-
-
-def _rescale_mistakes(x: Tensor) -> list[tuple[Tensor, str]]:
-    low, high = x.amin(0, keepdim=True), x.amax(0, keepdim=True)
-    mistakes = [((x - low) / (high - low), RESCALE_COLUMNS)]
-    if x.shape[0] == x.shape[1]:
-        mistakes.append(((x - x.amin(1)) / (x.amax(1) - x.amin(1)), RESCALE_NO_KEEPDIM))
-    return mistakes
-
-
-def _distinct_rows(rng: torch.Generator, n: int, d: int, dtype: torch.dtype) -> Tensor:
-    """[n, d] with d >= 2 different entries in every row: a random permutation of 0 .. d-1 per row, scaled and
-    shifted by a random amount per row, plus noise below the gaps."""
-    order = torch.argsort(torch.rand(n, d, generator=rng), dim=1).to(dtype)
-    scale = torch.rand(n, 1, generator=rng, dtype=dtype) * 4 + 0.5
-    shift = torch.randn(n, 1, generator=rng, dtype=dtype) * 3
-    return (order + torch.rand(n, d, generator=rng, dtype=dtype) * 0.5) * scale + shift
+    expect_puzzle_rule(api, PUZZLES["one_hot"], device)
 
 
 @check(task="rescale_rows", points=1, visible=True)
 def check_rescale_rows_example(api: Api, device: str) -> None:
     """the notebook's [2, 3] example"""
-    x = torch.tensor([[1.0, 3.0, 5.0], [4.0, 2.0, 0.0]])
-    _expect_puzzle(api.rescale_rows(x), _rescale_rows(x), "rescale_rows(x)", {"x": x}, RESCALE_HINT,
-                   _rescale_mistakes(x), device)
+    expect_puzzle(api, PUZZLES["rescale_rows"], PUZZLES["rescale_rows"].example, device, example=True)
 
 
 @check(task="rescale_rows", points=1)
 def check_rescale_rows_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random N and D >= 2 (N = 1 and N == D included), float32 and float64"""
-    for n, d in [(4, 4), (1, 4), (5, 2), tuple(_sizes(rng, 2, 2, 9))]:  # N == D first: a lost axis still runs
-        for dtype in (torch.float32, torch.float64):
-            x = _distinct_rows(rng, n, d, dtype)
-            _expect_puzzle(api.rescale_rows(x), _rescale_rows(x), "rescale_rows(x)", {"x": x}, RESCALE_HINT,
-                           _rescale_mistakes(x), device)
+    expect_puzzle_random(api, PUZZLES["rescale_rows"], rng, device)
 
 
 @check(task="rescale_rows", points=1, rule=True)
 def check_rescale_rows_rule(api: Api, device: str) -> None:
     """rule: one expression of operators, indexing, .amin and .amax (read from your code)"""
-    expect_puzzle_rule(api, "rescale_rows", lambda: check_rescale_rows_example(api, device))
-
-
-L1_HINT = ("Give x a middle axis and y a leading one: x[:, None] - y[None] is [N, M, D], every difference of a "
-           "row of x and a row of y; take .abs() and sum over the last axis, dim=-1.")
-L1_SWAPPED = ("The result is [M, N], transposed: row i belongs to x[i], so the difference is x[:, None] - y[None], "
-              "not y[:, None] - x[None].")
-L1_WRONG_AXIS = "The sum ran over the wrong axis: the features are the last axis of x[:, None] - y[None], dim=-1."
-L1_ABS_LATE = "The absolute value comes before the sum: |x - y| summed, not |sum of x - y|."
-
-
-def _l1_mistakes(x: Tensor, y: Tensor) -> list[tuple[Tensor, str]]:
-    diff = x[:, None] - y[None]
-    return [(_pairwise_l1(y, x), L1_SWAPPED), (diff.abs().sum(0), L1_WRONG_AXIS),
-            (diff.abs().sum(1), L1_WRONG_AXIS), (diff.sum(-1).abs(), L1_ABS_LATE)]
+    expect_puzzle_rule(api, PUZZLES["rescale_rows"], device)
 
 
 @check(task="pairwise_l1", points=1, visible=True)
 def check_pairwise_l1_example(api: Api, device: str) -> None:
     """the notebook's 2 rows against 3 rows of 2 features"""
-    x, y = torch.tensor([[0.0, 0.0], [1.0, 2.0]]), torch.tensor([[1.0, 1.0], [0.0, 3.0], [2.0, 2.0]])
-    _expect_puzzle(api.pairwise_l1(x, y), _pairwise_l1(x, y), "pairwise_l1(x, y)", {"x": x, "y": y}, L1_HINT,
-                   _l1_mistakes(x, y), device)
+    expect_puzzle(api, PUZZLES["pairwise_l1"], PUZZLES["pairwise_l1"].example, device, example=True)
 
 
 @check(task="pairwise_l1", points=1)
 def check_pairwise_l1_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random N, M and D (1 included, N == M == D too)"""
-    for n, m, d in [(1, 3, 2), (3, 1, 2), (2, 3, 1), (4, 4, 4), tuple(_sizes(rng, 3, 2, 8))]:
-        x, y = _ints(rng, n, d), _ints(rng, m, d)
-        _expect_puzzle(api.pairwise_l1(x, y), _pairwise_l1(x, y), "pairwise_l1(x, y)", {"x": x, "y": y}, L1_HINT,
-                       _l1_mistakes(x, y), device)
+    expect_puzzle_random(api, PUZZLES["pairwise_l1"], rng, device)
 
 
 @check(task="pairwise_l1", points=1, rule=True)
 def check_pairwise_l1_rule(api: Api, device: str) -> None:
     """rule: one expression of operators, indexing, .abs and .sum (read from your code)"""
-    expect_puzzle_rule(api, "pairwise_l1", lambda: check_pairwise_l1_example(api, device))
+    expect_puzzle_rule(api, PUZZLES["pairwise_l1"], device)
 
 
 # -- additive_scores (stretch, bonus) ------------------------------------------------
@@ -804,7 +617,7 @@ ADDITIVE_TOL = {torch.float64: (1e-10, 1e-10), torch.float32: (1e-5, 1e-5)}
 def additive_inputs(rng: torch.Generator, b: int, n: int, m: int, lengths: list[int] | None = None,
                     dtype: torch.dtype = torch.float32, features: list[int] | None = None) -> tuple[Tensor, ...]:
     """q, k, lengths, w_q, w_k, v; feature sizes Dq, Dk, H random unless given, lengths random in [0, m]."""
-    dq, dk, h = features or _sizes(rng, 3, 1, 9)
+    dq, dk, h = features or sizes(rng, 3, 1, 9)
     q = torch.randn(b, n, dq, generator=rng, dtype=dtype)
     k = torch.randn(b, m, dk, generator=rng, dtype=dtype)
     lens = torch.tensor(lengths) if lengths is not None else torch.randint(0, m + 1, (b,), generator=rng)
@@ -850,7 +663,7 @@ def check_additive_scores_random(api: Api, rng: torch.Generator, device: str) ->
 @check(task="additive_scores", points=1)
 def check_additive_scores_lengths_per_example(api: Api, rng: torch.Generator, device: str) -> None:
     """B == N == M, with lengths 0, M and in between: the mask goes per example, not per key"""
-    m = _sizes(rng, 1, 3, 6)[0]
+    m = sizes(rng, 1, 3, 6)[0]
     lengths = [int(x) for x in torch.randint(1, m, (m,), generator=rng)]
     lengths[0], lengths[-1] = m, 0
     _expect_additive(api, additive_inputs(rng, m, m, m, lengths), MASK_HINT, device)
@@ -859,7 +672,7 @@ def check_additive_scores_lengths_per_example(api: Api, rng: torch.Generator, de
 @check(task="additive_scores", points=1)
 def check_additive_scores_sizes_of_one(api: Api, rng: torch.Generator, device: str) -> None:
     """one query, one key, one example: the [B, N, M] shape keeps every axis"""
-    n, m = _sizes(rng, 2, 2, 6)
+    n, m = sizes(rng, 2, 2, 6)
     for b, n_, m_ in ((2, 1, m), (2, n, 1), (1, n, m), (1, 1, 1)):
         lengths = [int(x) for x in torch.randint(0, m_ + 1, (b,), generator=rng)]
         lengths[0] = m_
@@ -926,14 +739,6 @@ def additive_scores(q, k, lengths, w_q, w_k, v):
 """
 
 
-class Reference(StudentApi):
-    """The clean reference process's code (REFERENCE_SRC)."""
-
-    @answer
-    def additive_scores(self, q: Tensor, k: Tensor, lengths: Tensor, w_q: Tensor, w_k: Tensor, v: Tensor) -> Tensor:
-        """The notebook's solution."""
-
-
 def _loop_inputs(seed: int) -> tuple[Tensor, ...]:
     return additive_inputs(torch.Generator().manual_seed(seed), LOOP_BATCH, 1, 1, features=[1, 1, 1])
 
@@ -955,7 +760,7 @@ def _expect_no_loop(api: Api, rng: torch.Generator, record_property: RecordPrope
                       atol=atol * (1.0 + float(inputs[5].abs().sum())))
 
     with reference_process(api.student, REFERENCE_SRC) as clean:
-        reference = Reference(clean).additive_scores
+        reference = api.additive_scores.run_by(clean, "additive_scores")
         timed = interleave([Run(api.student, measured(api.additive_scores, api.student)),
                             Run(clean, measured(reference, clean))], rng, LOOP_ROUNDS, 1, verify)
     cpu = all(spent.seconds is not None for runs in timed for _, (spent, _) in runs)

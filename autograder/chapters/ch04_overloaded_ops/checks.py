@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from autograder.chapters.ch04_overloaded_ops.harness import EXPRESSIONS, expression
-from autograder.chapters.ch04_overloaded_ops.puzzles import ALLOWED_SHOWN, OPERATIONS, PUZZLES, RULE_HINT, Puzzle
+from autograder.chapters.ch04_overloaded_ops.puzzles import PUZZLES, same
 from autograder.judging.authoring import (
     RecordProperty,
     Remote,
@@ -34,20 +34,18 @@ from autograder.judging.authoring import (
     answer,
     check,
     compare_speed,
+    expect_puzzle_random,
+    expect_puzzle_rule,
     expect_tensor,
     expect_within,
     fail,
     failure,
     harness,
-    listed,
     operations_growth,
     output_shape_checked,
-    puzzle_breaks,
     randint,
     reference_process,
-    released_stub,
     summarize,
-    task_code,
 )
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
@@ -239,18 +237,6 @@ def pairwise_reference(x, y):
 """
 
 
-class Reference(StudentApi):
-    """The reference process's code (REFERENCE)."""
-
-    @answer
-    def row_sum_reference(self, x: Tensor) -> Tensor:
-        """x.sum(dim=0)."""
-
-    @answer
-    def pairwise_reference(self, x: Tensor, y: Tensor) -> Tensor:
-        """The expansion ||x_i||^2 + ||y_j||^2 - 2 x_i . y_j, with a matrix product."""
-
-
 # The bar: the most time a call may take against the vectorized reference's. Measured through compare_speed by
 # benchmarks/timing_stability.py (docs/architecture.md's benchmarks have the figures behind it): every correct form
 # stays far below it, and every loop (torch, numpy, Python, in chunks of rows) far above it. One bar serves
@@ -261,9 +247,9 @@ GROWS = "the time grows with the number of rows, as a loop's does."
 
 def _timed(fn: Remote[..., Any], reference: str, specs: list[list[Spec]], oracle: Any, rng: torch.Generator,
            rtol: float, atol: float) -> Speed:
-    """`fn` against Reference's `reference` on inputs that the calls take from `specs` in turn."""
+    """`fn` against REFERENCE's function `reference` on inputs that the calls take from `specs` in turn."""
     with reference_process(fn.student, REFERENCE) as ref:
-        return compare_speed(fn, getattr(Reference(ref), reference), specs, oracle, rng, count=10, rounds=15,
+        return compare_speed(fn, fn.run_by(ref, reference), specs, oracle, rng, count=10, rounds=15,
                              warmup=2, rtol=rtol, atol=atol, subtract_making=False)
 
 
@@ -471,7 +457,7 @@ def expect_momentum(api: Api, p0: Tensor, v0: Tensor, grads: list[Tensor], lr: f
     if torch.equal(got["p"], p0):
         fail(call + "; then the caller's p", inputs, want_p, got["p"],
              "the caller's p did not change: `p = p - ...` binds a new tensor to a local name.", IN_PLACE_HINT)
-    if steps == 1 and _same(got["p"], p0 - lr * v0):
+    if steps == 1 and same(got["p"], p0 - lr * v0):
         fail(call + "; then the caller's p", inputs, want_p, got["p"],
              "p moved by the old velocity: update v first, then p with the new v.", IN_PLACE_HINT)
     expect_tensor(got["v"], want_v, call=call + "; then the caller's v", inputs=inputs, hint=IN_PLACE_HINT,
@@ -517,128 +503,88 @@ def check_momentum_step_three_steps(api: Api, rng: torch.Generator, device: str)
 # needs the notebook's example right) and a check on random shapes drawn from `rng`.
 
 
-def _same(got: Any, want: Tensor) -> bool:
-    return (isinstance(got, Tensor) and got.shape == want.shape and got.dtype == want.dtype
-            and bool(torch.isclose(got.double(), want.double(), rtol=1e-5, atol=1e-5).all()))
-
-
-def expect_puzzle(api: Api, p: Puzzle, args: tuple[Any, ...], device: str, note: str = "") -> None:
-    """The puzzle's output on `args` against its oracle; a known mistake is named."""
-    hint = f"{note} {p.hint}".strip()
-    got = getattr(api, p.name).using(call=p.call, hint=hint)(*args)
-    want = p.oracle(*args)
-    inputs = dict(zip(p.params, args, strict=True))
-    on = device if any(isinstance(a, Tensor) for a in args) else None  # causal_mask(n) makes its own tensor
-    if not _same(got, want):
-        for what, mistake in p.mistakes.items():
-            if _same(got, mistake(*args)):
-                fail(p.call, inputs, want, got, f"the result matches a common mistake: {what}.", hint)
-    expect_tensor(got, want, call=p.call, inputs=inputs, hint=hint, rtol=p.rtol, atol=p.atol, device=on)
-
-
-def expect_puzzle_rule(api: Api, name: str, device: str) -> None:
-    """The puzzle's rule, read from its cell (a break voids its checks), then its example answered right."""
-    p = PUZZLES[name]
-    code = task_code(api.student.submission, name)
-    if released_stub(code, name):
-        getattr(api, name)(*p.example)  # the untouched stub: not implemented, not a broken rule
-    breaks = puzzle_breaks(code, name, OPERATIONS)
-    if breaks:
-        raise failure(call=f"the judge's reading of the code of `{name}`",
-                      expected=f"one `return <expression>` using only {ALLOWED_SHOWN}", got=listed(breaks),
-                      problem="the puzzle's rule is broken, so none of this puzzle's checks counts.",
-                      hint=RULE_HINT, breaks_rule=True)
-    expect_puzzle(api, p, p.example, device, "The rule's point needs the right answer on the notebook's example too.")
-
-
-def expect_puzzle_random(api: Api, name: str, rng: torch.Generator, device: str) -> None:
-    p = PUZZLES[name]
-    for args in p.draw(rng):
-        expect_puzzle(api, p, args, device)
-
-
 @check(task="running_diff", points=1, rule=True)
 def check_running_diff_rule(api: Api, device: str) -> None:
     """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
-    expect_puzzle_rule(api, "running_diff", device)
+    expect_puzzle_rule(api, PUZZLES["running_diff"], device)
 
 
 @check(task="running_diff", points=1)
 def check_running_diff_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random tensors of rank 1 to 3, and one entry (an empty result), along the last axis"""
-    expect_puzzle_random(api, "running_diff", rng, device)
+    expect_puzzle_random(api, PUZZLES["running_diff"], rng, device)
 
 
 @check(task="column_means", points=1, rule=True)
 def check_column_means_rule(api: Api, device: str) -> None:
     """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
-    expect_puzzle_rule(api, "column_means", device)
+    expect_puzzle_rule(api, PUZZLES["column_means"], device)
 
 
 @check(task="column_means", points=1)
 def check_column_means_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random [N, D] matrices with N != D, one row, and one column"""
-    expect_puzzle_random(api, "column_means", rng, device)
+    expect_puzzle_random(api, PUZZLES["column_means"], rng, device)
 
 
 @check(task="band", points=1, rule=True)
 def check_band_rule(api: Api, device: str) -> None:
     """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
-    expect_puzzle_rule(api, "band", device)
+    expect_puzzle_rule(api, PUZZLES["band"], device)
 
 
 @check(task="band", points=1)
 def check_band_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random tensors of rank 1 to 3 whose entries include lo and hi"""
-    expect_puzzle_random(api, "band", rng, device)
+    expect_puzzle_random(api, PUZZLES["band"], rng, device)
 
 
 @check(task="reverse", points=1, rule=True)
 def check_reverse_rule(api: Api, device: str) -> None:
     """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
-    expect_puzzle_rule(api, "reverse", device)
+    expect_puzzle_rule(api, PUZZLES["reverse"], device)
 
 
 @check(task="reverse", points=1)
 def check_reverse_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random tensors of rank 1 to 3, and one entry, reversed along the first axis"""
-    expect_puzzle_random(api, "reverse", rng, device)
+    expect_puzzle_random(api, PUZZLES["reverse"], rng, device)
 
 
 @check(task="polynomial", points=1, rule=True)
 def check_polynomial_rule(api: Api, device: str) -> None:
     """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
-    expect_puzzle_rule(api, "polynomial", device)
+    expect_puzzle_rule(api, PUZZLES["polynomial"], device)
 
 
 @check(task="polynomial", points=1)
 def check_polynomial_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random coefficients (K from 1 to 6) at random points in [-1.5, 1.5]"""
-    expect_puzzle_random(api, "polynomial", rng, device)
+    expect_puzzle_random(api, PUZZLES["polynomial"], rng, device)
 
 
 @check(task="exactly_one_positive", points=1, rule=True)
 def check_exactly_one_positive_rule(api: Api, device: str) -> None:
     """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
-    expect_puzzle_rule(api, "exactly_one_positive", device)
+    expect_puzzle_rule(api, PUZZLES["exactly_one_positive"], device)
 
 
 @check(task="exactly_one_positive", points=1)
 def check_exactly_one_positive_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random integers from -2 to 2 (zeros included), same shapes and [N, 1] against [M]"""
-    expect_puzzle_random(api, "exactly_one_positive", rng, device)
+    expect_puzzle_random(api, PUZZLES["exactly_one_positive"], rng, device)
 
 
 @check(task="causal_mask", points=1, rule=True)
 def check_causal_mask_rule(api: Api, device: str) -> None:
     """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
-    expect_puzzle_rule(api, "causal_mask", device)
+    expect_puzzle_rule(api, PUZZLES["causal_mask"], device)
 
 
 @check(task="causal_mask", points=1)
 def check_causal_mask_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random n from 2 to 19, and n = 1"""
-    expect_puzzle_random(api, "causal_mask", rng, device)
+    expect_puzzle_random(api, PUZZLES["causal_mask"], rng, device)
 
 
 

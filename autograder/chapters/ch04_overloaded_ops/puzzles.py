@@ -9,34 +9,41 @@ when the student's output equals one, the failure names it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from autograder.judging.authoring import Puzzle, PuzzleRule, expect_tensor, fail
+
 # What a puzzle may use besides operators, indexing, slicing, constants and its parameters.
 OPERATIONS = frozenset({"torch.arange", ".shape", ".T", ".device"})
 ALLOWED_SHOWN = ("Python's operators (+ - * / // % ** @, comparisons, & | ^ ~), indexing and slicing (None and "
                  "... included), .shape, .T, .device and torch.arange")
-RULE_HINT = ("Write the body as one `return <expression>` using only " + ALLOWED_SHOWN + ": no other torch "
-             "function or tensor method (.sum, .flip, torch.where, ...), no helper names or variables, no loop, "
-             "comprehension, lambda or `if` expression.")
+RULE = PuzzleRule(OPERATIONS, f"one `return <expression>` using only {ALLOWED_SHOWN}",
+            "Write the body as one `return <expression>` using only " + ALLOWED_SHOWN + ": no other torch "
+            "function or tensor method (.sum, .flip, torch.where, ...), no helper names or variables, no loop, "
+            "comprehension, lambda or `if` expression.")
+EXAMPLE_NOTE = "The rule's point needs the right answer on the notebook's example too."
 
 
-@dataclass(frozen=True)
-class Puzzle:
-    name: str
-    call: str  # how messages show a call, e.g. "running_diff(x)"
-    params: tuple[str, ...]
-    example: tuple[Any, ...]
-    oracle: Callable[..., Tensor]
-    draw: Callable[[torch.Generator], list[tuple[Any, ...]]]  # the random calls of the hidden check
-    hint: str
-    mistakes: dict[str, Callable[..., Tensor]] = field(default_factory=dict)  # what it is -> its output
-    rtol: float = 1e-5
-    atol: float = 1e-6
+def same(got: Any, want: Tensor) -> bool:
+    """`got` is a tensor of `want`'s shape and dtype, equal to it within 1e-5."""
+    return (isinstance(got, Tensor) and got.shape == want.shape and got.dtype == want.dtype
+            and bool(torch.isclose(got.double(), want.double(), rtol=1e-5, atol=1e-5).all()))
+
+
+def compare(api: Any, p: Puzzle, args: tuple[Any, ...], device: str | None, example: bool) -> None:
+    """The output on `args` against the oracle; a wrong one that equals a known mistake is failed as that one."""
+    hint = f"{EXAMPLE_NOTE} {p.hint}" if example else p.hint
+    got = getattr(api, p.name).using(call=p.call, hint=hint)(*args)
+    want = p.oracle(*args)
+    inputs = dict(zip(p.params, args, strict=True))
+    if not same(got, want):
+        for what, mistake in p.mistakes(*args):
+            if same(got, mistake):
+                fail(p.call, inputs, want, got, f"the result matches a common mistake: {what}.", hint)
+    expect_tensor(got, want, call=p.call, inputs=inputs, hint=hint, rtol=p.rtol, atol=p.atol, device=device)
 
 
 def _size(rng: torch.Generator, low: int, high: int) -> int:
@@ -57,13 +64,14 @@ def _running_diff_calls(rng: torch.Generator) -> list[tuple[Any, ...]]:
 
 
 RUNNING_DIFF = Puzzle(
-    "running_diff", "running_diff(x)", ("x",), (torch.tensor([[1.0, 4.0, 9.0, 16.0], [2.0, 2.0, 5.0, 3.0]]),),
+    "running_diff", ("x",), (torch.tensor([[1.0, 4.0, 9.0, 16.0], [2.0, 2.0, 5.0, 3.0]]),),
     lambda x: torch.diff(x, dim=-1), _running_diff_calls,
     "Along the last axis, x[..., 1:] and x[..., :-1] are the same tensor shifted by one; out[..., i] is "
-    "x[..., i + 1] - x[..., i]. `...` stands for every leading axis, whatever the rank.",
-    {"the differences along the first axis, not the last (x[1:] - x[:-1]): slice the last axis, "
-     "x[..., 1:]": lambda x: x[1:] - x[:-1],
-     "each entry minus the next one (x[..., :-1] - x[..., 1:]): the sign is flipped": lambda x: -torch.diff(x, dim=-1)},
+    "x[..., i + 1] - x[..., i]. `...` stands for every leading axis, whatever the rank.", RULE, compare,
+    lambda x: [("the differences along the first axis, not the last (x[1:] - x[:-1]): slice the last axis, "
+                "x[..., 1:]", x[1:] - x[:-1]),
+               ("each entry minus the next one (x[..., :-1] - x[..., 1:]): the sign is flipped",
+                -torch.diff(x, dim=-1))],
 )
 
 
@@ -78,13 +86,13 @@ def _column_means_calls(rng: torch.Generator) -> list[tuple[Any, ...]]:
 
 
 COLUMN_MEANS = Puzzle(
-    "column_means", "column_means(x)", ("x",), (torch.tensor([[1.0, 2.0, 0.0], [3.0, 6.0, 0.0]]),),
+    "column_means", ("x",), (torch.tensor([[1.0, 2.0, 0.0], [3.0, 6.0, 0.0]]),),
     lambda x: x.double().mean(0).float(), _column_means_calls,
     "A row vector of N ones times x, (ones @ x), adds up the rows: shape [D]. Make the ones from x itself so "
-    "they have x's dtype (x[:, 0] * 0 + 1, or x[:, 0] ** 0), then divide by N = x.shape[0].",
-    {"the mean of each row, shape [N] (x @ ones / D): the ones vector goes on the left, with N entries":
-        lambda x: x.mean(1),
-     "the column sums, not their means: divide by N = x.shape[0]": lambda x: x.sum(0)},
+    "they have x's dtype (x[:, 0] * 0 + 1, or x[:, 0] ** 0), then divide by N = x.shape[0].", RULE, compare,
+    lambda x: [("the mean of each row, shape [N] (x @ ones / D): the ones vector goes on the left, with N entries",
+                x.mean(1)),
+               ("the column sums, not their means: divide by N = x.shape[0]", x.sum(0))],
     rtol=1e-5, atol=1e-5,
 )
 
@@ -102,16 +110,16 @@ def _band_calls(rng: torch.Generator) -> list[tuple[Any, ...]]:
 
 
 BAND = Puzzle(
-    "band", "band(x, lo, hi)", ("x", "lo", "hi"),
+    "band", ("x", "lo", "hi"),
     (torch.tensor([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0]), -1.0, 1.0),
     lambda x, lo, hi: torch.where((x >= lo) & (x <= hi), x, torch.zeros_like(x)), _band_calls,
     "A comparison gives a bool mask; & combines two masks elementwise (with parentheses: & binds tighter than "
     "<=); multiplying x by a bool mask keeps x where the mask is True and gives 0 elsewhere. Both bounds count "
-    "as inside.",
-    {"the bool mask, not the entries of x: multiply x by the mask": lambda x, lo, hi: (x >= lo) & (x <= hi),
-     "entries equal to lo or hi were zeroed: the bounds are inside (>= and <=, not > and <)":
-        lambda x, lo, hi: x * ((x > lo) & (x < hi)),
-     "x unchanged: | keeps an entry when either bound holds, & when both do": lambda x, lo, hi: x.clone()},
+    "as inside.", RULE, compare,
+    lambda x, lo, hi: [("the bool mask, not the entries of x: multiply x by the mask", (x >= lo) & (x <= hi)),
+                       ("entries equal to lo or hi were zeroed: the bounds are inside (>= and <=, not > and <)",
+                        x * ((x > lo) & (x < hi))),
+                       ("x unchanged: | keeps an entry when either bound holds, & when both do", x.clone())],
 )
 
 
@@ -124,13 +132,14 @@ def _reverse_calls(rng: torch.Generator) -> list[tuple[Any, ...]]:
 
 
 REVERSE = Puzzle(
-    "reverse", "reverse(x)", ("x",), (torch.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]),),
+    "reverse", ("x",), (torch.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]),),
     lambda x: torch.flip(x, (0,)), _reverse_calls,
     "PyTorch refuses a negative step (x[::-1] raises ValueError), but indexing with an integer tensor picks the "
-    "rows it lists, in its order: build the indices N-1, N-2, ..., 0 from torch.arange and x.shape[0].",
-    {"the last axis reversed, not the first: index the first axis": lambda x: torch.flip(x, (-1,)),
-     "x[0] stayed first and the rest reversed (indices 0, -1, -2, ...): subtract from N - 1, not from 0":
-        lambda x: x[-torch.arange(x.shape[0])]},
+    "rows it lists, in its order: build the indices N-1, N-2, ..., 0 from torch.arange and x.shape[0].", RULE,
+    compare,
+    lambda x: [("the last axis reversed, not the first: index the first axis", torch.flip(x, (-1,))),
+               ("x[0] stayed first and the rest reversed (indices 0, -1, -2, ...): subtract from N - 1, not from 0",
+                x[-torch.arange(x.shape[0])])],
 )
 
 
@@ -151,14 +160,14 @@ def _poly(c: Tensor, x: Tensor) -> Tensor:
 
 
 POLYNOMIAL = Puzzle(
-    "polynomial", "polynomial(c, x)", ("c", "x"), (torch.tensor([1.0, -2.0, 3.0]), torch.tensor([0.0, 1.0, 2.0])),
+    "polynomial", ("c", "x"), (torch.tensor([1.0, -2.0, 3.0]), torch.tensor([0.0, 1.0, 2.0])),
     _poly, _polynomial_calls,
     "Broadcast x [N] as a column against the powers 0..K-1 as a row: x[:, None] ** torch.arange(K) is the "
-    "[N, K] table of x_i ** k. A matrix product with c sums c[k] x_i ** k over k.",
-    {"c read from the highest power down (c[0] x**(K-1) + ...): c[k] multiplies x**k, c[0] is the constant":
-        lambda c, x: _poly(c.flip(0), x),
-     "the powers start at 1, not 0 (c[0] x + c[1] x**2 + ...): torch.arange(K) starts at 0":
-        lambda c, x: _poly(torch.cat([c.new_zeros(1), c]), x)},
+    "[N, K] table of x_i ** k. A matrix product with c sums c[k] x_i ** k over k.", RULE, compare,
+    lambda c, x: [("c read from the highest power down (c[0] x**(K-1) + ...): c[k] multiplies x**k, c[0] is the "
+                   "constant", _poly(c.flip(0), x)),
+                  ("the powers start at 1, not 0 (c[0] x + c[1] x**2 + ...): torch.arange(K) starts at 0",
+                   _poly(torch.cat([c.new_zeros(1), c]), x))],
     rtol=1e-4, atol=1e-4,
 )
 
@@ -177,16 +186,16 @@ def _exactly_one_calls(rng: torch.Generator) -> list[tuple[Any, ...]]:
 
 
 EXACTLY_ONE = Puzzle(
-    "exactly_one_positive", "exactly_one_positive(x, y)", ("x", "y"),
+    "exactly_one_positive", ("x", "y"),
     (torch.tensor([-1.0, 0.0, 2.0, 3.0, 0.0, -2.0]), torch.tensor([1.0, 2.0, -1.0, 4.0, 0.0, 0.0])),
     lambda x, y: torch.logical_xor(x > 0, y > 0), _exactly_one_calls,
     "x > 0 and y > 0 are two bool masks (0 is not positive). Exactly one of two bools is True when they differ: "
     "compare the masks with != (or ^), or spell it with &, | and ~. The result is a bool tensor of the "
-    "broadcast shape.",
-    {"True where either is positive, both included: | is 'at least one'": lambda x, y: (x > 0) | (y > 0),
-     "True only where both are positive: & is 'both'": lambda x, y: (x > 0) & (y > 0),
-     "the sign test x * y < 0, which misses the zeros: 0 is not positive, so (0, 2) has exactly one positive":
-        lambda x, y: x * y < 0},
+    "broadcast shape.", RULE, compare,
+    lambda x, y: [("True where either is positive, both included: | is 'at least one'", (x > 0) | (y > 0)),
+                  ("True only where both are positive: & is 'both'", (x > 0) & (y > 0)),
+                  ("the sign test x * y < 0, which misses the zeros: 0 is not positive, so (0, 2) has exactly one "
+                   "positive", x * y < 0)],
 )
 
 
@@ -198,12 +207,14 @@ def _causal_mask_calls(rng: torch.Generator) -> list[tuple[Any, ...]]:
 
 
 CAUSAL_MASK = Puzzle(
-    "causal_mask", "causal_mask(n)", ("n",), (4,),
+    "causal_mask", ("n",), (4,),
     lambda n: torch.ones(n, n, dtype=torch.bool).tril(), _causal_mask_calls,
     "Entry [i, j] compares a row index with a column index: torch.arange(n)[:, None] is a column of row indices "
-    "i, torch.arange(n) a row of column indices j. Row i may see columns j <= i, the diagonal included.",
-    {"the upper triangle (j >= i): row i sees columns j <= i": lambda n: torch.ones(n, n, dtype=torch.bool).triu(),
-     "the diagonal is missing (j < i): a row sees itself too": lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1)},
+    "i, torch.arange(n) a row of column indices j. Row i may see columns j <= i, the diagonal included.", RULE,
+    compare,
+    lambda n: [("the upper triangle (j >= i): row i sees columns j <= i", torch.ones(n, n, dtype=torch.bool).triu()),
+               ("the diagonal is missing (j < i): a row sees itself too",
+                torch.ones(n, n, dtype=torch.bool).tril(-1))],
 )
 
 

@@ -15,14 +15,15 @@ the failure message.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any, TypedDict
 
 import torch
 from torch import Tensor
 
+from autograder.chapters.ch05_batch_gather.puzzles import PUZZLES, random_tensor
 from autograder.judging.authoring import (
     RecordProperty,
+    Remote,
     Spec,
     Speed,
     StudentApi,
@@ -30,21 +31,19 @@ from autograder.judging.authoring import (
     answer,
     check,
     compare_speed,
+    expect_puzzle_random,
+    expect_puzzle_rule,
     expect_tensor,
     expect_within,
     fail,
     failure,
     harness,
-    listed,
     operations_growth,
     output_shape_checked,
-    puzzle_breaks,
     randint,
     randn,
     record_note,
     reference_process,
-    released_stub,
-    task_code,
 )
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
@@ -82,27 +81,27 @@ class Api(StudentApi):
     def batch_scatter_add(self, values: Tensor, indices: Tensor, n: int) -> Tensor:
         """The stretch task: out[i, j] = sum of values[i, k] over indices[i, k] == j, shape [B, n] + trailing."""
 
-    @answer(example=(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([1, 0])))
+    @answer(example=PUZZLES["pick_per_row"].example)
     def pick_per_row(self, x: Tensor, idx: Tensor) -> Tensor:
         """Puzzle: out[i] = x[i, idx[i]]."""
 
-    @answer(example=(torch.arange(12.0).reshape(2, 3, 2), torch.tensor([2, 1])))
+    @answer(example=PUZZLES["last_valid"].example)
     def last_valid(self, x: Tensor, lengths: Tensor) -> Tensor:
         """Puzzle: out[i] = x[i, lengths[i] - 1]."""
 
-    @answer(example=(torch.arange(8.0).reshape(2, 2, 2),))
+    @answer(example=PUZZLES["batch_diagonal"].example)
     def batch_diagonal(self, m: Tensor) -> Tensor:
         """Puzzle: out[b, i] = m[b, i, i]."""
 
-    @answer(example=(torch.arange(6.0).reshape(2, 3), torch.tensor([1, -1])))
+    @answer(example=PUZZLES["roll_rows"].example)
     def roll_rows(self, x: Tensor, shifts: Tensor) -> Tensor:
         """Puzzle: out[i, j] = x[i, (j - shifts[i]) % N]."""
 
-    @answer(example=(torch.arange(6.0).reshape(2, 3), torch.tensor([0, 2]), torch.tensor([2, 2])))
+    @answer(example=PUZZLES["pick_pair_sum"].example)
     def pick_pair_sum(self, x: Tensor, a: Tensor, b: Tensor) -> Tensor:
         """Puzzle: out[i] = x[i, a[i]] + x[i, b[i]]."""
 
-    @answer(example=(torch.arange(8.0).reshape(2, 2, 2), torch.tensor([[1, 0], [0, 0]])))
+    @answer(example=PUZZLES["permute_rows"].example)
     def permute_rows(self, x: Tensor, perm: Tensor) -> Tensor:
         """Puzzle: out[b, j] = x[b, perm[b, j]]."""
 
@@ -152,18 +151,6 @@ def scatter_reference(values, indices, n):
 """
 
 
-class Reference(StudentApi):
-    """The reference process's code (REFERENCE)."""
-
-    @answer
-    def gather_reference(self, tensor: Tensor, indices: Tensor) -> Tensor:
-        """Flat offsets, with the range check."""
-
-    @answer
-    def scatter_reference(self, values: Tensor, indices: Tensor, n: int) -> Tensor:
-        """One index_add on flat offsets."""
-
-
 # Timed inputs: a large batch of tiny rows, so that a loop over the batch pays its fixed cost per row
 # thousands of times while one vectorized call pays it once, and making the inputs (timed in both) and
 # sending the outputs back whole cost little beside a loop's rows. Scattered values are small integers (as
@@ -185,11 +172,11 @@ AT_MOST = 8.0
 GROWS = "the time grows with the batch, as a loop's does."
 
 
-def _timed(fn: Any, reference: str, specs: list[Spec], oracle: Any, rng: torch.Generator,
+def _timed(fn: Remote[..., Any], reference: str, specs: list[Spec], oracle: Any, rng: torch.Generator,
            constants: tuple[int, ...] = (), tolerance: float = 0.0) -> Speed:
-    """`fn` against Reference's `reference` on inputs made from `specs` (then `constants`)."""
+    """`fn` against REFERENCE's function `reference` on inputs made from `specs` (then `constants`)."""
     with reference_process(fn.student, REFERENCE) as ref:
-        return compare_speed(fn, getattr(Reference(ref), reference), specs, oracle, rng, constants=constants,
+        return compare_speed(fn, fn.run_by(ref, reference), specs, oracle, rng, constants=constants,
                              count=10, rounds=15, warmup=2, rtol=tolerance, atol=tolerance,
                              subtract_making=False)
 
@@ -218,12 +205,6 @@ RANGE_HINT = ("Check the indices yourself before gathering, (indices < 0) | (ind
               "device-side assert that breaks the whole process.")
 
 
-def _random_tensor(rng: torch.Generator, shape: list[int], dtype: torch.dtype) -> Tensor:
-    if dtype.is_floating_point:
-        return torch.randn(shape, generator=rng, dtype=torch.float64).to(dtype)
-    return torch.randint(-100, 100, shape, generator=rng, dtype=dtype)
-
-
 def _random_case(rng: torch.Generator, rank: int, index_rank: int, dtype: torch.dtype = torch.float32,
                  index_dtype: torch.dtype = torch.int64, batch: int | None = None) -> tuple[Tensor, Tensor]:
     """tensor [B, 6, 3, 2][:rank] and indices [B, 4, 3][:index_rank] (B = `batch`, else 5) of random values,
@@ -240,7 +221,7 @@ def _case(rng: torch.Generator, shape: list[int], index_shape: list[int], dtype:
           index_dtype: torch.dtype = torch.int64) -> tuple[Tensor, Tensor]:
     """A random tensor of `shape` and random indices of `index_shape`, all in [0, N = shape[1])."""
     indices = torch.randint(0, shape[1], index_shape, generator=rng).to(index_dtype)
-    return _random_tensor(rng, shape, dtype), indices
+    return random_tensor(rng, shape, dtype), indices
 
 
 # Fixed shapes [B, N, ...] and index shapes, so that every mistake fails the same checks under any seed:
@@ -369,168 +350,76 @@ def check_batch_gather_speed(api: Api, rng: torch.Generator, device: str,
 
 # -- puzzles: one expression each over the stated operations ------------------------------------------------------
 
-PUZZLE_ALLOWED = frozenset({"torch.arange", "torch.gather", ".shape", ".device", ".view", ".reshape", ".flatten"})
-PUZZLE_SHOWN = ("one `return <expression>` using indexing, arithmetic, torch.arange, torch.gather, .shape, .device, "
-                ".view, .reshape and .flatten")
-PUZZLE_RULE_HINT = ("Write the body as one `return` of an expression: no loop, comprehension, lambda or helper "
-                    "function, and no library function beyond the allowed ones (no torch.diagonal, torch.roll, "
-                    "torch.take_along_dim, .sum, batch_gather). Row numbers come from torch.arange.")
-PUZZLE_HINTS = {
-    "pick_per_row": "Pair each row number with its index: x[rows, idx] with rows = torch.arange(B), shape [B].",
-    "last_valid": "Row i's last real entry is at position lengths[i] - 1, not lengths[i] and not -1.",
-    "batch_diagonal": "The diagonal pairs position i with position i on both inner axes: index the last two axes "
-                      "with the same arange(N), keep the batch axis with `:`.",
-    "roll_rows": "Entry j of the rolled row comes from position (j - shift) % N: subtract the shift (a roll by +1 "
-                 "moves the last entry to the front), and wrap with % N, since shifts may be negative or beyond N.",
-    "pick_pair_sum": "Two picks per row, each x[rows, a] with rows = torch.arange(B): one for a, one for b.",
-    "permute_rows": "Row numbers of shape [B, 1] broadcast against perm [B, N]: x[rows, perm] keeps the trailing "
-                    "axis D. x[:, perm] pairs every batch with every permutation.",
-}
-
-
-def _rows(x: Tensor) -> range:
-    return range(x.shape[0])
-
-
-PUZZLE_ORACLES: dict[str, Callable[..., Tensor]] = {
-    "pick_per_row": lambda x, idx: torch.stack([x[i, idx[i]] for i in _rows(x)]),
-    "last_valid": lambda x, lengths: torch.stack([x[i, int(lengths[i]) - 1] for i in _rows(x)]),
-    "batch_diagonal": lambda m: torch.diagonal(m, dim1=1, dim2=2),
-    "roll_rows": lambda x, shifts: torch.stack([torch.roll(x[i], int(shifts[i])) for i in _rows(x)]),
-    "pick_pair_sum": lambda x, a, b: torch.stack([x[i, a[i]] + x[i, b[i]] for i in _rows(x)]),
-    "permute_rows": lambda x, perm: torch.stack([x[i, perm[i]] for i in _rows(x)]),
-}
-PUZZLE_PARAMS = {"pick_per_row": ("x", "idx"), "last_valid": ("x", "lengths"), "batch_diagonal": ("m",),
-                 "roll_rows": ("x", "shifts"), "pick_pair_sum": ("x", "a", "b"), "permute_rows": ("x", "perm")}
-
-
-def _values(rng: torch.Generator, shape: list[int], trial: int) -> Tensor:
-    return _random_tensor(rng, shape, (torch.float32, torch.int64, torch.float64)[trial % 3])
-
-
-def _puzzle_inputs(name: str, rng: torch.Generator, trial: int) -> tuple[Tensor, ...]:
-    """Random inputs of random shapes (B from 1 to 6 and N from 2 to 7, never equal, so that mixing them up fails)."""
-    b = int(torch.randint(1, 7, (1,), generator=rng))
-    n = b + 1 + int(torch.randint(0, 3, (1,), generator=rng))
-    d = int(torch.randint(1, 4, (1,), generator=rng))
-    def ints(low: int, high: int, *shape: int) -> Tensor:
-        return torch.randint(low, high, shape, generator=rng)
-    if name == "pick_per_row":
-        return _values(rng, [b, n], trial), ints(0, n, b)
-    if name == "last_valid":
-        lengths = ints(1, n + 1, b)
-        lengths[0] = n  # a full row, and (B > 1) a row of length 1
-        if b > 1:
-            lengths[1] = 1
-        return _values(rng, [b, n, d], trial), lengths
-    if name == "batch_diagonal":
-        return (_values(rng, [b, n, n], trial),)
-    if name == "roll_rows":
-        return _values(rng, [b, n], trial), ints(-2 * n, 2 * n, b)
-    if name == "pick_pair_sum":
-        return _values(rng, [b, n], trial), ints(0, n, b), ints(0, n, b)
-    return _values(rng, [b, n, d], trial), torch.stack([torch.randperm(n, generator=rng) for _ in range(b)])
-
-
-def _expect_puzzle(api: Api, name: str, args: tuple[Tensor, ...], device: str, call: str) -> None:
-    hint = PUZZLE_HINTS[name]
-    got = getattr(api, name).using(hint=hint)(*args)
-    expect_tensor(got, PUZZLE_ORACLES[name](*args), call=call, inputs=dict(zip(PUZZLE_PARAMS[name], args,
-                  strict=True)), hint=hint, rtol=0.0, atol=0.0, device=device)
-
-
-def expect_puzzle_rule(api: Api, name: str, device: str) -> None:
-    """The rule, read from the puzzle's own cell before anything runs; then the notebook's example, answered right
-    (a stub earns no point for keeping the rule)."""
-    code = task_code(api.student.submission, name)
-    example = Api.__dict__[name].example
-    if released_stub(code, name):
-        getattr(api, name)(*example)  # the untouched stub: not implemented, not a broken rule
-    broken = puzzle_breaks(code, name, PUZZLE_ALLOWED)
-    if broken:
-        raise failure(call=f"the judge's reading of the code of `{name}`", expected=PUZZLE_SHOWN, got=listed(broken),
-                      problem="the puzzle's rule is broken, so none of this puzzle's checks counts.",
-                      hint=PUZZLE_RULE_HINT, breaks_rule=True)
-    _expect_puzzle(api, name, example, device, f"{name} on the notebook's example")
-
-
-def expect_puzzle_random(api: Api, name: str, rng: torch.Generator, device: str) -> None:
-    for trial in range(6):
-        args = _puzzle_inputs(name, rng, trial)
-        shapes = ", ".join(f"{p} {list(a.shape)}" for p, a in zip(PUZZLE_PARAMS[name], args, strict=True))
-        _expect_puzzle(api, name, args, device, f"{name} on random inputs ({shapes})")
-
-
 @check(task="pick_per_row", points=1, rule=True)
 def check_pick_per_row_rule(api: Api, device: str) -> None:
     """rule: one expression over the allowed operations (read from your code), right on the notebook's example"""
-    expect_puzzle_rule(api, "pick_per_row", device)
+    expect_puzzle_rule(api, PUZZLES["pick_per_row"], device)
 
 
 @check(task="pick_per_row", points=1)
 def check_pick_per_row_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random shapes (B != N), float and integer values"""
-    expect_puzzle_random(api, "pick_per_row", rng, device)
+    expect_puzzle_random(api, PUZZLES["pick_per_row"], rng, device)
 
 
 @check(task="last_valid", points=1, rule=True)
 def check_last_valid_rule(api: Api, device: str) -> None:
     """rule: one expression over the allowed operations (read from your code), right on the notebook's example"""
-    expect_puzzle_rule(api, "last_valid", device)
+    expect_puzzle_rule(api, PUZZLES["last_valid"], device)
 
 
 @check(task="last_valid", points=1)
 def check_last_valid_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random shapes (B != N), float and integer values"""
-    expect_puzzle_random(api, "last_valid", rng, device)
+    expect_puzzle_random(api, PUZZLES["last_valid"], rng, device)
 
 
 @check(task="batch_diagonal", points=1, rule=True)
 def check_batch_diagonal_rule(api: Api, device: str) -> None:
     """rule: one expression over the allowed operations (read from your code), right on the notebook's example"""
-    expect_puzzle_rule(api, "batch_diagonal", device)
+    expect_puzzle_rule(api, PUZZLES["batch_diagonal"], device)
 
 
 @check(task="batch_diagonal", points=1)
 def check_batch_diagonal_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random shapes (B != N), float and integer values"""
-    expect_puzzle_random(api, "batch_diagonal", rng, device)
+    expect_puzzle_random(api, PUZZLES["batch_diagonal"], rng, device)
 
 
 @check(task="roll_rows", points=1, rule=True)
 def check_roll_rows_rule(api: Api, device: str) -> None:
     """rule: one expression over the allowed operations (read from your code), right on the notebook's example"""
-    expect_puzzle_rule(api, "roll_rows", device)
+    expect_puzzle_rule(api, PUZZLES["roll_rows"], device)
 
 
 @check(task="roll_rows", points=1)
 def check_roll_rows_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random shapes (B != N), float and integer values"""
-    expect_puzzle_random(api, "roll_rows", rng, device)
+    expect_puzzle_random(api, PUZZLES["roll_rows"], rng, device)
 
 
 @check(task="pick_pair_sum", points=1, rule=True)
 def check_pick_pair_sum_rule(api: Api, device: str) -> None:
     """rule: one expression over the allowed operations (read from your code), right on the notebook's example"""
-    expect_puzzle_rule(api, "pick_pair_sum", device)
+    expect_puzzle_rule(api, PUZZLES["pick_pair_sum"], device)
 
 
 @check(task="pick_pair_sum", points=1)
 def check_pick_pair_sum_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random shapes (B != N), float and integer values"""
-    expect_puzzle_random(api, "pick_pair_sum", rng, device)
+    expect_puzzle_random(api, PUZZLES["pick_pair_sum"], rng, device)
 
 
 @check(task="permute_rows", points=1, rule=True)
 def check_permute_rows_rule(api: Api, device: str) -> None:
     """rule: one expression over the allowed operations (read from your code), right on the notebook's example"""
-    expect_puzzle_rule(api, "permute_rows", device)
+    expect_puzzle_rule(api, PUZZLES["permute_rows"], device)
 
 
 @check(task="permute_rows", points=1)
 def check_permute_rows_random(api: Api, rng: torch.Generator, device: str) -> None:
     """random shapes (B != N), float and integer values"""
-    expect_puzzle_random(api, "permute_rows", rng, device)
+    expect_puzzle_random(api, PUZZLES["permute_rows"], rng, device)
 
 
 # -- batch_scatter_add (the stretch task, bonus points) ------------------------------------
@@ -563,7 +452,7 @@ def _scatter_case(rng: torch.Generator, shape: list[int], rank: int, n: int, dty
     """Values of `shape` and indices of shape[:rank] in [0, top or n). With rank >= 2, every row's first two
     indices are equal (a collision whatever the seed). With `collide`, row i's indices all lie in one pair of
     neighbouring slots below n - 1, so that every row repeats slots and slot n - 1 stays empty."""
-    values = _random_tensor(rng, shape, dtype)
+    values = random_tensor(rng, shape, dtype)
     if collide and n > 2:
         low = torch.randint(0, n - 2, (shape[0],) + (1,) * (rank - 1), generator=rng)
         indices = low + torch.randint(0, 2, shape[:rank], generator=rng)
