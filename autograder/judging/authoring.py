@@ -1,6 +1,6 @@
 """What a chapter's modules import from the kit: one surface, as CS336's tests/adapters.py is for its tests.
 
-A chapter's checks.py, inputs.py, oracles.py and cases.py import the kit from here and nowhere else
+A chapter's checks.py, inputs.py, oracles.py, cases.py and rules.py import the kit from here and nowhere else
 (tests/test_layers.py holds them to it); its torch-free __init__.py imports ChapterConfig from judging.chapter.
 Each name is defined where it belongs; this module only gathers them, grouped by the job a check author has.
 """
@@ -45,6 +45,9 @@ from autograder.judging.results import (
     record_measured,
 )
 
+# the rules each notebook states, mapped to the checks that keep them (chapter rules.py)
+from autograder.judging.rules import HOW_GRADED, Evidence, NotARule, Rule
+
 # the judge's reading of the student's source
 from autograder.judging.scan import folded
 from autograder.judging.source import (
@@ -80,11 +83,11 @@ from autograder.sandbox.control import CpuTime, MemoryPeak
 from autograder.sandbox.runtime.wire import RemoteObject
 
 __all__ = [
-    "AMP_MEMORY_RATIO", "LOOP_RATIO", "MEMORY_BAR_MIB", "MEMORY_MIB", "NEEDED_RATIO", "RATIO", "REFERENCE_SECONDS",
-    "STUDENT_SECONDS", "CpuTime", "MemoryPeak", "RecordProperty", "Remote", "RemoteObject", "Run", "Spec", "Speed",
-    "Student", "StudentApi", "StudentError", "Submission", "Use", "answer", "cell", "check", "compare_speed",
-    "describe_call", "expect_tensor", "expect_within", "fail", "failure", "folded", "harness", "interleave", "listed",
-    "names_used", "nonfinite", "number", "only_raises_not_implemented", "operations_growth", "origin",
-    "output_shape_checked", "puzzle_breaks", "randint", "randn", "record_measured", "reference_process",
-    "released_stub", "right", "show", "subclasses", "summarize", "task_code", "unreadable", "wrong",
+    "AMP_MEMORY_RATIO", "HOW_GRADED", "LOOP_RATIO", "MEMORY_BAR_MIB", "MEMORY_MIB", "NEEDED_RATIO", "RATIO",
+    "REFERENCE_SECONDS", "STUDENT_SECONDS", "CpuTime", "Evidence", "MemoryPeak", "NotARule", "RecordProperty", "Remote",
+    "RemoteObject", "Rule", "Run", "Spec", "Speed", "Student", "StudentApi", "StudentError", "Submission", "Use",
+    "answer", "cell", "check", "compare_speed", "describe_call", "expect_tensor", "expect_within", "fail", "failure",
+    "folded", "harness", "interleave", "listed", "names_used", "nonfinite", "number", "only_raises_not_implemented",
+    "operations_growth", "origin", "output_shape_checked", "puzzle_breaks", "randint", "randn", "record_measured",
+    "reference_process", "released_stub", "right", "show", "subclasses", "summarize", "task_code", "unreadable", "wrong"
 ]

@@ -1,0 +1,72 @@
+"""The rules 05_batch_gather.ipynb states for its graded tasks, mapped to the checks that keep them
+(autograder/judging/rules.py; tests/chapters/test_rules.py holds this list to the notebook).
+"""
+
+from autograder.judging.authoring import HOW_GRADED, Evidence, NotARule, Rule
+
+OUTCOME, CLOCK, SOURCE = Evidence.OUTCOME, Evidence.CLOCK, Evidence.SOURCE
+
+RULES = [
+    Rule('batch_gather', 'So a batched function must',
+         ('check_batch_gather_out_of_range',), (OUTCOME,)),
+    Rule('batch_gather', '`indices` is an integer tensor',
+         ('check_batch_gather_row_indices', 'check_batch_gather_index_tensors'), (OUTCOME, OUTCOME)),
+    Rule('batch_gather', 'CPU inputs give a CPU result',
+         ('check_batch_gather_device',), (OUTCOME,)),
+    Rule('batch_gather', 'Grading checks the values, dtype',
+         ('check_batch_gather_device',), (OUTCOME,)),
+    Rule('batch_gather', '**speed** (7 points): no loop',
+         ('check_batch_gather_speed',), (CLOCK,)),
+    Rule('batch_gather', 'Grading times your function on',
+         ('check_batch_gather_speed',), (CLOCK,)),
+    Rule('batch_gather', '**indices out of range** (2',
+         ('check_batch_gather_out_of_range',), (OUTCOME,)),
+    Rule('batch_gather', 'Negative indices are **not** read',
+         ('check_batch_gather_out_of_range',), (OUTCOME,)),
+    Rule('batch_gather', '`IndexError: index 3 is out',
+         ('check_batch_gather_out_of_range',), (OUTCOME,)),
+    Rule('batch_gather', 'Never use `.detach()`, `.data` or',
+         ('check_batch_gather_gradient',), (OUTCOME,)),
+    Rule('pick_pair_sum', '`x[rows, a] + x[rows, b]`',
+         ('check_pick_pair_sum_rule',), (SOURCE,)),
+    Rule('batch_scatter_add', 'Return `out` of shape `[B,',
+         ('check_scatter_add_notebook_example', 'check_scatter_add_collisions'), (OUTCOME, OUTCOME)),
+    Rule('batch_scatter_add', '**values addressed to the same',
+         ('check_scatter_add_notebook_example', 'check_scatter_add_collisions'), (OUTCOME, OUTCOME)),
+    Rule('batch_scatter_add', 'vectorized: at most **8 times**',
+         ('check_scatter_add_vectorized',), (CLOCK,)),
+    Rule('batch_scatter_add', 'Values sent to the same slot',
+         ('check_scatter_add_collisions',), (OUTCOME,)),
+]
+
+NOT_RULES = [
+    *HOW_GRADED,
+    NotARule('Without a GPU that raises:',
+             'lesson prose: how PyTorch behaves'),
+    NotARule('`Torch not compiled with CUDA',
+             'lesson prose: how PyTorch behaves'),
+    NotARule('**It never checks the indices.**',
+             "describes the guide's code or a cell that is not graded"),
+    NotARule('The number of operations of',
+             'lesson prose: how PyTorch behaves'),
+    NotARule('But a batch form sees no row',
+             'lesson prose: how PyTorch behaves'),
+    NotARule('Other ways to compute a batch',
+             'lesson prose: how PyTorch behaves'),
+    NotARule('Any trailing axes of `tensor`',
+             'a hint: one way to meet the task, not a rule of it'),
+    NotARule('Step the offsets by `N = tensor.shape[1]`,',
+             'a hint: one way to meet the task, not a rule of it'),
+    NotARule('This section is not part of',
+             'says what grading does, not what the code must do'),
+    NotARule('Consider one row only, and',
+             'an instruction or a question to the reader'),
+    NotARule('`counts[ids] += x` is not',
+             'lesson prose: how PyTorch behaves'),
+    NotARule('The three writes to slot 3',
+             'lesson prose: how PyTorch behaves'),
+    NotARule('(Which write wins is not even',
+             'lesson prose: how PyTorch behaves'),
+    NotARule('Make the result with `values.new_zeros(...)`',
+             'a hint: one way to meet the task, not a rule of it'),
+]
