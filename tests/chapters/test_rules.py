@@ -21,7 +21,7 @@ from autograder.judging.plugin import CheckSpec, declared_checks
 from autograder.judging.registry import CHAPTERS, SOURCE
 from autograder.judging.rules import Evidence, NotARule, Rule
 
-RULE_WORDS = re.compile(r"\b(must|only|no|never|not|exactly|at most|at least|without|cannot|can't|don't|"
+RULE_WORDS = re.compile(r"\b(must|only|no|never|not|exactly|at most|at least|without|allowed|cannot|can't|don't|"
                         r"doesn't)\b|\bat (learning rate|`?lr`?)", re.IGNORECASE)
 FENCED = re.compile(r"```.*?```", re.DOTALL)
 HTML = re.compile(r"</?(details|summary)>|<summary>.*?</summary>")

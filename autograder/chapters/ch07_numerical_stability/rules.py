@@ -39,6 +39,8 @@ NOT_RULES = [
     *HOW_GRADED,
     NotARule("The rule's own check is worth",
              'says what grading does, not what the code must do'),
+    NotARule('`torch.logsumexp`, `amax`, `max`, `exp`, `log`',
+             'a permission: what the rule allows'),
     NotARule('The figure above says two',
              'lesson prose: how PyTorch behaves'),
     NotARule('The largest exponent is then',
