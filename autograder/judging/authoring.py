@@ -1,8 +1,8 @@
 """What a chapter's modules import from the kit: one surface, as CS336's tests/adapters.py is for its tests.
 
-A chapter's checks.py, inputs.py, oracles.py, cases.py and selftest.py import the kit from here and nowhere else
-(tests/test_layers.py holds them to it); its torch-free __init__.py imports ChapterConfig from judging.chapter.
-Each name is defined where it belongs; this module only gathers them, grouped by the job a check author has.
+A chapter's checks.py, inputs.py, oracles.py, cases.py, rules.py and selftest.py import the kit from here and
+nowhere else (tests/test_layers.py holds them to it); its torch-free __init__.py imports ChapterConfig from
+judging.chapter. Each name is defined where it belongs; this module only gathers them, grouped by the job a check author has.
 """
 
 from __future__ import annotations
@@ -53,6 +53,9 @@ from autograder.judging.results import (
     record_note,
 )
 
+# the rules each notebook states, mapped to the checks that keep them (chapter rules.py)
+from autograder.judging.rules import HOW_GRADED, Evidence, NotARule, Rule
+
 # the judge's reading of the student's source
 from autograder.judging.static.parse import dotted, folded
 from autograder.judging.static.rules import (
@@ -89,13 +92,13 @@ from autograder.sandbox.control import CpuTime, MemoryPeak
 from autograder.sandbox.runtime.wire import RemoteObject
 
 __all__ = [
-    "AMP_MEMORY_RATIO", "LOOP_RATIO", "MEMORY_BAR_MIB", "MEMORY_MIB", "NEEDED_RATIO", "RATIO", "REFERENCE_SECONDS",
-    "STUDENT_SECONDS", "CpuTime", "CudaFigures", "Figure", "Measured", "MemoryPeak", "Puzzle", "PuzzleRule",
-    "RecordProperty", "Remote", "RemoteObject", "Run", "Solution", "Spec", "Speed", "Student", "StudentApi",
-    "StudentError", "Submission", "TaskCode", "Use", "answer", "cell", "check", "compare_speed", "cuda_ms",
-    "describe_call", "dotted", "expect_puzzle", "expect_puzzle_random", "expect_puzzle_rule", "expect_tensor",
-    "expect_within", "fail", "failure", "folded", "harness", "interleave", "listed", "names_used", "nonfinite",
-    "number", "only_raises_not_implemented", "operations_growth", "origin", "output_shape_checked", "peak_bandwidth",
-    "puzzle_breaks", "randint", "randn", "record_measured", "record_note", "reference_process", "released_stub",
-    "right", "show", "subclasses", "summarize", "task_code", "unreadable", "wrong"
+    "AMP_MEMORY_RATIO", "HOW_GRADED", "LOOP_RATIO", "MEMORY_BAR_MIB", "MEMORY_MIB", "NEEDED_RATIO", "RATIO",
+    "REFERENCE_SECONDS", "STUDENT_SECONDS", "CpuTime", "CudaFigures", "Evidence", "Figure", "Measured", "MemoryPeak",
+    "NotARule", "Puzzle", "PuzzleRule", "RecordProperty", "Remote", "RemoteObject", "Rule", "Run", "Solution", "Spec",
+    "Speed", "Student", "StudentApi", "StudentError", "Submission", "TaskCode", "Use", "answer", "cell", "check",
+    "compare_speed", "cuda_ms", "describe_call", "dotted", "expect_puzzle", "expect_puzzle_random",
+    "expect_puzzle_rule", "expect_tensor", "expect_within", "fail", "failure", "folded", "harness", "interleave",
+    "listed", "names_used", "nonfinite", "number", "only_raises_not_implemented", "operations_growth", "origin",
+    "output_shape_checked", "peak_bandwidth", "puzzle_breaks", "randint", "randn", "record_measured", "record_note",
+    "reference_process", "released_stub", "right", "show", "subclasses", "summarize", "task_code", "unreadable", "wrong"
 ]

@@ -1,13 +1,21 @@
-"""Chapter 06 alone: the harness's DataLoader stops its workers at once when the dataset raises.
+"""Chapter 06 alone: the harness's DataLoader stops its workers at once when the dataset raises; the judge's
+folders never list their images in sorted order.
 
 Its cases (named wrong implementations, other correct forms, the whole-file sharding policy) are graded in
 tests/chapters/test_every_chapter.py, its reference solution and release in tests/chapters/test_chapters.py."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+import torch
+
+from autograder.chapters.ch06_data_loaders.inputs import listed, random_images, write_directory
 from tests.kit import by_name, grade_fast, limits_for, solved
 
 CH = "06_data_loaders"
@@ -94,3 +102,25 @@ def test_a_buffer_that_reads_everything_first_cannot_stream_an_endless_source(tm
     r = by_name(grade_fast(path, limits=limits_for(CH), only="check_shuffle_each_once_bounded"))[
         "check_shuffle_each_once_bounded"]
     assert r.score == 0 and "could not stream an endless source" in r.output, r.output
+
+
+@pytest.mark.parametrize("filesystem", ["tmp_path", "tmpfs"])
+def test_a_directory_never_lists_its_images_in_sorted_order(tmp_path: Path, filesystem: str) -> None:
+    """Code that keeps glob's order (not sorted) must fail ImageDirectoryDataset's order on every seed and
+    filesystem: the judge's folder lists the images out of sorted order, whether creation order (tmpfs) or the
+    names (ext4) decide it."""
+    if filesystem == "tmpfs" and not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm")
+    base = Path(tempfile.mkdtemp(dir="/dev/shm")) if filesystem == "tmpfs" else tmp_path
+    try:
+        for seed in range(40):
+            rng = torch.Generator().manual_seed(seed)
+            folder = Path(tempfile.mkdtemp(dir=base))
+            images = random_images(rng, 2 + seed % 9)
+            written = write_directory(folder, sorted(images, key=lambda im: im.name), {"x.txt": b""}, rng)
+            order = listed(folder, written)
+            assert sorted(order) == [im.name for im in written] and order != sorted(order), (seed, order)
+            assert sorted(os.listdir(folder)) == sorted([im.name for im in written] + ["x.txt"])
+    finally:
+        if filesystem == "tmpfs":
+            shutil.rmtree(base)

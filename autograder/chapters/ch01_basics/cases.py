@@ -96,7 +96,7 @@ def too_few_steps():
         return w.detach()
 
 
-@wrong("lr ignored", fails={"check_fit_polynomial_uses_steps_and_lr": "values differ"})
+@wrong("lr ignored", fails={"check_fit_polynomial_uses_steps_and_lr": "not the lr="})
 def lr_ignored():
     def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
         features = x.unsqueeze(1) ** torch.arange(degree, -1, -1, device=x.device)
@@ -115,6 +115,51 @@ def through_degree_plus_1_samples():
     def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
         features = x[: degree + 1].unsqueeze(1) ** torch.arange(degree, -1, -1, device=x.device)
         return torch.linalg.solve(features, y[: degree + 1])
+
+
+@wrong("closed form (torch.linalg.lstsq)", fails={"check_fit_polynomial_uses_steps_and_lr": "least-squares"})
+def closed_form_lstsq():
+    """Every coefficient right on every exact and noisy fit, by a method the task rules out."""
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1, device=x.device)
+        return torch.linalg.lstsq(features.double(), y.double().unsqueeze(1)).solution.squeeze(1).to(x.dtype)
+
+
+@wrong("Adam at its own rate, to convergence", fails={"check_fit_polynomial_uses_steps_and_lr": "least-squares"})
+def adam_own_rate_to_convergence():
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        features = x.unsqueeze(1) ** torch.arange(degree, -1, -1, device=x.device)
+        w = torch.zeros(degree + 1, dtype=x.dtype, device=x.device, requires_grad=True)
+        opt = torch.optim.Adam([w], lr=0.5)
+        for _ in range(5000):
+            loss = F.mse_loss(features @ w, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return w.detach()
+
+
+@right("small random start, centred and scaled by max |x - m|", only="fit_polynomial and not noisy and not quadratics",
+       points=5)
+def random_start_scaled_by_spread():
+    def fit_polynomial(x, y, degree=2, steps=1000, lr=0.1):
+        m = x.mean()
+        s = (x - m).abs().max()
+        powers = torch.arange(degree, -1, -1, device=x.device)
+        features = ((x - m) / s).unsqueeze(1) ** powers
+        c = (0.01 * torch.rand(degree + 1, dtype=x.dtype, device=x.device)).requires_grad_(True)
+        opt = torch.optim.Adam([c], lr=lr)
+        for _ in range(steps):
+            loss = F.mse_loss(features @ c, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        low_first = c.detach().double().flip(0) / s.double() ** torch.arange(degree + 1, device=x.device)
+        w = torch.zeros(degree + 1, dtype=torch.float64, device=x.device)
+        for k in range(degree + 1):
+            for j in range(k + 1):
+                w[j] += low_first[k] * math.comb(k, j) * (-m.double()) ** (k - j)
+        return w.flip(0).to(x.dtype)
 
 
 @wrong("SGD instead of Adam", fails={"check_fit_polynomial_uses_steps_and_lr": "plain SGD"})

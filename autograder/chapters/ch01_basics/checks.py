@@ -257,7 +257,7 @@ def check_fit_polynomial_guide_example(api: Api, rng: torch.Generator, device: s
     _expect_coefficients(api.fit_polynomial(x, y), want, "fit_polynomial(x, y)", x, y, device)
 
 
-@check(task="fit_polynomial", points=3)
+@check(task="fit_polynomial", points=2)
 def check_fit_polynomial_random_quadratics(api: Api, rng: torch.Generator, device: str) -> None:
     """recovers random quadratics (coefficients up to 8 in size) with the default steps and lr"""
     for _ in range(2):
@@ -287,9 +287,70 @@ def check_fit_polynomial_noisy_data(api: Api, rng: torch.Generator, device: str)
                          NOISY_HINT)
 
 
-@check(task="fit_polynomial", points=1)
+def adam_replay(x: Tensor, y: Tensor, degree: int, lr: float, steps: int) -> Tensor:
+    """The judge's own run of the stated method, in float64: torch.optim.Adam at `lr` from zeros, `steps` steps on
+    the mean squared error of the polynomial in x; its coefficients, highest power first."""
+    features, target = poly_features(x, degree), y.double()
+    w = torch.zeros(degree + 1, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([w], lr=lr)
+    for _ in range(steps):
+        opt.zero_grad()
+        F.mse_loss(features @ w, target).backward()
+        opt.step()
+    return w.detach()
+
+
+# The replay's inputs: x = +1 and -1, half each. Its mean is 0 and its spread 1 however it is measured (standard
+# deviation, max |x|, half the range), so centring and scaling, which the notebook allows, leave the fit as it
+# is: every form of the stated method walks the replay's path. y = A x + B with A and B far beyond steps * lr,
+# so every gradient keeps its sign, and Adam, starting at zeros or at numbers below 0.01, moves each coefficient
+# by about lr a step. One step more or less, another rate, another optimiser, a closed form: each lands at least
+# 0.05 away (lr >= 0.2 between the two nearest), and REPLAY_ATOL leaves room for a start below 0.01.
+REPLAY_POINTS = 2000
+REPLAY_RTOL, REPLAY_ATOL = 1e-3, 0.03
+
+
+def _steps(n: int) -> str:
+    return f"{n} step{'s' * (n != 1)}"
+
+
+def _replay_failure(got: Tensor, x: Tensor, y: Tensor, lr: float, steps: int) -> str:
+    """What the student's coefficients match instead of the replay: the likely method, for the message."""
+    def near(w: Tensor) -> bool:
+        return bool(torch.isclose(got.double(), w, REPLAY_RTOL, REPLAY_ATOL).all())
+    if near(least_squares(x, y, 1)):
+        return ("they are the least-squares coefficients, which Adam does not reach in these few steps: a closed "
+                "form (torch.linalg.lstsq, solve, pinv) or an optimiser run past the steps given")
+    if near(adam_replay(x, y, 1, 0.1, steps)):
+        return f"they match Adam at lr=0.1, the default, not the lr={lr} given"
+    for n in range(4 * steps + 2):
+        if n != steps and near(adam_replay(x, y, 1, lr, n)):
+            return f"they match {_steps(n)} of Adam at lr={lr}, not the {steps} asked"
+    return "another optimiser, another rate or another number of steps"
+
+
+@check(task="fit_polynomial", points=2)
 def check_fit_polynomial_uses_steps_and_lr(api: Api, rng: torch.Generator, device: str) -> None:
-    """follows the steps and lr it is given: lr=2.0 reaches coefficients of size 100 to 200 in 500 steps"""
+    """takes exactly `steps` steps of Adam at `lr`: the judge replays Adam (1, 2 and a few more steps at random
+    rates), and lr=2.0 reaches coefficients of size 100 to 200 in 500 steps"""
+    x = torch.tensor([1.0, -1.0]).repeat(REPLAY_POINTS // 2)
+    slope, intercept = (float(v) for v in torch.empty(2).uniform_(40.0, 80.0, generator=rng))
+    y = slope * x + intercept
+    for steps in (1, 2, int(torch.randint(5, 25, (1,), generator=rng))):
+        lr = round(float(torch.empty(()).uniform_(0.2, 0.5, generator=rng)), 3)
+        call = f"fit_polynomial(x, y, degree=1, steps={steps}, lr={lr})"
+        got, want = api.fit_polynomial(x, y, degree=1, steps=steps, lr=lr), adam_replay(x, y, 1, lr, steps)
+        inputs = [f"x = {REPLAY_POINTS // 2} times [1, -1] (mean 0, spread 1: centring and scaling change nothing)",
+                  f"y = {slope:.3f} x + {intercept:.3f}"]
+        if not isinstance(got, Tensor) or got.shape != want.shape:
+            raise failure(call=call, inputs=inputs, expected=f"2 coefficients, about {show(want.float())}",
+                          got=show(got), problem="not the 2 coefficients of a line", hint=DEGREE_HINT)
+        if not torch.isclose(got.double(), want, REPLAY_RTOL, REPLAY_ATOL).all():
+            raise failure(call=call, inputs=inputs,
+                          expected=f"{show(want.float())}: the coefficients after {_steps(steps)} of "
+                                   f"torch.optim.Adam at lr={lr} from zeros (the judge's own Adam)",
+                          got=show(got), problem=f"not {_steps(steps)} of Adam at lr={lr}: "
+                                                 f"{_replay_failure(got, x, y, lr, steps)}.", hint=STEPS_LR_HINT)
     want = _coefficients(rng, 1, 100.0, 200.0)
     x, y = _samples(want, radius=1.0)
     _expect_coefficients(api.fit_polynomial(x, y, degree=1, steps=500, lr=2.0), want,

@@ -112,7 +112,32 @@ def no_zero_grad():
         return loss.item()
 
 
-@wrong("steps and lr ignored", fails={"check_train_follows_steps_and_lr": "did not fit"})
+@wrong("Adam at a rate of its own", fails={"check_train_follows_steps_and_lr": "least-squares line"})
+def adam_at_its_own_rate():
+    """Fits every line and returns the final loss, by another method than the one the task states."""
+    def train(model, x, y, steps=1000, lr=0.01):
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+        for _ in range(3000):
+            optimizer.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+        return F.mse_loss(model(x), y).item()
+
+
+@wrong("one step too many", fails={"check_train_follows_steps_and_lr": "of SGD at lr=0."})
+def one_step_too_many():
+    def train(model, x, y, steps=1000, lr=0.01):
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        for _ in range(steps + 1):
+            optimizer.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+        return loss.item()
+
+
+@wrong("steps and lr ignored", fails={"check_train_follows_steps_and_lr": "defaults"})
 def steps_and_lr_ignored():
     def train(model, x, y, steps=1000, lr=0.01):
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

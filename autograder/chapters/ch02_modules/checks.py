@@ -11,7 +11,7 @@ back and computes the loss itself. Random inputs come from `rng`.
 from __future__ import annotations
 
 import math
-from typing import Any, ParamSpec, TypedDict
+from typing import Any, NamedTuple, ParamSpec, TypedDict
 
 import torch
 from torch import Tensor
@@ -218,9 +218,17 @@ def _line_data(rng: torch.Generator, x: Tensor, noise: float) -> Tensor:
 LINE_PARAMETERS = {"Line": ("a", "b"), "WrappedLinear": ("linear.weight", "linear.bias")}
 
 
+class Trained(NamedTuple):
+    result: Any  # what train returned
+    a: Tensor  # the slope and intercept after training
+    b: Tensor
+    call: str  # the call, for messages
+    start: tuple[float, float]  # the slope and intercept it started from
+
+
 def _train_line(api: Api, rng: torch.Generator, reference: Remote[[], RemoteObject], x: Tensor, y: Tensor,
-                device: str, **kwargs: Any) -> tuple[Any, Tensor, Tensor, str]:
-    """Train a reference model from a random start; (train's result, slope, intercept, call text)."""
+                device: str, **kwargs: Any) -> Trained:
+    """Train a reference model from a random start."""
     model_name = reference.name
     model = build(reference, device)
     slope_name, intercept_name = LINE_PARAMETERS[model_name]
@@ -232,7 +240,8 @@ def _train_line(api: Api, rng: torch.Generator, reference: Remote[[], RemoteObje
     args = "".join(f", {k}={v}" for k, v in kwargs.items())
     call = (f"train(model, x, y{args}) with model = {model_name}, a line a * x + b starting at "
             f"a = {start[slope_name].item():.3f}, b = {start[intercept_name].item():.3f}")
-    return result, trained[slope_name].reshape(()), trained[intercept_name].reshape(()), call
+    return Trained(result, trained[slope_name].reshape(()), trained[intercept_name].reshape(()), call,
+                   (start[slope_name].item(), start[intercept_name].item()))
 
 
 def _expect_line(result: Any, a: Tensor, b: Tensor, call: str, x: Tensor, y: Tensor, noise: float) -> None:
@@ -406,17 +415,67 @@ def check_train_fits_line(api: Api, rng: torch.Generator, device: str) -> None:
     """fits y = 5x + 3 + noise to within 0.1 on both coefficients with the default steps and lr"""
     x = torch.rand(100, generator=rng) * 2 - 1
     y = _line_data(rng, x, noise=0.1)
-    result, a, b, call = _train_line(api, rng, api.Line, x, y, device)
+    result, a, b, call, _ = _train_line(api, rng, api.Line, x, y, device)
     _expect_line(result, a, b, call, x, y, noise=0.1)
+
+
+def sgd_line(a: float, b: float, x: Tensor, y: Tensor, lr: float, steps: int) -> list[tuple[float, float]]:
+    """The judge's own SGD on the MSE of a * x + b, in float64: (a, b) after 0, 1, ..., `steps` steps."""
+    x64, y64 = x.double(), y.double()
+    path = [(a, b)]
+    for _ in range(steps):
+        r = a * x64 + b - y64
+        a, b = a - lr * float(2 * (r * x64).mean()), b - lr * float(2 * r.mean())
+        path.append((a, b))
+    return path
+
+
+def _what_it_matches(got: tuple[float, float], start: tuple[float, float], x: Tensor, y: Tensor, lr: float,
+                     steps: int) -> str:
+    """Which other method lands where the student's train did: the likely cause, for the message."""
+    def near(p: tuple[float, float]) -> bool:
+        return all(math.isclose(g, w, rel_tol=REPLAY_RTOL, abs_tol=REPLAY_ATOL) for g, w in zip(got, p, strict=True))
+    features = torch.stack([x.double(), torch.ones_like(x, dtype=torch.float64)], 1)
+    fit = torch.linalg.lstsq(features, y.double().unsqueeze(1)).solution.squeeze(1).tolist()
+    if near((fit[0], fit[1])):
+        return ("it reached the least-squares line, which SGD at this rate does not reach in these steps: a closed "
+                "form, another optimiser, or more steps than asked")
+    for n, p in enumerate(sgd_line(*start, x, y, lr, max(4 * steps, 1000))):
+        if near(p):
+            return f"it matches {_steps(n)} of SGD at lr={lr}, not the {steps} asked"
+    if near(sgd_line(*start, x, y, 0.01, 1000)[-1]):
+        return f"it matches train's defaults, 1000 steps at lr=0.01: the steps={steps} and lr={lr} given were ignored"
+    for other in (0.01, 0.1, 2 * lr, lr / 2):
+        if near(sgd_line(*start, x, y, other, steps)[-1]):
+            return f"it matches SGD at lr={other}, not the lr={lr} given"
+    return "another optimiser, another rate or another number of steps"
+
+
+def _steps(n: int) -> str:
+    return f"{n} step{'s' * (n != 1)}"
+
+
+REPLAY_RTOL, REPLAY_ATOL = 1e-4, 1e-5  # float32 training against the judge's float64 replay, a few dozen steps
 
 
 @check(task="train", points=2)
 def check_train_follows_steps_and_lr(api: Api, rng: torch.Generator, device: str) -> None:
-    """on the guide's x in [0, 1), fits the line with the steps=2000 and lr=0.2 it is given"""
+    """takes exactly `steps` steps of SGD at the `lr` given: from the same start, the parameters end where the
+    judge's own SGD leaves them (1, 2 and a few dozen steps, at random rates)"""
     x = torch.arange(200, dtype=torch.float32) / 200
     y = _line_data(rng, x, noise=0.05)
-    result, a, b, call = _train_line(api, rng, api.Line, x, y, device, steps=2000, lr=0.2)
-    _expect_line(result, a, b, call, x, y, noise=0.05)
+    for steps in (1, 2, int(torch.randint(10, 60, (1,), generator=rng))):
+        lr = round(float(torch.empty(()).uniform_(0.05, 0.4, generator=rng)), 3)
+        run = _train_line(api, rng, api.Line, x, y, device, steps=steps, lr=lr)
+        got, want = (run.a.item(), run.b.item()), sgd_line(*run.start, x, y, lr, steps)[-1]
+        if not all(math.isclose(g, w, rel_tol=REPLAY_RTOL, abs_tol=REPLAY_ATOL) for g, w in zip(got, want,
+                                                                                               strict=True)):
+            raise failure(call=run.call, inputs=[f"x = {show(x)}", f"y = 5 * x + 3 + noise of std 0.05: {show(y)}"],
+                          expected=f"a = {want[0]:.6f}, b = {want[1]:.6f}: where {_steps(steps)} of SGD at "
+                                   f"lr={lr} take that start (the judge's own SGD, step by step)",
+                          got=f"a = {got[0]:.6f}, b = {got[1]:.6f}",
+                          problem=f"train did not take {_steps(steps)} of SGD at lr={lr}: "
+                                  f"{_what_it_matches(got, run.start, x, y, lr, steps)}.", hint=TRAIN_HINT)
 
 
 @check(task="train", points=2)
@@ -424,7 +483,7 @@ def check_train_returns_final_loss(api: Api, rng: torch.Generator, device: str) 
     """returns the final loss as a Python float, equal to the MSE of the trained model"""
     x = torch.rand(100, generator=rng) * 2 - 1
     y = _line_data(rng, x, noise=0.1)
-    result, a, b, call = _train_line(api, rng, api.Line, x, y, device)
+    result, a, b, call, _ = _train_line(api, rng, api.Line, x, y, device)
     want = mse(a.double() * x + b.double(), y)
     if not isinstance(result, float):
         raise failure(call=call, expected=f"a Python float, about {want:.6g}", got=show(result),
@@ -442,7 +501,7 @@ def check_train_any_module(api: Api, rng: torch.Generator, device: str) -> None:
     """trains every parameter of any Module, here one whose line sits in an nn.Linear submodule"""
     x = torch.rand(100, generator=rng) * 2 - 1
     y = _line_data(rng, x, noise=0.1)
-    result, a, b, call = _train_line(api, rng, api.WrappedLinear, x, y, device)
+    result, a, b, call, _ = _train_line(api, rng, api.WrappedLinear, x, y, device)
     _expect_line(result, a, b, call, x, y, noise=0.1)
 
 

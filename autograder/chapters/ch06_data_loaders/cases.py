@@ -105,6 +105,16 @@ def random_getitem():
             return torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
 
 
+@wrong("os.listdir's order kept", fails={"check_directory_sorted_and_len": "Sort the list"},
+       edits="ImageDirectoryDataset")
+def listdir_order_kept():
+    """glob returns the directory's own order (creation order on tmpfs, hash order on ext4): sorted only by luck."""
+    class ImageDirectoryDataset(Dataset):
+        def __init__(self, path, pattern="*.png"):
+            super().__init__()
+            self.paths = glob.glob(os.path.join(glob.escape(path), pattern))
+
+
 @wrong("shuffled file list", fails={"check_directory_sorted_and_len": "Sort the list"})
 def shuffled_file_list():
     import random

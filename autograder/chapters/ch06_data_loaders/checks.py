@@ -266,8 +266,8 @@ def check_directory_sorted_and_len(api: Api, rng: torch.Generator) -> None:
     folder = new_folder(api.student.data_dir)
     images = random_images(rng, int(torch.randint(8, 16, (1,), generator=rng)))
     jpeg = cv2.imencode(".jpg", np.zeros((4, 4, 3), np.uint8))[1].tobytes()
-    write_directory(folder, images, {"readme.txt": b"images for a test", "photo.jpg": jpeg, "png": b"no dot"})
-    images.sort(key=lambda im: im.name)
+    images = write_directory(folder, images, {"readme.txt": b"images for a test", "photo.jpg": jpeg, "png": b"no dot"},
+                             rng)
     ds = directory_dataset(api, folder)
     n = api.size(ds)
     if n != len(images):
@@ -284,9 +284,8 @@ def check_directory_pattern(api: Api, rng: torch.Generator) -> None:
     folder = new_folder(api.student.data_dir)
     taken: set[str] = set()
     cats, dogs = random_images(rng, 4, "cat_", taken), random_images(rng, 5, "dog_", taken)
-    write_directory(folder, cats + dogs)
+    cats, dogs = write_directory(folder, cats, rng=rng), write_directory(folder, dogs, rng=rng)
     for images, pattern, keyword in ((cats, "cat_*.png", True), (dogs, "dog_*.png", False)):
-        images = sorted(images, key=lambda im: im.name)
         call = f"ImageDirectoryDataset(path, {'pattern=' if keyword else ''}{pattern!r})"
         ds = directory_dataset(api, folder, pattern=pattern) if keyword else directory_dataset(api, folder, pattern)
         n = api.size(ds)
@@ -302,8 +301,7 @@ def check_directory_pattern(api: Api, rng: torch.Generator) -> None:
 def check_directory_same_index_same_image(api: Api, rng: torch.Generator) -> None:
     """ds[i] is deterministic: the same image for the same index, asked in any order, any number of times"""
     folder = new_folder(api.student.data_dir)
-    images = sorted(random_images(rng, 10), key=lambda im: im.name)
-    write_directory(folder, images)
+    images = write_directory(folder, random_images(rng, 10), rng=rng)
     ds = directory_dataset(api, folder)
     order = torch.randperm(len(images), generator=rng).tolist()
     for i in order + order[::-1] + order:
@@ -314,8 +312,7 @@ def check_directory_same_index_same_image(api: Api, rng: torch.Generator) -> Non
 def check_directory_rgb_uint8_chw(api: Api, rng: torch.Generator) -> None:
     """every item is an RGB (not BGR) uint8 tensor of shape [3, H, W] with the file's exact pixels"""
     folder = new_folder(api.student.data_dir)
-    images = sorted(random_images(rng, 6), key=lambda im: im.name)
-    write_directory(folder, images)
+    images = write_directory(folder, random_images(rng, 6), rng=rng)
     ds = directory_dataset(api, folder)
     for i, image in enumerate(images):
         expect_image(get_item(api, ds, i), image, f"ImageDirectoryDataset(path)[{i}]", images)
@@ -328,8 +325,7 @@ def check_directory_gray_and_rgba_png(api: Api, rng: torch.Generator) -> None:
     folder = new_folder(api.student.data_dir)
     taken: set[str] = set()
     kinds = ("gray", "rgba", "rgb", "palette", "rgb16", "gray", "palette", "rgb16")
-    images = sorted([random_image(rng, random_name(rng, taken), kind) for kind in kinds], key=lambda im: im.name)
-    write_directory(folder, images)
+    images = write_directory(folder, [random_image(rng, random_name(rng, taken), kind) for kind in kinds], rng=rng)
     ds = directory_dataset(api, folder)
     for i, image in enumerate(images):
         expect_image(get_item(api, ds, i), image, f"ImageDirectoryDataset(path)[{i}]", images,
@@ -342,9 +338,7 @@ def check_directory_gray_and_rgba_png(api: Api, rng: torch.Generator) -> None:
 def check_directory_dataloader_workers(api: Api, rng: torch.Generator) -> None:
     """through a DataLoader with 0, 1, 2 and 3 workers: every file once, in sorted order"""
     folder = new_folder(api.student.data_dir)
-    images = random_images(rng, int(torch.randint(7, 14, (1,), generator=rng)))
-    write_directory(folder, images)
-    images.sort(key=lambda im: im.name)
+    images = write_directory(folder, random_images(rng, int(torch.randint(7, 14, (1,), generator=rng))), rng=rng)
     ds = directory_dataset(api, folder)
     for workers in (0, 1, 2, 3):
         items = read_through_loader(api.read_directory, ds, workers, len(images), f"a directory of {len(images)} PNGs")

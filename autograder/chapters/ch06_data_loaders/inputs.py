@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import struct
 import tarfile
 import tempfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import cv2
@@ -37,6 +38,9 @@ class Image:
     @property
     def key(self) -> str:
         return image_key(self.rgb)
+
+
+RENAMES = 16  # new names drawn at most before a folder is left in the order it lists (p < 2^-16 for 2 images)
 
 
 def encode_png(pixels: np.ndarray) -> bytes:
@@ -108,11 +112,42 @@ def new_folder(data_dir: Path) -> Path:
     return folder
 
 
-def write_directory(folder: Path, images: list[Image], extra: dict[str, bytes] | None = None) -> None:
-    for image in images:
-        (folder / image.name).write_bytes(image.png)
+def listed(folder: Path, images: list[Image]) -> list[str]:
+    """The images' names in the folder's own order (os.listdir's, which glob keeps)."""
+    names = {image.name for image in images}
+    return [name for name in os.listdir(folder) if name in names]
+
+
+def write_directory(folder: Path, images: list[Image], extra: dict[str, bytes] | None = None,
+                    rng: torch.Generator | None = None) -> list[Image]:
+    """Write the images and `extra` files into `folder`; the images as written, in sorted order (what a
+    correct dataset gives).
+
+    The folder's own order never puts the images in sorted order (unless fixed names, rng None, come out so
+    in both creation orders), so that code which keeps it (glob without sorted) fails on every seed and
+    filesystem, not only by luck. That order is the filesystem's: creation order
+    or its reverse (tmpfs), a hash of the names (ext4). So the images are written again in the other order, and
+    where the names decide it, under new names drawn from `rng` (keeping each name's prefix up to '_')."""
     for name, data in (extra or {}).items():
         (folder / name).write_bytes(data)
+    order, written = list(images), list[Image]()
+    for attempt in range(RENAMES + 2):
+        if attempt == 1:
+            order.reverse()  # where creation order decides (tmpfs): the other one
+        elif attempt >= 2:
+            if rng is None:
+                break
+            taken: set[str] = set()  # where the names decide (ext4): new ones
+            order = [replace(im, name=random_name(rng, taken, im.name[:im.name.rfind("_") + 1])) for im in order]
+        for image in written:
+            (folder / image.name).unlink()
+        for image in order:
+            (folder / image.name).write_bytes(image.png)
+        written = order
+        names = listed(folder, order)
+        if len(names) < 2 or names != sorted(names):
+            break
+    return sorted(written, key=lambda im: im.name)
 
 
 def add_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -159,8 +194,7 @@ def directory_example(folder: Path) -> list[Image]:
     the images in sorted order."""
     images = [plain_image("b.png", (255, 0, 0), 4, 6), plain_image("a.png", (0, 255, 0), 5, 3),
               plain_image("c.png", (0, 0, 255), 2, 2)]
-    write_directory(folder, images, {"notes.txt": b"not an image"})
-    return sorted(images, key=lambda im: im.name)
+    return write_directory(folder, images, {"notes.txt": b"not an image"})
 
 
 def tar_example(folder: Path) -> tuple[list[str], list[list[Image]]]:

@@ -1,0 +1,66 @@
+"""The rules 04_overloaded_ops.ipynb states for its graded tasks, mapped to the checks that keep them
+(autograder/judging/rules.py; tests/chapters/test_rules.py holds this list to the notebook).
+"""
+
+from autograder.judging.authoring import HOW_GRADED, Evidence, NotARule, Rule
+
+OUTCOME, CLOCK, SOURCE = Evidence.OUTCOME, Evidence.CLOCK, Evidence.SOURCE
+
+RULES = [
+    Rule('running_diff', '`torch.arange`, nothing else (no other torch function',
+         ('check_running_diff_rule',), (SOURCE,)),
+    Rule('column_means', 'and `.mean` are not allowed anyway).',
+         ('check_column_means_rule',), (SOURCE,)),
+    Rule('column_means', '`torch.arange`, nothing else (no other torch function',
+         ('check_column_means_rule',), (SOURCE,)),
+    Rule('band', '`torch.arange`, nothing else (no other torch function',
+         ('check_band_rule',), (SOURCE,)),
+    Rule('reverse', '`torch.arange`, nothing else (no other torch function',
+         ('check_reverse_rule',), (SOURCE,)),
+    Rule('polynomial', '`torch.arange`, nothing else (no other torch function',
+         ('check_polynomial_rule',), (SOURCE,)),
+    Rule('exactly_one_positive', 'shape, True where exactly one of `x`,',
+         ('check_exactly_one_positive_random',), (OUTCOME,)),
+    Rule('exactly_one_positive', '`torch.arange`, nothing else (no other torch function',
+         ('check_exactly_one_positive_rule',), (SOURCE,)),
+    Rule('causal_mask', '`torch.arange`, nothing else (no other torch function',
+         ('check_causal_mask_rule',), (SOURCE,)),
+    Rule('row_sum', 'no loop over the rows or the',
+         ('check_row_sum_speed',), (CLOCK,)),
+    Rule('row_sum', 'yours may take at most **8 times**',
+         ('check_row_sum_speed',), (CLOCK,)),
+    Rule('pairwise_sq_distances', "operators and broadcasting, not the library's distance",
+         ('check_pairwise_vectorized',), (SOURCE,)),
+    Rule('pairwise_sq_distances', 'no loop over the rows of `x`',
+         ('check_pairwise_vectorized',), (CLOCK,)),
+    Rule('Dual', 'calls `d.__rsub__(c)`, which must compute `c -',
+         ('check_dual_constants_on_the_left',), (OUTCOME,)),
+]
+
+NOT_RULES = [
+    *HOW_GRADED,
+    NotARule("The ones must have `x`'s dtype",
+             'a hint: one way to meet the task, not a rule of it'),
+    NotARule('PyTorch slices take no negative',
+             'lesson prose: how PyTorch behaves'),
+    NotARule('Exactly one of two bools is',
+             'a hint: one way to meet the task, not a rule of it'),
+    NotARule("`|` says 'at least one', `&`",
+             'a hint: one way to meet the task, not a rule of it'),
+    NotARule('Attention layers use this mask',
+             'lesson prose: how PyTorch behaves'),
+    NotARule('It reports the `unbind` loop',
+             'lesson prose: how PyTorch behaves'),
+    NotARule('The loop is slow not because',
+             'lesson prose: how PyTorch behaves'),
+    NotARule("Grading's timing of `row_sum` relies",
+             'says what grading does, not what the code must do'),
+    NotARule('`x` may be a transposed matrix',
+             'describes the arguments the task is given'),
+    NotARule('Its 10 points: the example',
+             'says what grading does, not what the code must do'),
+    NotARule('If you expand, remember the',
+             'a hint: one way to meet the task, not a rule of it'),
+    NotARule("Recall `(u w)' = u' w + u",
+             'a hint: one way to meet the task, not a rule of it'),
+]

@@ -1,0 +1,67 @@
+"""A rule the notebook states is a rule the grader keeps: each chapter's rules.py maps the sentences of its
+notebook that state a rule of a graded task to the checks that can fail them, and the evidence each uses.
+
+tests/chapters/test_rules.py finds the rule sentences in the notebook (a word such as must, only, never, not,
+exactly) and fails on one no entry covers, on an entry no sentence holds any more, and on a Rule whose checks
+the chapter does not declare for its task: a rule the notebook adds, or a check that goes, shows up there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Evidence(Enum):
+    """What a check rests its verdict on: evidence the student cannot shape (judging/plugin.check)."""
+
+    OUTCOME = "outcome"  # outcomes only the stated method gives: the judge's own model, data, optimiser or oracle
+    CLOCK = "clock"  # the judge's clock: a ratio against a reference timed in the same run
+    KERNEL = "kernel"  # the kernel's limits and accounting: memory, CPU time, address space
+    SOURCE = "source"  # the judge's own reading of the student's source
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule of `task` the notebook states: `says` quotes its sentence (enough of it to find it), `checks` name
+    the checks (of that task) that fail when it is broken, `evidence` what each of them rests on, in order.
+    No checks: nothing in the grader keeps the rule yet (test_rules.py lists such rules as expected failures)."""
+
+    task: str
+    says: str
+    checks: tuple[str, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.says.strip():
+            raise ValueError(f"Rule of {self.task}: `says` quotes the notebook's sentence")
+        if len(self.checks) != len(self.evidence):
+            raise ValueError(f"Rule {self.says!r}: one evidence per check ({self.checks} / {self.evidence})")
+
+
+@dataclass(frozen=True)
+class NotARule:
+    """A sentence that reads like a rule and is none of a graded task's: `why` (lesson prose, the guide's own
+    code, an instruction to the reader, how grading works)."""
+
+    says: str
+    why: str
+
+    def __post_init__(self) -> None:
+        if not (self.says.strip() and self.why.strip()):
+            raise ValueError("NotARule: quote the sentence (`says`) and say why it is no rule (`why`)")
+
+
+# The "How this notebook is graded" cell, the same in every notebook: it says how grading works, and each
+# exercise whose rule is read from the code states that rule again, where its chapter's audit maps it.
+HOW_GRADED = (
+    NotARule("Every point comes from evidence the grader gathers itself", "how grading works"),
+    NotARule("**results**: your functions run on fresh inputs", "how grading works"),
+    NotARule("**timings** on the grader's clock", "how grading works"),
+    NotARule("**its own reading of your code**, only where an exercise states a rule",
+             "how grading works: each such exercise states its rule"),
+    NotARule("The grader also lists, for your instructor to read", "how grading works: listed lines cost no points"),
+    NotARule("**A listed line costs no points**", "how grading works"),
+    NotARule("such a line inside that exercise's code breaks the rule",
+             "how grading works: each exercise whose rule is read from the code states it again"),
+)
