@@ -2,7 +2,8 @@
 
 A chapter's checks.py, inputs.py, oracles.py, cases.py, rules.py and selftest.py import the kit from here and
 nowhere else (tests/test_layers.py holds them to it); its torch-free __init__.py imports ChapterConfig from
-judging.chapter. Each name is defined where it belongs; this module only gathers them, grouped by the job a check author has.
+judging.chapter. Each name is defined where it belongs; this module only gathers them, grouped by the job a check
+author has.
 """
 
 from __future__ import annotations
