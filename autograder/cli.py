@@ -8,6 +8,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.course.batch import merge
 from autograder.course.run import ClassOptions, ClassRun, Reports, grade_class, write_reports
@@ -18,6 +19,10 @@ from autograder.judging.registry import CHAPTERS
 from autograder.sandbox.limits import Limits
 
 GRADING = ("torch", "numpy", "pytest")  # what the grading engine imports (docs/operations.md: all a GPU runner needs)
+
+
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]  # what add_subparsers returns
 
 
 def _grade(args: argparse.Namespace) -> int:
@@ -207,10 +212,8 @@ def _selftest(args: argparse.Namespace) -> int:
     return main(args.device, args.out, chapters=args.chapter)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _grade_command(sub: Subparsers) -> None:
+    """`grade`: one notebook."""
     g = sub.add_parser("grade", help="grade one notebook; exits 0 whenever grading completed")
     g.add_argument("notebook")
     g.add_argument("--assignment", choices=sorted(CHAPTERS), help="default: read from the notebook")
@@ -226,7 +229,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="seconds allowed for one call into student code (default: %(default)s)")
     g.add_argument("--only", help="run only the checks matching this pytest -k expression (e.g. speed)")
     g.set_defaults(run=_grade)
+    g.set_defaults(needs=GRADING)
 
+
+def _grade_all_command(sub: Subparsers) -> None:
+    """`grade-all`: a course, on one machine or as one shard of many."""
     a = sub.add_parser("grade-all", help="grade every submission of a course (or of a submitted/ folder); exits 3 "
                        "if a submission could not be graded (a grader error, graded again on the next run)")
     a.add_argument("root", type=Path, help="course directory with submitted/, or the submitted/ folder")
@@ -244,7 +251,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="also write the scores into ROOT/gradebook.db with nbgrader's API (ROOT: a course dir)")
     a.add_argument("--feedback", action="store_true", help="also write ROOT/feedback/<student>/<assignment>/*.html")
     a.set_defaults(run=_grade_all)
+    a.set_defaults(needs=GRADING)
 
+
+def _reports_command(sub: Subparsers) -> None:
+    """`merge`, `class-report` and `similarity`: what comes after grading."""
     m = sub.add_parser("merge", help="join the results folders of several shards")
     m.add_argument("parts", nargs="+", type=Path)
     m.add_argument("--out", type=Path, required=True)
@@ -264,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", type=Path, help="where the class report goes (default: GRADED/report)")
     s.set_defaults(run=_similarity)
 
+
+def _course_command(sub: Subparsers) -> None:
+    """`bundle`, `build`, `export` and `demo`: the course's files and tools."""
     z = sub.add_parser("bundle", help="build a Gradescope autograder zip for one assignment")
     z.add_argument("assignment", choices=sorted(CHAPTERS))
     z.add_argument("--out", type=Path, help="default: dist/gradescope-ASSIGNMENT.zip")
@@ -271,16 +285,7 @@ def main(argv: list[str] | None = None) -> int:
 
     b = sub.add_parser("build", help="generate release/ with nbgrader and the executed solutions/")
     b.add_argument("chapters", nargs="*", help="default: all")
-    b.set_defaults(run=_build)
-
-    t = sub.add_parser("selftest", help="grade every reference solution, release and named wrong implementation "
-                       "on this machine and report what works; exits 1 if an expectation fails, 4 if CUDA is absent")
-    t.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    t.add_argument("--out", type=Path, default=Path("selftest.json"), help="write the table as JSON here "
-                   "(default: %(default)s)")
-    t.add_argument("--chapter", action="append", choices=sorted(CHAPTERS),
-                   help="only this chapter (repeat for more; default: all), e.g. to run chapters side by side")
-    t.set_defaults(run=_selftest)
+    b.set_defaults(run=_build, needs=("nbgrader", "nbclient"))
 
     e = sub.add_parser("export", help="nbgrader export run in the course directory (found upward from here): "
                        "grades.csv there; exits 2 if there is no course or no gradebook.db")
@@ -290,11 +295,32 @@ def main(argv: list[str] | None = None) -> int:
 
     d = sub.add_parser("demo", help="build, then grade the bundled example submissions")
     d.set_defaults(run=_demo, needs=(*GRADING, "nbgrader", "nbclient"))
-    for grading in (g, a, t):
-        grading.set_defaults(needs=GRADING)
-    b.set_defaults(needs=("nbgrader", "nbclient"))
 
-    args = parser.parse_args(argv)
+
+def _selftest_command(sub: Subparsers) -> None:
+    """`selftest`: the kit checked on this machine."""
+    t = sub.add_parser("selftest", help="grade every reference solution, release and named wrong implementation "
+                       "on this machine and report what works; exits 1 if an expectation fails, 4 if CUDA is absent")
+    t.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    t.add_argument("--out", type=Path, default=Path("selftest.json"), help="write the table as JSON here "
+                   "(default: %(default)s)")
+    t.add_argument("--chapter", action="append", choices=sorted(CHAPTERS),
+                   help="only this chapter (repeat for more; default: all), e.g. to run chapters side by side")
+    t.set_defaults(run=_selftest)
+    t.set_defaults(needs=GRADING)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: one subcommand each, each with the modules it needs (`needs`)."""
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_grade_command, _grade_all_command, _reports_command, _course_command, _selftest_command):
+        add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     needs = [*getattr(args, "needs", ()), *(["nbgrader"] if getattr(args, "gradebook", False) else [])]
     missing = [name for name in needs if importlib.util.find_spec(name) is None]
     if missing:  # e.g. the system Python instead of the kit's .venv: say so, not a traceback from deep inside
