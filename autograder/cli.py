@@ -277,7 +277,7 @@ def _reports_command(sub: Subparsers) -> None:
 
 
 def _course_command(sub: Subparsers) -> None:
-    """`bundle`, `build`, `export` and `demo`: the course's files and tools."""
+    """`bundle`, `build`, `selftest`, `export` and `demo`: the course's files, and the kit checked on this machine."""
     z = sub.add_parser("bundle", help="build a Gradescope autograder zip for one assignment")
     z.add_argument("assignment", choices=sorted(CHAPTERS))
     z.add_argument("--out", type=Path, help="default: dist/gradescope-ASSIGNMENT.zip")
@@ -286,6 +286,16 @@ def _course_command(sub: Subparsers) -> None:
     b = sub.add_parser("build", help="generate release/ with nbgrader and the executed solutions/")
     b.add_argument("chapters", nargs="*", help="default: all")
     b.set_defaults(run=_build, needs=("nbgrader", "nbclient"))
+
+    t = sub.add_parser("selftest", help="grade every reference solution, release and named wrong implementation "
+                       "on this machine and report what works; exits 1 if an expectation fails, 4 if CUDA is absent")
+    t.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    t.add_argument("--out", type=Path, default=Path("selftest.json"), help="write the table as JSON here "
+                   "(default: %(default)s)")
+    t.add_argument("--chapter", action="append", choices=sorted(CHAPTERS),
+                   help="only this chapter (repeat for more; default: all), e.g. to run chapters side by side")
+    t.set_defaults(run=_selftest)
+    t.set_defaults(needs=GRADING)
 
     e = sub.add_parser("export", help="nbgrader export run in the course directory (found upward from here): "
                        "grades.csv there; exits 2 if there is no course or no gradebook.db")
@@ -297,24 +307,11 @@ def _course_command(sub: Subparsers) -> None:
     d.set_defaults(run=_demo, needs=(*GRADING, "nbgrader", "nbclient"))
 
 
-def _selftest_command(sub: Subparsers) -> None:
-    """`selftest`: the kit checked on this machine."""
-    t = sub.add_parser("selftest", help="grade every reference solution, release and named wrong implementation "
-                       "on this machine and report what works; exits 1 if an expectation fails, 4 if CUDA is absent")
-    t.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    t.add_argument("--out", type=Path, default=Path("selftest.json"), help="write the table as JSON here "
-                   "(default: %(default)s)")
-    t.add_argument("--chapter", action="append", choices=sorted(CHAPTERS),
-                   help="only this chapter (repeat for more; default: all), e.g. to run chapters side by side")
-    t.set_defaults(run=_selftest)
-    t.set_defaults(needs=GRADING)
-
-
 def parser() -> argparse.ArgumentParser:
     """The command line: one subcommand each, each with the modules it needs (`needs`)."""
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_grade_command, _grade_all_command, _reports_command, _course_command, _selftest_command):
+    for add in (_grade_command, _grade_all_command, _reports_command, _course_command):
         add(sub)
     return parser
 
