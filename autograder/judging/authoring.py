@@ -35,7 +35,14 @@ from autograder.judging.notebook import Submission
 from autograder.judging.plugin import check
 
 # one-expression puzzles, declared as a table: their rule check and their random check
-from autograder.judging.puzzles import Puzzle, PuzzleRule, expect_puzzle, expect_puzzle_random, expect_puzzle_rule
+from autograder.judging.puzzles import (
+    Puzzle,
+    PuzzleRule,
+    expect_puzzle,
+    expect_puzzle_random,
+    expect_puzzle_rule,
+    mistake_id,
+)
 from autograder.judging.remote import Student, StudentError, describe_call, origin, summarize
 
 # measured figures a check records beside its outcome
@@ -99,7 +106,8 @@ __all__ = [
     "Speed", "Student", "StudentApi", "StudentError", "Submission", "TaskCode", "Use", "answer", "cell", "check",
     "compare_speed", "cuda_ms", "describe_call", "dotted", "expect_puzzle", "expect_puzzle_random",
     "expect_puzzle_rule", "expect_tensor", "expect_within", "fail", "failure", "folded", "harness", "interleave",
-    "listed", "names_used", "nonfinite", "number", "only_raises_not_implemented", "operations_growth", "origin",
-    "output_shape_checked", "peak_bandwidth", "puzzle_breaks", "randint", "randn", "record_measured", "record_note",
-    "reference_process", "released_stub", "right", "show", "subclasses", "summarize", "task_code", "unreadable", "wrong"
+    "listed", "mistake_id", "names_used", "nonfinite", "number", "only_raises_not_implemented", "operations_growth",
+    "origin", "output_shape_checked", "peak_bandwidth", "puzzle_breaks", "randint", "randn", "record_measured",
+    "record_note", "reference_process", "released_stub", "right", "show", "subclasses", "summarize", "task_code",
+    "unreadable", "wrong"
 ]

@@ -185,38 +185,41 @@ def expect_tensor(
     check_dtype: bool = True,
     dtype_hint: str = "",
     device: str | None = None,
+    mistake: str | None = None,
 ) -> None:
     """Fail unless `got` is a tensor of `expected`'s shape (and dtype) and values.
 
     With `device`, the tensor must also have been on that device type in the
-    student's process (inputs were sent there).
+    student's process (inputs were sent there). `mistake`: the id of the named
+    mistake the caller saw the result match, kept on the failure.
     """
     if not isinstance(got, torch.Tensor):
-        fail(call, inputs, expected, got, f"returned {type(got).__name__}, not a torch.Tensor", hint)
+        fail(call, inputs, expected, got, f"returned {type(got).__name__}, not a torch.Tensor", hint, mistake=mistake)
     origin = getattr(got, "origin", ("cpu", False))[0]
     if device is not None and origin.split(":")[0] != device:
         fail(call, inputs, expected, got, f"the result is on {origin} but the inputs were on {device}",
              "Create new tensors on the input's device (device=x.device, torch.zeros_like(x)); "
-             "never hard-code .cuda() or .cpu().")
+             "never hard-code .cuda() or .cpu().", mistake=mistake)
     if got.shape != expected.shape:
         fail(call, inputs, expected, got,
-             f"shape {list(got.shape)} instead of {list(expected.shape)}", hint)
+             f"shape {list(got.shape)} instead of {list(expected.shape)}", hint, mistake=mistake)
     if check_dtype and got.dtype != expected.dtype:
         fail(call, inputs, expected, got,
              f"dtype {got.dtype} instead of {expected.dtype}",
-             dtype_hint or "Keep the input's dtype: avoid .float(), .double() or torch.tensor(...) copies.")
+             dtype_hint or "Keep the input's dtype: avoid .float(), .double() or torch.tensor(...) copies.",
+             mistake=mistake)
     g = got.detach().to(torch.float64)
     e = expected.detach().to(torch.float64)
     bad_nan = _isnan(g) & ~_isnan(e)
     if bool(bad_nan.any()):
         at = _index(int(bad_nan.reshape(-1).nonzero()[0]), g.shape)
         fail(call, inputs, expected, got, f"found nan (not a number) at index {at}, where a number was expected",
-             hint)
+             hint, mistake=mistake)
     bad_inf = ~_isfinite(g) & _isfinite(e) & ~_isnan(g)
     if bool(bad_inf.any()):
         at = _index(int(bad_inf.reshape(-1).nonzero()[0]), g.shape)
         fail(call, inputs, expected, got, f"found {g.reshape(-1)[bad_inf.reshape(-1)][0].item()} at index {at}, "
-             "where a finite number was expected", hint)
+             "where a finite number was expected", hint, mistake=mistake)
     close = _isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
     if not bool(close.all()):
         err = ((g - e).abs() - atol - rtol * e.abs()).masked_fill(close, float("-inf"))
@@ -226,4 +229,4 @@ def expect_tensor(
         fail(call, inputs, expected, got,
              f"at index {at} got {number(have, want)}, expected {number(want, have)} "
              f"(tolerance: rtol={rtol:g}, atol={atol:g}); "
-             f"{int((~close).sum())} of {close.numel()} values differ", hint)
+             f"{int((~close).sum())} of {close.numel()} values differ", hint, mistake=mistake)

@@ -11,6 +11,7 @@ shown).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -66,6 +67,11 @@ class Puzzle:
     def call(self) -> str:
         """The call by its parameters' names, e.g. "band(x, lo, hi)"."""
         return f"{self.name}({', '.join(self.params)})"
+
+
+def mistake_id(p: Puzzle, what: str) -> str:
+    """A stable id of one of the puzzle's named mistakes, for the class report to group failures by."""
+    return f"{p.name}/" + re.sub(r"[^a-z0-9]+", "-", what.lower()).strip("-")[:60]
 
 
 def expect_puzzle(api: StudentApi, p: Puzzle, args: tuple[Any, ...], device: str | None, example: bool = False

@@ -47,3 +47,13 @@ def test_an_unanswered_puzzle_fails_on_its_stub(tmp_path: Path) -> None:
 def test_the_solution_earns_every_puzzle_point_under_other_seeds(tmp_path: Path, seed: int) -> None:
     scores = task_scores(grade_fast(solved(tmp_path, CH), only=ONLY, seed=seed))
     assert {p: scores[p] for p in PUZZLES} == dict.fromkeys(PUZZLES, 3), scores
+
+
+def test_a_named_mistake_is_recorded_by_its_id(tmp_path: Path) -> None:
+    """times_table counted from 0: the failure carries the named mistake's id as data, not only in its hint."""
+    cells = {"times_table": "def times_table(n):\n    return torch.arange(n)[:, None] * torch.arange(n)\n"}
+    results = by_name(grade_fast(solved(tmp_path, CH, **cells), only="check_times_table_"))
+    wrong = [r for r in results.values() if r.status == "failed"]
+    assert wrong and all(r.mistake == "times_table/entry-0-0-is-1-1-count-from-1-torch-arange-1-n-1-not-from-0"
+                         for r in wrong), [(r.name, r.mistake) for r in wrong]
+    assert all(r.mistake is None for r in results.values() if r.status == "passed")

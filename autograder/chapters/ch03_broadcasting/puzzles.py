@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from autograder.judging.authoring import Puzzle, PuzzleRule, expect_tensor
+from autograder.judging.authoring import Puzzle, PuzzleRule, expect_tensor, mistake_id
 
 # The chapter's tolerance by dtype; other dtypes are exact.
 TOL = {torch.float64: (1e-10, 1e-12), torch.float32: (1e-5, 1e-5)}
@@ -45,18 +45,18 @@ def compare(api: Any, p: Puzzle, args: tuple[Any, ...], device: str | None, exam
     one. The notebook's example is told as any other call."""
     got = getattr(api, p.name)(*args)
     want = p.oracle(*args)
-    hint = p.hint
+    hint, mistake = p.hint, None
     for because, wrong in p.mistakes(*args):
         if isinstance(got, Tensor) and got.shape == wrong.shape and got.dtype == wrong.dtype \
                 and not torch.equal(wrong, want) \
                 and torch.allclose(got.cpu().double(), wrong.double(), equal_nan=True):
-            hint = because
+            hint, mistake = because, mistake_id(p, because)
             break
     # A number is shown in the call, a tensor by its name and among the inputs.
     call = f"{p.name}({', '.join(k if isinstance(a, Tensor) else str(a) for k, a in zip(p.params, args, strict=True))})"
     shown = {k: a for k, a in zip(p.params, args, strict=True) if isinstance(a, Tensor)}
     rtol, atol = TOL.get(want.dtype, (0.0, 0.0))
-    expect_tensor(got, want, call=call, inputs=shown, hint=hint, rtol=rtol, atol=atol, device=device)
+    expect_tensor(got, want, call=call, inputs=shown, hint=hint, rtol=rtol, atol=atol, device=device, mistake=mistake)
 
 
 # -- times_table --------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from autograder.judging.authoring import Puzzle, PuzzleRule, expect_tensor, fail
+from autograder.judging.authoring import Puzzle, PuzzleRule, expect_tensor, fail, mistake_id
 
 # What a puzzle may use besides operators, indexing, slicing, constants and its parameters.
 OPERATIONS = frozenset({"torch.arange", ".shape", ".T", ".device"})
@@ -42,7 +42,8 @@ def compare(api: Any, p: Puzzle, args: tuple[Any, ...], device: str | None, exam
     if not same(got, want):
         for what, mistake in p.mistakes(*args):
             if same(got, mistake):
-                fail(p.call, inputs, want, got, f"the result matches a common mistake: {what}.", hint)
+                fail(p.call, inputs, want, got, f"the result matches a common mistake: {what}.", hint,
+                     mistake_id(p, what))
     expect_tensor(got, want, call=p.call, inputs=inputs, hint=hint, rtol=p.rtol, atol=p.atol, device=device)
 
 
