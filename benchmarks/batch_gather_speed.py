@@ -40,7 +40,7 @@ from autograder.course.reference import solution_cells, source_path  # noqa: E40
 from autograder.judging.api import StudentApi, answer  # noqa: E402
 from autograder.judging.figures import cuda_ms, peak_bandwidth  # noqa: E402
 from autograder.judging.notebook import load_submission  # noqa: E402
-from autograder.judging.remote import Student  # noqa: E402
+from autograder.judging.student import Student  # noqa: E402
 from autograder.judging.timing import compare_speed, reference_process  # noqa: E402
 from autograder.sandbox import launcher  # noqa: E402
 from autograder.sandbox.limits import Limits  # noqa: E402

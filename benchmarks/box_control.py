@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder.judging.notebook import load_submission
-from autograder.judging.remote import Student
+from autograder.judging.student import Student
 from autograder.sandbox import control
 from autograder.sandbox.control import BoxControl, Hierarchy
 from tests.kit import FAST, solved, zygote

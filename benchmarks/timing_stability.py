@@ -33,7 +33,7 @@ from autograder.course.cases import correct_forms, mutant
 from autograder.course.reference import source_path
 from autograder.judging.judge import GradeOptions, grade
 from autograder.judging.notebook import load_submission
-from autograder.judging.remote import Student
+from autograder.judging.student import Student
 from autograder.judging.timing import input_sets, reference_process
 from autograder.sandbox.limits import Limits
 from tests.kit import solution_cells, write_submission, zygote

@@ -37,7 +37,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 import torch
 
 from autograder.judging.expect import explain_error, on_every_call
-from autograder.judging.remote import Student, StudentError
+from autograder.judging.student import Student, StudentError
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -43,7 +43,6 @@ from autograder.judging.puzzles import (
     expect_puzzle_rule,
     mistake_id,
 )
-from autograder.judging.remote import Student, StudentError, describe_call, origin, summarize
 
 # measured figures a check records beside its outcome
 from autograder.judging.results import (
@@ -78,6 +77,7 @@ from autograder.judging.static.rules import (
     task_code,
     unreadable,
 )
+from autograder.judging.student import Student, StudentError, describe_call, origin, summarize
 
 # speed: the student's code against the reference in the same run, as a ratio
 from autograder.judging.timing import (

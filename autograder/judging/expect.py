@@ -12,8 +12,8 @@ from typing import Any, ClassVar, NoReturn
 
 import torch
 
-from autograder.judging.remote import StudentError
 from autograder.judging.results import Outcome
+from autograder.judging.student import StudentError
 
 MAX_SHOWN = 1000  # characters of a value that is not a tensor, as a message shows it
 

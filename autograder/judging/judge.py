@@ -21,10 +21,10 @@ import pytest
 from autograder.judging.notebook import NotebookError, Submission, load_submission
 from autograder.judging.plugin import CheckResult, KitPlugin
 from autograder.judging.registry import CHAPTERS_DIR, Chapter
-from autograder.judging.remote import Student
 from autograder.judging.seeds import secret_seed
 from autograder.judging.static.review import MAX_FLAGS, scan_submission
 from autograder.judging.static.review import note as integrity_note
+from autograder.judging.student import Student
 from autograder.judging.untrusted import safe_text
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits

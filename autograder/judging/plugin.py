@@ -23,8 +23,8 @@ import torch
 from autograder.judging.api import StudentApi
 from autograder.judging.expect import CheckFailure, RuleBroken
 from autograder.judging.registry import Chapter
-from autograder.judging.remote import Student, StudentError
 from autograder.judging.results import MEASURED, NOTE, Measured, Outcome, figures
+from autograder.judging.student import Student, StudentError
 from autograder.judging.untrusted import safe_text
 
 F = TypeVar("F", bound=Callable[..., None])

@@ -1,7 +1,7 @@
 """What a grading found, as types: each check's outcome and measured figures, and the results file.
 
 `Outcome` says what happened in one check. It is set where that is decided (the exception types of
-autograder/judging/remote.py and expect.py carry theirs; autograder/judging/plugin.py sets passed, skipped,
+autograder/judging/student.py and expect.py carry theirs; autograder/judging/plugin.py sets passed, skipped,
 not scored and the kit's own failures) and never read back out of a message.
 
 The results file is Gradescope's results.json (https://gradescope-autograders.readthedocs.io/en/latest/specs/),

@@ -49,7 +49,6 @@ import torch
 from autograder.judging.api import Remote
 from autograder.judging.expect import failure
 from autograder.judging.notebook import Submission
-from autograder.judging.remote import Student, StudentError
 from autograder.judging.results import (
     CUDA_EVENTS_RATIO,
     NEEDED_RATIO,
@@ -61,6 +60,7 @@ from autograder.judging.results import (
     record_measured,
     record_note,
 )
+from autograder.judging.student import Student, StudentError
 from autograder.sandbox.runtime.child import make_input
 
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """Text from student code, made safe once where it enters the judge.
 
-Student text enters at two places: the replies of the child that runs the code (autograder/judging/remote.py,
+Student text enters at two places: the replies of the child that runs the code (autograder/judging/student.py,
 its load report and every reply frame) and the notebook file with its name (autograder/judging/notebook.py);
 grade-all adds the submission folders' names (autograder/course/batch.py). Each passes its text through
 `safe_text` there, so everything downstream (results.json, terminals, summary.csv, the class report) holds

@@ -4,7 +4,7 @@ The zygote imports torch (about 1.7 s) and warms up its dispatcher (1.5 s and
 more). The command line starts it before the judge imports torch itself, so
 the two imports run at once on two cores instead of one after the other.
 
-A Zygote is handed to what forks from it (Sandbox, judging.remote.Student, judging.judge.grade): the
+A Zygote is handed to what forks from it (Sandbox, judging.student.Student, judging.judge.grade): the
 entry points own it (the command line, grade-all's workers, nbgrader's KitAutograde, the self-test,
 the tests' helpers). `zygote()` is their convenience only, never reached from the layers below them.
 """

@@ -520,7 +520,7 @@ def test_the_replays_in_a_clean_child_are_the_judges_bit_for_bit(tmp_path: Path)
     from autograder.chapters.ch08_mixed_precision.harness import replay_steps
     from autograder.chapters.ch08_mixed_precision.inputs import near_case, odd_scale_case, overflow_case
     from autograder.judging.notebook import load_submission
-    from autograder.judging.remote import Student
+    from autograder.judging.student import Student
     from autograder.judging.timing import reference_process
     from tests.kit import FAST, zygote
 

@@ -22,7 +22,7 @@ from autograder.chapters.ch07_numerical_stability.checks import Api
 from autograder.judging.api import StudentApi, answer
 from autograder.judging.expect import CheckFailure
 from autograder.judging.notebook import load_submission
-from autograder.judging.remote import Student
+from autograder.judging.student import Student
 from autograder.judging.timing import compare_speed, randn, reference_process
 from tests.kit import FAST, ROOT, by_name, check_count, grade_fast, solved, task_scores, zygote
 

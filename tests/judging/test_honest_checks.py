@@ -19,7 +19,7 @@ from autograder.course.cases import all_mutants, mutant
 from autograder.judging.expect import CheckFailure, JudgeError, expect_tensor, fail, output_shape_checked
 from autograder.judging.plugin import _message, declared_checks
 from autograder.judging.registry import CHAPTERS
-from autograder.judging.remote import StudentError
+from autograder.judging.student import StudentError
 from tests.kit import FAST, TRAINING, by_name, grade_fast, solution_cells, solved, task_scores
 
 pytestmark = pytest.mark.slow  # minutes in all: tests/conftest.py starts it first

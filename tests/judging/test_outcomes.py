@@ -18,9 +18,9 @@ from autograder.judging import results as fmt
 from autograder.judging.expect import CheckFailure, JudgeError, error_type
 from autograder.judging.judge import Grade
 from autograder.judging.plugin import _measured, _outcome
-from autograder.judging.remote import StudentError
 from autograder.judging.report import gradescope
 from autograder.judging.results import Outcome
+from autograder.judging.student import StudentError
 from autograder.sandbox.process import ChildDied, Sandbox
 from tests.kit import by_name, grade_fast, solved, write_submission
 
@@ -198,8 +198,8 @@ def test_a_process_that_dies_of_a_limit_is_a_timeout_other_crashes_the_students(
 
 
 def test_the_type_a_student_raised_is_a_field_their_own_text_cannot_pose_as() -> None:
-    """Which exception the code raised shapes the message ("raised X ... on the example too"): it is the field remote.py
-    sets from the child's report, kept when a check restates the error, never read back from the text."""
+    """Which exception the code raised shapes the message ("raised X ... on the example too"): it is the field
+    student.py sets from the child's report, kept when a check restates the error, never read back from the text."""
     posing = StudentError("The answer cell 'softmax' failed when run:\nRuntimeError: `f(x)` raised an error:\n"
                           "ValueError: looks like a call's error")
     assert error_type(posing) is None and error_type(posing.restated(f"{posing}\nHint: x")) is None

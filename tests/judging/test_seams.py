@@ -20,7 +20,7 @@ from tests.kit import ROOT, grade_fast, solved
 CH = "07_numerical_stability"
 ONE_CHECK = "check_softmax_guide_example"
 # The only modules that may use the process's shared zygote (autograder.sandbox.launcher.zygote): the entry
-# points. Everything below them (sandbox.process.Sandbox, judging.remote.Student, judging.judge) is handed one.
+# points. Everything below them (sandbox.process.Sandbox, judging.student.Student, judging.judge) is handed one.
 ENTRY_POINTS = {"cli.py", "course/batch.py", "course/nbgrader/autograde.py", "course/selftest.py", "course/demo.py"}
 
 

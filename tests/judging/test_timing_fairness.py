@@ -18,7 +18,7 @@ from autograder.chapters.ch08_mixed_precision.checks import Api as AmpApi
 from autograder.chapters.ch08_mixed_precision.checks import measure_amp_speed
 from autograder.judging.api import StudentApi, answer
 from autograder.judging.notebook import load_submission
-from autograder.judging.remote import Student
+from autograder.judging.student import Student
 from autograder.judging.timing import compare_speed, randn, reference_process
 from benchmarks.timing_stability import FORMS
 from tests.kit import FAST, by_name, grade_fast, solved, zygote

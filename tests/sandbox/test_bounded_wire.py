@@ -18,9 +18,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 
 from autograder.judging import judge as judge_module
-from autograder.judging import remote
+from autograder.judging import student as student_module
 from autograder.judging.notebook import load_submission
-from autograder.judging.remote import RUN_REPLY, Student, StudentError
+from autograder.judging.student import RUN_REPLY, Student, StudentError
 from autograder.judging.untrusted import MAX_TEXT
 from autograder.sandbox.runtime import wire
 from tests.kit import FAST, by_name, grade_fast, solved, strings, unsafe, zygote
@@ -403,7 +403,7 @@ def test_any_load_report_reaches_the_judge_as_safe_bounded_notes(notebook: Path,
     student = Student(load_submission(notebook), "cpu", FAST, time.monotonic() + 60, zygote())
     try:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(remote, "Sandbox", ForgedStart)
+            patch.setattr(student_module, "Sandbox", ForgedStart)
             student.start()
         assert not unsafe(student.load_report)
         notes = judge_module._load_notes(student)

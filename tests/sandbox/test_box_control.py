@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from autograder.judging.notebook import load_submission
-from autograder.judging.remote import Student
+from autograder.judging.student import Student
 from autograder.judging.timing import Run, interleave, reference_process
 from autograder.sandbox import control, launcher
 from autograder.sandbox.control import BoxControl, Hierarchy

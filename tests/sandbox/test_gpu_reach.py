@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from autograder.judging.judge import GraderError
-from autograder.judging.remote import _format_error
+from autograder.judging.student import _format_error
 from autograder.sandbox import process
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.runtime import isolation

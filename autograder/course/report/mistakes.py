@@ -24,7 +24,7 @@ _SPACE = re.compile(r"\s+")
 _ERROR_LINE = re.compile(r"[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b")
 # File names (random in chapter 06's checks), then a list of them of any length.
 _FILE = re.compile(r"[\w./-]*\w\.(?:png|jpe?g|bmp|tar|gz|zip|txt|npy|npz|pt|pth|ipynb|csv|json)\b")
-# An argument in a call's description (autograder/judging/remote.py): its shape is the input's, not the mistake.
+# An argument in a call's description (autograder/judging/student.py): its shape is the input's, not the mistake.
 _TENSOR_ARG = re.compile(r"tensor\(shape=\[[\d, ]*\]")
 _FILES = re.compile(r"<file>(?: x\d+)?(?:, <file>(?: x\d+)?)+")  # "a.png x2, b.png x2": duplicates
 MAX_KEY = 240
