@@ -72,6 +72,7 @@ from autograder.judging.static.rules import (
     names_used,
     only_raises_not_implemented,
     puzzle_breaks,
+    python_loops,
     released_stub,
     subclasses,
     task_code,
@@ -107,7 +108,7 @@ __all__ = [
     "compare_speed", "cuda_ms", "describe_call", "dotted", "expect_puzzle", "expect_puzzle_random",
     "expect_puzzle_rule", "expect_tensor", "expect_within", "fail", "failure", "folded", "harness", "interleave",
     "listed", "mistake_id", "names_used", "nonfinite", "number", "only_raises_not_implemented", "operations_growth",
-    "origin", "output_shape_checked", "peak_bandwidth", "puzzle_breaks", "randint", "randn", "record_measured",
-    "record_note", "reference_process", "released_stub", "right", "show", "subclasses", "summarize", "task_code",
-    "unreadable", "wrong"
+    "origin", "output_shape_checked", "peak_bandwidth", "puzzle_breaks", "python_loops", "randint", "randn",
+    "record_measured", "record_note", "reference_process", "released_stub", "right", "show", "subclasses", "summarize",
+    "task_code", "unreadable", "wrong"
 ]

@@ -50,6 +50,29 @@ def column_loop():
         return torch.stack([x[:, j].sum() for j in range(x.shape[1])])
 
 
+@wrong("loop over the shorter axis", fails={"check_row_sum_speed": "for i in range(n): a Python loop"})
+def loop_over_the_shorter_axis():
+    """A loop of as few steps as the matrix allows: one on the timed [32768, 1] and [1, 32768] inputs."""
+    def row_sum(x):
+        n, d = x.shape
+        if n <= d:
+            z = torch.zeros_like(x[0])
+            for i in range(n):
+                z = z + x[i]
+            return z
+        return torch.stack([x[:, j].sum() for j in range(d)])
+
+
+@wrong("builtin sum over the shorter axis's unbind",
+       fails={"check_row_sum_speed": "sum(x.unbind(0), torch.zeros_like(x[0])): builtin sum"})
+def builtin_sum_over_unbind():
+    """No loop statement: builtin sum iterates over the rows (or the columns), whichever are fewer."""
+    def row_sum(x):
+        if x.shape[0] <= x.shape[1]:
+            return sum(x.unbind(0), torch.zeros_like(x[0]))
+        return torch.stack([c.sum() for c in x.unbind(1)])
+
+
 @wrong("wrong axis", fails={"check_row_sum_random": "dim=0"})
 def wrong_axis():
     def row_sum(x):
@@ -61,6 +84,27 @@ def view_on_strided_input():
     def row_sum(x):
         n, d = x.shape
         return x.view(n * d).view(n, d).sum(dim=0)
+
+
+# -- row_sum: correct forms, which keep the no-loop rule as the judge reads it ---------------------------------------
+
+
+@right("row_sum: ones @ x", only="check_row_sum", points=4)
+def row_sum_ones_matmul():
+    def row_sum(x):
+        return x.new_ones(x.shape[0]) @ x
+
+
+@right("row_sum: einsum", only="check_row_sum", points=4)
+def row_sum_einsum():
+    def row_sum(x):
+        return torch.einsum("nd->d", x)
+
+
+@right("row_sum: transposed, keepdim", only="check_row_sum", points=4)
+def row_sum_transposed_keepdim():
+    def row_sum(x: torch.Tensor) -> torch.Tensor:
+        return torch.sum(x.T, dim=1, keepdim=True).reshape(x.shape[1])
 
 
 # -- pairwise_sq_distances -----------------------------------------------------------------------------------------
@@ -85,6 +129,28 @@ def distance_rows_in_numpy():
 def distance_loop_over_y():
     def pairwise_sq_distances(x, y):
         return torch.stack([((x - yj) ** 2).sum(dim=1) for yj in y], dim=1)
+
+
+@wrong("loop over the smaller cloud", fails={"check_pairwise_vectorized": "for xi in x]: a Python loop"})
+def loop_over_the_smaller_cloud():
+    """One step per point of the smaller cloud: two on the timed 16384 points against 2."""
+    def pairwise_sq_distances(x, y):
+        if x.shape[0] <= y.shape[0]:
+            return torch.stack([((y - xi) ** 2).sum(dim=1) for xi in x])
+        return torch.stack([((x - yj) ** 2).sum(dim=1) for yj in y], dim=1)
+
+
+@right("pairwise: broadcast difference", only="check_pairwise", points=10)
+def pairwise_broadcast():
+    def pairwise_sq_distances(x, y):
+        return ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)
+
+
+@right("pairwise: einsum of the difference", only="check_pairwise", points=10)
+def pairwise_einsum():
+    def pairwise_sq_distances(x, y):
+        diff = x.unsqueeze(1) - y.unsqueeze(0)
+        return torch.einsum("nmd,nmd->nm", diff, diff)
 
 
 @wrong("not squared", fails={"check_pairwise_random": "no square root"})

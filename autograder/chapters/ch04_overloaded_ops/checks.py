@@ -5,7 +5,9 @@ Oracles run in the judge in float64: torch.sum for row_sum and
 torch.cdist(x, y) ** 2 for pairwise_sq_distances. "Vectorized" is measured on
 the judge's clock (autograder/judging/timing.py): a loop pays a fixed cost per
 row in any library, so on many short rows it takes many times as long as the
-vectorized reference, timed in the same interleaved run. The operators a call
+vectorized reference, timed in the same interleaved run. A loop over the shorter
+axis runs one step on the timed inputs, so the same checks also read the no-loop
+rule from the code the task runs (loops_read). The operators a call
 issues (a trace made in the student's process) only shape the failure message.
 "No torch.cdist" is read from the source of the task's own cell, and so is each
 puzzle's rule (one expression over the stated operations: puzzles.py,
@@ -31,9 +33,12 @@ from autograder.judging.authoring import (
     Speed,
     StudentApi,
     StudentError,
+    Submission,
+    Use,
     answer,
     check,
     compare_speed,
+    dotted,
     expect_puzzle_random,
     expect_puzzle_rule,
     expect_tensor,
@@ -41,11 +46,16 @@ from autograder.judging.authoring import (
     fail,
     failure,
     harness,
+    listed,
+    names_used,
     operations_growth,
     output_shape_checked,
+    python_loops,
     randint,
     reference_process,
     summarize,
+    task_code,
+    unreadable,
 )
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
@@ -253,6 +263,41 @@ def _timed(fn: Remote[..., Any], reference: str, specs: list[list[Spec]], oracle
                              warmup=2, rtol=rtol, atol=atol, subtract_making=False)
 
 
+# Library functions that iterate over a tensor's rows or columns, or over any Python iterable (judging/static/
+# rules.py names_used: a name holding one among its words counts too, torch.unsafe_split, x.__iter__). Honest
+# vectorized code names none of them; numpy's own reductions (np.add.reduce, .sum(axis=0)) stay allowed.
+LOOPING = ("unbind", "split", "hsplit", "vsplit", "dsplit", "chunk", "tolist", "iter", "next", "itertools",
+           "apply_along_axis", "apply_over_axes", "nditer", "ndenumerate", "ndindex", "vectorize", "frompyfunc",
+           "fromiter")
+LOOP_RULE_HINT = ("Write the whole computation as vectorized tensor operations, with no Python loop of any length "
+                  "(not even over the shorter axis): x.sum(dim=0) for row_sum; broadcasting, or norms and x @ y.T, "
+                  "for distances. The rule is read from your code: the task's cell and every answer cell it uses.")
+
+
+def loops_read(submission: Submission, task: str) -> list[Use]:
+    """Where the code `task` can reach loops, as the judge reads it (nothing runs): Python loops, iterating builtins
+    and recursion (python_loops), the LOOPING library functions, functools.reduce, and whatever the judge cannot
+    read (a loop could hide there)."""
+    code = task_code(submission, task)
+    reduce = [Use(cell, node.lineno, f"{ast.unparse(node)}: functools.reduce iterates over its argument")
+              for cell, node in code.walk() if isinstance(node, (ast.Name, ast.Attribute))
+              and dotted(node, code.imported) == "functools.reduce"]
+    return sorted({*python_loops(code), *names_used(code, LOOPING), *reduce, *unreadable(code)},
+                  key=lambda u: (u.cell, u.line, u.text))
+
+
+def expect_no_loop(api: Api, task: str, axes: str) -> None:
+    """The notebook's "no loop" rule, read from the code, after the timing (which names what a loop over the long
+    axis spends its time on): timing shows a loop only where it runs many steps, and one over the shorter axis
+    runs a single step on the timed inputs."""
+    found = loops_read(api.student.submission, task)
+    if found:
+        raise failure(call=f"the judge's reading of the code of `{task}` (its cell and the answer cells it uses)",
+                      expected=f"no loop over {axes}, in any library, and every function called by its name",
+                      got=listed(found), problem="the notebook's rule forbids a loop of any length, whichever axis "
+                      "it runs over and however few its steps.", hint=LOOP_RULE_HINT)
+
+
 def library_distances(cells: list[dict[str, str]], task: str) -> list[str]:
     """Where the task's own answer cell names one of LIBRARY_DISTANCES, as an attribute, a name, an import or a
     string of its own: the judge's read of the source (nothing runs)."""
@@ -374,8 +419,8 @@ def check_pairwise_gradient(api: Api, rng: torch.Generator, device: str) -> None
 
 @check(task="pairwise_sq_distances", points=2)
 def check_pairwise_vectorized(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
-    """no torch.cdist in its cell, and vectorized: 16384 points against 2 (both ways) in at most 8x the time of
-    the expansion with x @ y.T"""
+    """no torch.cdist in its cell, vectorized: 16384 points against 2 (both ways) in at most 8x the time of the
+    expansion with x @ y.T, and no loop in its code (read from it)"""
     library = library_distances(api.student.submission.cells, "pairwise_sq_distances")
     if library:
         raise failure(call="your answer cell pairwise_sq_distances, as written",
@@ -393,6 +438,7 @@ def check_pairwise_vectorized(api: Api, rng: torch.Generator, record_property: R
                   "the expansion with x @ y.T", GROWS, LOOP_HINT, record_property,
                   lambda: operations_growth(api.pairwise_sq_distances, small, large,
                                             ("x [4, 3], y [5, 3]", "x [64, 24], y [80, 24]")))
+    expect_no_loop(api, "pairwise_sq_distances", "the rows of x or of y")
 
 
 # -- speed (row_sum only, as the contract asks) and large clouds --------------------
@@ -400,11 +446,13 @@ def check_pairwise_vectorized(api: Api, rng: torch.Generator, record_property: R
 
 @check(task="row_sum", points=1, speed=True)
 def check_row_sum_speed(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
-    """vectorized and fast: on [32768, 1] and [1, 32768] matrices, at most 8x the time of x.sum(dim=0)"""
+    """vectorized and fast: on [32768, 1] and [1, 32768] matrices at most 8x the time of x.sum(dim=0), and no
+    loop in its code (read from it)"""
     speed = _timed(api.row_sum, "row_sum_reference", ROW_SUM_TIMED, row_sum_oracle, rng, *ROW_SUM_TOL[torch.float32])
     small, large = (torch.randn(4, 3, generator=rng),), (torch.randn(64, 24, generator=rng),)
     expect_within(speed, AT_MOST, f"row_sum on {ROW_SUM_TIMED_SHOWN}", "x.sum(dim=0)", GROWS, LOOP_HINT,
                   record_property, lambda: operations_growth(api.row_sum, small, large, ("x [4, 3]", "x [64, 24]")))
+    expect_no_loop(api, "row_sum", "the rows or the columns")
 
 
 # pairwise_sq_distances has no speed check: the contract asks for broadcasting and no loop (checked by

@@ -369,6 +369,119 @@ def listed(uses: list[Use], most: int = 5) -> str:
     return "; ".join(str(u) for u in uses[:most]) + (f"; and {more} more" if more > 0 else "")
 
 
+# Loops: Python iterating over its data, one step at a time, where a rule asks for one vectorized call.
+LOOP_SYNTAX = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# Builtins that iterate over their argument (given a tensor: over its rows), or hand an iterator on.
+ITERATING_BUILTINS = frozenset({"sum", "map", "filter", "zip", "enumerate", "list", "tuple", "set", "frozenset",
+                                "dict", "iter", "next", "sorted", "reversed", "min", "max", "any", "all"})
+SIZES = frozenset({"shape", "size", "ndim", "dim", "stride", "numel"})  # what a tensor says of its layout
+
+
+def _sizes(node: ast.expr) -> bool:
+    """An expression that cannot be a tensor: constants, shapes and sizes (x.shape[1:], x.size(0)), len() and
+    range(), and containers or arithmetic of them. Iterating over it is no loop over a tensor's rows."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_sizes(e) for e in node.elts)
+    if isinstance(node, ast.BinOp):
+        return _sizes(node.left) and _sizes(node.right)
+    if isinstance(node, ast.UnaryOp):
+        return _sizes(node.operand)
+    if isinstance(node, ast.Starred):
+        return _sizes(node.value)
+    if isinstance(node, ast.Subscript):
+        return _sizes(node.value)
+    if isinstance(node, ast.Attribute):
+        return node.attr in SIZES
+    if isinstance(node, ast.Call):
+        func = node.func
+        return (isinstance(func, ast.Name) and func.id in {"len", "range"}) or (
+            isinstance(func, ast.Attribute) and func.attr in SIZES)
+    return False
+
+
+def _iterated(call: ast.Call, name: str) -> list[ast.expr]:
+    """The arguments a builtin call iterates over: min and max of two or more compare them; map and filter iterate
+    over all but the function; zip over all; the others over their first."""
+    args = call.args
+    if name in {"min", "max"}:
+        return args if len(args) == 1 or any(isinstance(a, ast.Starred) for a in args) else []
+    if name in {"map", "filter"}:
+        return args[1:]
+    return args if name == "zip" else args[:1]
+
+
+def _bodies(tree: ast.AST) -> Iterator[ast.AST]:
+    """The outermost function and lambda bodies in a tree: the code that runs when they are called."""
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield from node.body
+        elif isinstance(node, ast.Lambda):
+            yield node.body
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def python_loops(code: TaskCode, builtins: AbstractSet[str] = ITERATING_BUILTINS) -> list[Use]:
+    """Where the reached code loops in Python. In the code that runs when the task is called (the bodies of its
+    functions and lambdas; a cell's top level runs once, when it loads, before any input exists): a for or while
+    statement, a comprehension or generator expression, * unpacking, and a call of an iterating builtin (sum, map,
+    zip, list, ...), unless what they iterate over cannot be a tensor (a shape, a range, constants). Anywhere: an
+    iterating builtin named without being called (bound or passed on, to iterate later), and a function that
+    calls itself, directly or through others (recursion loops too). Library functions that iterate (unbind,
+    tolist, numpy's apply_along_axis, ...) are the rule's own list: names_used finds them."""
+    own = {node.name for _, node in code.walk() if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    found: list[Use] = []
+
+    def use(cell: str, node: ast.AST, why: str) -> None:
+        text = _unparsed(node).split("\n")[0].rstrip(":")
+        found.append(Use(cell, getattr(node, "lineno", 0), _short(f"{text}: {why}")))
+
+    for cell, tree in code.cells:
+        called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        for body in _bodies(tree):
+            for node in ast.walk(body):
+                if isinstance(node, LOOP_SYNTAX):  # a for over range(n) too: one step per row or column
+                    use(cell, node, "a Python loop")
+                elif isinstance(node, ast.Starred) and isinstance(node.ctx, ast.Load) and not _sizes(node.value):
+                    use(cell, node, "* unpacking iterates over its items")
+                elif isinstance(node, ast.Assign) and not _sizes(node.value) and any(
+                        isinstance(t, ast.Starred) for target in node.targets for t in ast.walk(target)):
+                    use(cell, node, "* unpacking iterates over its items")  # first, *rest = x
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in builtins \
+                        and node.func.id not in own and not all(_sizes(a) for a in _iterated(node, node.func.id)):
+                    use(cell, node, f"builtin {node.func.id} iterates over its argument")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in builtins \
+                    and node.id not in own and id(node) not in called:
+                use(cell, node, f"builtin {node.id}, passed on to iterate later")
+    found += _recursion(code)
+    return _unique(found)
+
+
+def _recursion(code: TaskCode) -> list[Use]:
+    """A Use for each function of the reached code that calls itself by its name, directly or through others."""
+    functions = [(cell, node) for cell, node in code.walk()
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    calls: dict[str, set[str]] = {}
+    for _, f in functions:
+        calls.setdefault(f.name, set()).update(n for body in f.body for n in _loaded(body))
+    found = []
+    for cell, f in functions:
+        seen, todo = set(), list(calls[f.name] & calls.keys())
+        while todo and f.name not in seen:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo += calls[name] & calls.keys()
+        if f.name in seen:
+            found.append(Use(cell, f.lineno, f"def {f.name}: calls itself (recursion loops too)"))
+    return found
+
+
 # Puzzles (Tensor-Puzzles' form): a function whose body is one expression over a stated set of operations.
 NOT_ONE_EXPRESSION = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.IfExp,
                       ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)
