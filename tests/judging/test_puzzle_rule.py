@@ -25,6 +25,8 @@ def breaks(source: str, name: str) -> list[str]:
     "def ones(x):\n    return (x.shape[0] + torch.arange(3)) @ torch.arange(3) ** 2 // 1 % 7\n",
     "import torch as t\ndef ones(n):\n    return t.arange(n)[::-1]\n",
     "def ones(n: torch.Tensor, k: int = 2) -> torch.Tensor:\n    return torch.arange(n) * k\n",
+    "from torch import arange\ndef ones(n):\n    return arange(n)\n",  # a bare name for an allowed function
+    "ar = torch.arange\ndef ones(n):\n    return ar(n)\n",
 ])
 def test_allowed_forms_break_nothing(source: str) -> None:
     name = source.split("def ")[1].split("(")[0]
@@ -45,6 +47,10 @@ def test_allowed_forms_break_nothing(source: str) -> None:
     ("def other(n):\n    return n\n", "0 definitions"),
     ("def ones(n, k=torch.ones(1)):\n    return torch.arange(n) * k\n", "torch.ones"),
     ("@torch.jit.script\ndef ones(n):\n    return torch.arange(n)\n", "torch.jit.script"),
+    # a bare name stands for what an import or an assignment at load bound it to
+    ("from torch import ones as o\ndef ones(n):\n    return o(n)\n", "o = torch.ones"),
+    ("full = torch.ones\ndef ones(n):\n    return full(n)\n", "full = torch.ones"),
+    ("import torch.nn.functional as F\ndef ones(n):\n    return F.pad(n, (1, 1))\n", "torch.nn.functional.pad"),
 ])
 def test_each_way_out_of_the_rule_is_named(source: str, named: str) -> None:
     found = breaks(source, "ones")

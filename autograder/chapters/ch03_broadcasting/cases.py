@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.judging.authoring import right, wrong
+from autograder.judging.authoring import cell, right, wrong
 
 # -- Merge ---------------------------------------------------------------------------------------------------------
 
@@ -233,6 +233,22 @@ def outer_sum_both_axes():
 def outer_sum_ellipsis():
     def outer_sum(x, y):
         return y[None] + x[..., None]
+
+
+@cell("times_table")
+def tril_bound_in_another_cell():
+    def times_table(n):
+        return torch.arange(1, n + 1)[:, None] * torch.arange(1, n + 1)
+
+    lower = torch.tril  # noqa: F841 (read by lower_mask, another cell)
+
+
+@wrong("lower_mask: torch.tril bound to a name in another cell", also=[tril_bound_in_another_cell],
+       fails={"check_lower_mask_rule": "torch.tril: not among the allowed"})
+def lower_mask_tril_alias():
+    """A name bound at load in any answer cell stands for what it was bound to: `lower` is torch.tril."""
+    def lower_mask(n):
+        return lower(torch.arange(n)[:, None] + torch.arange(n)[None] >= 0)  # noqa: F821
 
 
 @right("lower_mask as >=", only="lower_mask", points=3)

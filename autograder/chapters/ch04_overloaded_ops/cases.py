@@ -397,6 +397,16 @@ def running_diff_library():
         return torch.diff(x, dim=-1)
 
 
+@wrong("running_diff: torch.diff imported by a bare name",
+       fails={"check_running_diff_rule": "torch.diff: not among the allowed"})
+def running_diff_bare_import():
+    """A name bound by an import stands for what it imports: `diff` is torch.diff."""
+    from torch import diff
+
+    def running_diff(x):
+        return diff(x, dim=-1)
+
+
 @right("column_means: transposed product", only="check_column_means", points=2)
 def column_means_transposed():
     def column_means(x):

@@ -259,6 +259,15 @@ def in_place_index_add_on_flat_offsets():
 # -- puzzles: other correct forms (any allowed expression) and named wrong ones -------------------------------------
 
 
+@wrong("pick_per_row: take_along_dim imported under another name",
+       fails={"check_pick_per_row_rule": "torch.take_along_dim: not among the allowed"})
+def pick_per_row_take_along_dim_alias():
+    from torch import take_along_dim as pick
+
+    def pick_per_row(x, idx):
+        return pick(x, idx[:, None], dim=1)[:, 0]
+
+
 @right("pick_per_row by torch.gather", only="pick_per_row", points=2)
 def pick_per_row_gather():
     def pick_per_row(x, idx):

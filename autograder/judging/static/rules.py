@@ -535,15 +535,20 @@ def puzzle_breaks(code: TaskCode, name: str, allowed: AbstractSet[str]) -> list[
         elif isinstance(node, ast.Attribute) and id(node) not in inner:
             root, attrs = chain(node)
             if isinstance(root, ast.Name) and root.id in imported and root.id not in params:
-                inner |= {id(n) for n in ast.walk(node.value) if isinstance(n, ast.Attribute)}
+                inner |= {id(n) for n in ast.walk(node.value) if isinstance(n, (ast.Attribute, ast.Name))}
                 dotted = ".".join([imported[root.id], *attrs])
                 if dotted not in allowed:
                     text = f"{dotted}: not among the allowed operations"
             elif f".{node.attr}" not in allowed:
                 text = f".{node.attr}: not among the allowed operations"
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in params \
-                and node.id not in allowed and node.id not in imported:
-            text = f"{node.id}: not among the allowed operations and names"
+                and node.id not in allowed and id(node) not in inner:
+            # A bare name bound by an import or an assignment at load (`from torch import diff`, `lower =
+            # torch.tril` in any reached cell) stands for what it names, and is judged as that.
+            if node.id not in imported:
+                text = f"{node.id}: not among the allowed operations and names"
+            elif imported[node.id] not in allowed:
+                text = f"{node.id} = {imported[node.id]}: not among the allowed operations"
         if text:
             found.append(Use(cell, getattr(node, "lineno", function.lineno), _short(text)))
     hidden = [u for u in unreadable(code) if u.cell == cell]
