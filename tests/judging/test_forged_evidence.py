@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from autograder.chapters.ch04_overloaded_ops.checks import library_distances
+from autograder.judging.notebook import Submission
+from autograder.judging.registry import CHAPTERS
 from tests.kit import by_name, grade_fast, solved
 
 # The slicing loop, as slow as the loop it is timed against, made to look fast: while the child serves a timed
@@ -157,12 +159,27 @@ HONEST = {
 }
 
 
+def _distances(cells: dict[str, str]) -> list[str]:
+    sub = Submission(Path("x.ipynb"), CHAPTERS["04_overloaded_ops"], [{"id": k, "source": v} for k, v in cells.items()])
+    return library_distances(sub, "pairwise_sq_distances")
+
+
+# An alias bound in another answer cell stands for what it names (the task reaches that cell's names).
+IN_ANOTHER_CELL = {"row_sum": "from torch import cdist as d\n\n\ndef row_sum(x):\n    return x.sum(0)\n",
+                   "pairwise_sq_distances": "def pairwise_sq_distances(x, y):\n    return d(x, y) ** 2\n"}
+
+
 @pytest.mark.parametrize("case", NAMES_CDIST)
 def test_a_cell_that_names_the_library_distance_is_found(case: str) -> None:
-    assert library_distances([{"id": "pairwise_sq_distances", "source": NAMES_CDIST[case]}], "pairwise_sq_distances")
+    assert _distances({"pairwise_sq_distances": NAMES_CDIST[case]})
+
+
+def test_the_library_distance_under_an_alias_from_another_cell_is_found() -> None:
+    found = _distances(IN_ANOTHER_CELL)
+    assert any("torch.cdist" in f and "line 2" in f for f in found), found
 
 
 @pytest.mark.parametrize("case", HONEST)
 def test_a_cell_that_only_mentions_it_in_prose_is_not(case: str) -> None:
-    assert not library_distances([{"id": "pairwise_sq_distances", "source": HONEST[case]}], "pairwise_sq_distances")
-    assert not library_distances([{"id": "row_sum", "source": NAMES_CDIST["a call"]}], "pairwise_sq_distances")
+    assert not _distances({"pairwise_sq_distances": HONEST[case]})
+    assert not _distances({"row_sum": NAMES_CDIST["a call"], "pairwise_sq_distances": HONEST[case]})

@@ -9,7 +9,7 @@ Not shipped to Gradescope (autograder/course/bundle.py).
 
 import torch
 
-from autograder.judging.authoring import right, wrong
+from autograder.judging.authoring import cell, right, wrong
 
 # -- row_sum -------------------------------------------------------------------------------------------------------
 
@@ -165,10 +165,25 @@ def cross_term_sign():
         return (x ** 2).sum(1, keepdim=True) + (y ** 2).sum(1) + 2 * x @ y.T
 
 
-@wrong("library cdist", fails={"check_pairwise_vectorized": "it names cdist (line 2)"})
+@wrong("library cdist", fails={"check_pairwise_vectorized": "it names torch.cdist (line 2)"})
 def library_cdist():
     def pairwise_sq_distances(x, y):
         return torch.cdist(x, y) ** 2
+
+
+@cell("row_sum")
+def cdist_imported_beside_row_sum():
+    from torch import cdist as d  # noqa: F401 (read by pairwise_sq_distances, another cell)
+
+    def row_sum(x):
+        return x.sum(dim=0)
+
+
+@wrong("library cdist under an alias from another cell", also=[cdist_imported_beside_row_sum],
+       fails={"check_pairwise_vectorized": "d (imported as torch.cdist) (line 2)"})
+def library_cdist_aliased_elsewhere():
+    def pairwise_sq_distances(x, y):
+        return d(x, y) ** 2  # noqa: F821
 
 
 # -- Dual ----------------------------------------------------------------------------------------------------------

@@ -298,31 +298,16 @@ def expect_no_loop(api: Api, task: str, axes: str) -> None:
                       "it runs over and however few its steps.", hint=LOOP_RULE_HINT)
 
 
-def library_distances(cells: list[dict[str, str]], task: str) -> list[str]:
-    """Where the task's own answer cell names one of LIBRARY_DISTANCES, as an attribute, a name, an import or a
-    string of its own: the judge's read of the source (nothing runs)."""
-    found: list[str] = []
-    for cell in cells:
-        if cell["id"] != task:
-            continue
-        try:
-            tree = ast.parse(cell["source"])
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute):
-                name = node.attr
-            elif isinstance(node, ast.Name):
-                name = node.id
-            elif isinstance(node, ast.alias):
-                name = node.name.rsplit(".", 1)[-1]
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                name = node.value
-            else:
-                continue
-            if name in LIBRARY_DISTANCES:
-                found.append(f"{name} (line {getattr(node, 'lineno', '?')})")
-    return found
+def library_distances(submission: Submission, task: str) -> list[str]:
+    """Where the code `task` can reach names one of LIBRARY_DISTANCES: as an attribute, an import, a name bound to
+    one in any reached cell (names_used resolves them), a string of its own, or code the judge cannot read past.
+    The judge's read of the source (nothing runs)."""
+    code = task_code(submission, task)
+    strings = [Use(cell, node.lineno, node.value) for cell, node in code.walk()
+               if isinstance(node, ast.Constant) and node.value in LIBRARY_DISTANCES]
+    found = sorted({*names_used(code, LIBRARY_DISTANCES), *strings, *unreadable(code)},
+                   key=lambda u: (u.cell != task, u.cell, u.line))
+    return [f"{u.text} (line {u.line}{'' if u.cell == task else f' of cell {u.cell!r}'})" for u in found]
 
 
 # -- row_sum -------------------------------------------------------------------
@@ -421,9 +406,9 @@ def check_pairwise_gradient(api: Api, rng: torch.Generator, device: str) -> None
 def check_pairwise_vectorized(api: Api, rng: torch.Generator, record_property: RecordProperty) -> None:
     """no torch.cdist in its cell, vectorized: 16384 points against 2 (both ways) in at most 8x the time of the
     expansion with x @ y.T, and no loop in its code (read from it)"""
-    library = library_distances(api.student.submission.cells, "pairwise_sq_distances")
+    library = library_distances(api.student.submission, "pairwise_sq_distances")
     if library:
-        raise failure(call="your answer cell pairwise_sq_distances, as written",
+        raise failure(call="the code of pairwise_sq_distances (its cell and the answer cells it uses), as written",
                       expected="the distances built from overloaded operators (-, *, **, @) and broadcasting",
                       got=f"it names {', '.join(library)}",
                       problem="torch.cdist and its relatives are the library's distance functions, which this "
