@@ -107,6 +107,50 @@ def softmax_by_a_computed_name():
         return getattr(torch, name)(logits, dim)
 
 
+@wrong("nn.Softmax named only in a string annotation", fails={"check_softmax_by_hand": "torch.nn.Softmax"})
+def softmax_from_a_string_annotation():
+    """functools.singledispatch evaluates the annotation: its registry then holds the class itself."""
+    import functools
+
+    @functools.singledispatch
+    def _layer(kind):
+        raise TypeError(kind)
+
+    @_layer.register
+    def _(kind: "torch.nn.Softmax"):
+        return kind
+
+    def softmax(logits, dim=-1):
+        cls = next(k for k in _layer.registry if k is not object)
+        return cls(dim)(logits)
+
+
+@cell("softmax_cross_entropy")
+def xent_cell_with_a_registry():
+    """A correct cross entropy, and in its cell a registry whose annotation names the library's Softmax."""
+    import functools
+
+    @functools.singledispatch
+    def _layer(kind):
+        raise TypeError(kind)
+
+    @_layer.register
+    def _(kind: "torch.nn.Softmax"):
+        return kind
+
+    def softmax_cross_entropy(labels, logits, dim=-1):
+        shifted = logits - logits.amax(dim=dim, keepdim=True)
+        return -(labels * (shifted - torch.logsumexp(shifted, dim=dim, keepdim=True))).sum(dim=dim)
+
+
+@wrong("nn.Softmax from a string annotation in another cell", also=(xent_cell_with_a_registry,),
+       fails={"check_softmax_by_hand": "torch.nn.Softmax"})
+def softmax_from_an_annotation_elsewhere():
+    def softmax(logits, dim=-1):
+        cls = next(k for k in _layer.registry if k is not object)  # noqa: F821 (the cross entropy cell's)
+        return cls(dim)(logits)
+
+
 @wrong("Categorical's probabilities", fails={"check_softmax_by_hand": "distributions"})
 def categorical_probabilities():
     def softmax(logits, dim=-1):

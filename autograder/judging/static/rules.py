@@ -152,16 +152,31 @@ def _type_expression(node: ast.expr) -> bool:
     return False
 
 
+# Decorators that never read the annotations of what they decorate. Any other may (functools.singledispatch's
+# register evaluates them, string annotations included, and keeps the classes they name): under it, annotations
+# that only name types are read as code too.
+BLIND_DECORATORS = {"torch.no_grad", "torch.inference_mode", "torch.enable_grad", "staticmethod", "classmethod",
+                    "property", "functools.wraps", "functools.cache", "functools.lru_cache",
+                    "functools.cached_property"}
+
+
+def _reads_annotations(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    text = _unparsed(target)
+    return text not in BLIND_DECORATORS and not text.endswith((".setter", ".getter", ".deleter"))
+
+
 def _load_time(node: ast.stmt) -> list[ast.stmt]:
     """What a definition runs when its cell loads: a function's decorators, defaults and annotations (but those
-    that only name types); a class's decorators, bases and keywords, and its body but for the bodies of its
-    methods."""
+    that only name types, unless a decorator may read them); a class's decorators, bases and keywords, and its
+    body but for the bodies of its methods."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         a = node.args
         annotations = [arg.annotation for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
                        if arg is not None and arg.annotation is not None] + ([node.returns] if node.returns else [])
+        read = any(_reads_annotations(d) for d in node.decorator_list)
         parts = [*node.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None),
-                 *(n for n in annotations if not _type_expression(n))]
+                 *(n for n in annotations if read or not _type_expression(n))]
         return [_statement(p) for p in parts]
     if isinstance(node, ast.ClassDef):
         head = [_statement(p) for p in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]]
