@@ -34,7 +34,6 @@ GRADED_HEADING = "### How this notebook is graded"
 UNCHECKED: dict[str, tuple[str, ...]] = {
     "02_modules": ("leave the tensors you are given unchanged",),
     "06_data_loaders": ("Raise a clear error if OpenCV cannot read the file",),
-    "08_mixed_precision": ("no use of `GradScaler` itself",),
 }
 
 

@@ -22,7 +22,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from autograder.judging.authoring import Submission, TaskCode, dotted, folded, task_code
+from autograder.judging.authoring import Submission, TaskCode, Use, dotted, folded, names_used, task_code, unreadable
 
 DEPRECATED = ("torch.cuda.amp", "torch.cpu.amp")
 UNKNOWN = object()  # a value the reading cannot fold
@@ -358,3 +358,26 @@ def unguarded_autocast(submission: Submission, task: str, function: str, positio
     helpers = {**defs, **{n.name: n for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                           and n is not fn}}
     return sorted(set(_unguarded(fn, {positional[position].arg: False}, code.imported, helpers, {function: False})))
+
+
+def _binds(node: ast.stmt) -> set[str]:
+    """The names a top-level statement binds (assignments, imports, with ... as, for targets)."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def grad_scaler_uses(submission: Submission, task: str = "LossScaler") -> list[Use]:
+    """Where the code that runs as `task` names GradScaler (subclassing it, holding or making one, under any name
+    or path: torch.amp.GradScaler, torch.cuda.amp.GradScaler, grad_scaler, an alias, getattr with a constant), and
+    what the judge cannot read there. That code is the task's cell, the functions and classes of other answer cells
+    it reaches, and the statements of other cells that bind a name it uses; the rest of what other cells run when
+    they load (a demo of torch.amp.GradScaler beside amp_train_step) is not the task's."""
+    code = task_code(submission, task)
+    runs = [(cell, [s for s in tree.body if cell == task or isinstance(s, DEFS)]) for cell, tree in code.cells]
+    loaded = {name for _, body in runs for s in body for name in _names(s)}
+    kept = tuple((cell, ast.Module(body=[s for s in tree.body if cell == task or isinstance(s, DEFS)
+                                         or _binds(s) & loaded], type_ignores=[])) for cell, tree in code.cells)
+    owned = TaskCode(code.task, kept, code.unread, code.preamble, code.sources)
+    return sorted({*names_used(owned, ("GradScaler", "grad_scaler")), *unreadable(owned)},
+                  key=lambda u: (u.cell != task, u.cell, u.line))

@@ -880,3 +880,79 @@ def max_abs_check():
                 self.s *= self.g
                 self.count = 0
             self.skip, self.done = False, set()
+
+
+# "no use of GradScaler itself", read from the code: each of these passes every outcome check of LossScaler.
+@wrong("LossScaler: a GradScaler subclass", fails={"check_loss_scaler_grows": "GradScaler"})
+def loss_scaler_subclass():
+    class LossScaler(torch.amp.GradScaler):
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            super().__init__("cpu", init_scale=init_scale, growth_factor=growth_factor,
+                             backoff_factor=backoff_factor, growth_interval=growth_interval)
+
+
+@wrong("LossScaler: every method handed to a GradScaler", fails={"check_loss_scaler_grows": "GradScaler"})
+def loss_scaler_delegates():
+    from torch.amp import GradScaler as Inner
+
+    class LossScaler:
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            self.inner = Inner("cpu", init_scale=init_scale, growth_factor=growth_factor,
+                               backoff_factor=backoff_factor, growth_interval=growth_interval)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+
+@cell("amp_train_step")
+def grad_scaler_kept_beside_the_step():
+    """A correct amp_train_step, and beside it the GradScaler class under another name."""
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.item()
+
+    Scaler = torch.amp.GradScaler  # noqa: F841 (read by LossScaler, another cell)
+
+
+@wrong("LossScaler: a GradScaler bound to a name in another cell", also=(grad_scaler_kept_beside_the_step,),
+       fails={"check_loss_scaler_grows": "GradScaler"})
+def loss_scaler_from_another_cell():
+    class LossScaler(Scaler):  # noqa: F821 (the amp_train_step cell's)
+        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+            super().__init__("cpu", init_scale=init_scale, growth_factor=growth_factor,
+                             backoff_factor=backoff_factor, growth_interval=growth_interval)
+
+
+@cell("amp_train_step")
+def a_grad_scaler_demo_beside_the_step():
+    """A correct amp_train_step, and below it a demo that makes a GradScaler at load: no part of LossScaler."""
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.item()
+
+    demo = torch.amp.GradScaler("cpu", init_scale=8.0)  # noqa: F841
+
+
+@right("a GradScaler demo in another cell", only="loss_scaler", bonus=5, also=(a_grad_scaler_demo_beside_the_step,),
+       edits=loss_scaler_cell)
+def loss_scaler_beside_a_demo():
+    class LossScaler:
+        written_by = "its student"  # the reference scaler, unchanged but for this line

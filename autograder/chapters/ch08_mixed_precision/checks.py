@@ -43,6 +43,7 @@ from torch import Tensor
 from autograder.chapters.ch08_mixed_precision.amp_rules import (
     backward_inside_autocast,
     deprecated_amp,
+    grad_scaler_uses,
     unguarded_autocast,
 )
 from autograder.chapters.ch08_mixed_precision.inputs import (
@@ -85,6 +86,7 @@ from autograder.judging.authoring import (
     failure,
     harness,
     interleave,
+    listed,
     record_measured,
     record_note,
     reference_process,
@@ -784,9 +786,24 @@ def check_loss_scaler_clean_steps(api: Api, rng: torch.Generator) -> None:
     expect_scaler_run(api, _scaler_case(rng, [_step()] * 6, config))
 
 
-@check(task="LossScaler", points=1)
+GRAD_SCALER_HINT = ("Keep the scale, the count of clean steps and the step's two records in attributes of your "
+                    "own and compute every update yourself: the exercise is the scaler, so LossScaler may not "
+                    "subclass, hold, make or call torch.amp.GradScaler (under any name), and the judge must be "
+                    "able to read every name it uses.")
+
+
+@check(task="LossScaler", points=1, rule=True)
 def check_loss_scaler_grows(api: Api, rng: torch.Generator) -> None:
-    """after growth_interval clean steps in a row the scale grows by growth_factor, and counting starts again"""
+    """a scaler of its own (no GradScaler in its code, read from it); after growth_interval clean steps in a row
+    the scale grows by growth_factor, and counting starts again"""
+    uses = grad_scaler_uses(api.student.submission)
+    if uses:
+        raise failure(call="the judge's reading of the code of `LossScaler` (its cell, the functions and classes it "
+                           "uses, and the statements that bind names it uses)",
+                      expected="a scaler of your own: no GradScaler subclassed, held, made or called",
+                      got=listed(uses), problem="the notebook's rule forbids GradScaler itself, so none of "
+                                                "LossScaler's checks counts.", hint=GRAD_SCALER_HINT,
+                      breaks_rule=True)
     for interval, factor in ((3, 2.0), (1, 4.0), (int(torch.randint(2, 5, (), generator=rng)), 2.0)):
         config = {"init_scale": 256.0, "growth_factor": factor, "growth_interval": interval}
         expect_scaler_run(api, _scaler_case(rng, [_step()] * 8, config))
