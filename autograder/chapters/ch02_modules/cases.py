@@ -229,6 +229,17 @@ def old_velocity():
         return new_params, [momentum * v + g for v, g in zip(velocities, grads, strict=True)]
 
 
+@wrong("steps the given tensors in place", fails={"check_sgd_momentum_step_float64": "in place"})
+def steps_in_place():
+    """Right values, returned as asked, but the caller's params and velocities are changed under it."""
+    def sgd_momentum_step(params, grads, velocities, lr, momentum):
+        with torch.no_grad():
+            for p, g, v in zip(params, grads, velocities, strict=True):
+                v.mul_(momentum).add_(g)
+                p.sub_(lr * v)
+        return list(params), list(velocities)
+
+
 @wrong("torch.optim.SGD inside", fails={"check_sgd_momentum_step_by_hand": "torch.optim"})
 def optim_inside():
     def sgd_momentum_step(params, grads, velocities, lr, momentum):

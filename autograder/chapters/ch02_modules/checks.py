@@ -48,6 +48,11 @@ class NormStep(TypedDict):
     graph_in_buffers: list[str]  # buffers that require grad after the step
 
 
+class MomentumCall(TypedDict):
+    returned: Any  # what the student's sgd_momentum_step returned
+    given: list[list[Tensor]]  # params, grads and velocities as they are after the call
+
+
 class NormRun(TypedDict, total=False):
     parameters: list[str]  # named_parameters() of a fresh module
     state_dict: list[str]  # its state_dict keys
@@ -83,6 +88,11 @@ class Api(StudentApi):
     def sgd_momentum_step(self, params: list[Tensor], grads: list[Tensor], velocities: list[Tensor], lr: float,
                           momentum: float) -> Any:
         """One step of SGD with momentum: (new_params, new_velocities)."""
+
+    @harness()
+    def sgd_momentum_step_kept(self, params: list[Tensor], grads: list[Tensor], velocities: list[Tensor], lr: float,
+                               momentum: float) -> MomentumCall:
+        """The student's sgd_momentum_step on tensors the harness keeps, and those tensors after the call."""
 
     @harness()
     def running_norm(self, num_features: int, steps: list[list[Any]], options: dict[str, float],
@@ -339,10 +349,28 @@ def check_sgd_momentum_step_random(api: Api, rng: torch.Generator, device: str) 
         _expect_momentum_run(api, rng, device, torch.float32, lr, momentum)
 
 
+GIVEN = ("params", "grads", "velocities")
+IN_PLACE_HINT = ("Build new tensors: p - lr * v, momentum * v + g (or clone first). p.sub_(...), v.mul_(...), "
+                 "p -= ... and v += ... change the caller's tensors, which it may still need.")
+
+
 @check(task="sgd_momentum_step", points=1)
 def check_sgd_momentum_step_float64(api: Api, rng: torch.Generator, device: str) -> None:
-    """float64 parameters stay float64 and match torch.optim.SGD to float64 precision"""
+    """float64 parameters stay float64 and match torch.optim.SGD to float64 precision; the tensors it is given
+    are unchanged after the call"""
     _expect_momentum_run(api, rng, device, torch.float64, 0.2, 0.8)
+    params, weights = _momentum_problem(rng, torch.float64)
+    given = [params, _momentum_grads(params, weights), [torch.randn_like(p) for p in params]]
+    sent_params, sent_grads, sent_velocities = ([t.to(device) for t in ts] for ts in given)
+    after = api.sgd_momentum_step_kept(sent_params, sent_grads, sent_velocities, 0.2, 0.8)["given"]
+    for name, sent, kept in zip(GIVEN, given, after, strict=True):
+        for i, (before, now) in enumerate(zip(sent, kept, strict=True)):
+            if not torch.equal(before, now.cpu()):
+                raise failure(call="sgd_momentum_step(params, grads, velocities, lr=0.2, momentum=0.8)",
+                              inputs=[f"{name}[{i}] = {show(before)}"],
+                              expected=f"{name}[{i}] unchanged after the call", got=f"{name}[{i}] = {show(now)}",
+                              problem="sgd_momentum_step updated a tensor it was given in place.",
+                              hint=IN_PLACE_HINT)
 
 
 # -- AffineScalar --------------------------------------------------------------

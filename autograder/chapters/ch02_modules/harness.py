@@ -170,3 +170,12 @@ def resume_run(case: dict[str, Any]) -> dict[str, Any]:
         return {"start": repr(start)[:200], "state": {}, "losses": losses}
     resumed = _train_steps(model, optimizer, case, range(first, len(case["inputs"])))
     return {"start": first, "state": _state(model), "losses": losses[:first] + resumed}
+
+
+def sgd_momentum_step_kept(params: list[torch.Tensor], grads: list[torch.Tensor], velocities: list[torch.Tensor],
+                           lr: float, momentum: float) -> dict[str, Any]:
+    """The student's sgd_momentum_step on tensors this process keeps: what it returned, and the tensors it was
+    given as they are after the call (the judge compares them with what it sent)."""
+    student: dict[str, Any] = globals()["student"]
+    out = student["sgd_momentum_step"](params, grads, velocities, lr, momentum)
+    return {"returned": out, "given": [[t.detach().clone() for t in ts] for ts in (params, grads, velocities)]}

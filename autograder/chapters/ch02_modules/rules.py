@@ -28,7 +28,7 @@ RULES = [
     Rule('sgd_momentum_step', 'prints the formula), without calling it.',
          ('check_sgd_momentum_step_by_hand',), (SOURCE,)),
     Rule('sgd_momentum_step', 'leave the tensors you are given unchanged',
-         (), ()),
+         ('check_sgd_momentum_step_float64',), (OUTCOME,)),
     Rule('sgd_momentum_step', 'code): the cell may not name `torch.optim`',
          ('check_sgd_momentum_step_by_hand',), (SOURCE,)),
     Rule('sgd_momentum_step', 'keep `torch.optim` inside function bodies there',
