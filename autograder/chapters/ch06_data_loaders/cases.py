@@ -115,6 +115,16 @@ def listdir_order_kept():
             self.paths = glob.glob(os.path.join(glob.escape(path), pattern))
 
 
+@wrong("OpenCV's None passed on", fails={"check_directory_gray_and_rgba_png": "which file"},
+       edits="ImageDirectoryDataset")
+def opencv_none_passed_on():
+    """Every readable file right; on a file OpenCV cannot decode, cvtColor fails on None, naming no file."""
+    class ImageDirectoryDataset(Dataset):
+        def __getitem__(self, index):
+            image = cv2.imread(self.paths[index], cv2.IMREAD_COLOR)
+            return torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
 @wrong("shuffled file list", fails={"check_directory_sorted_and_len": "Sort the list"})
 def shuffled_file_list():
     import random

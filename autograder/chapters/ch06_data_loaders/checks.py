@@ -321,7 +321,7 @@ def check_directory_rgb_uint8_chw(api: Api, rng: torch.Generator) -> None:
 @check(task="ImageDirectoryDataset", points=1)
 def check_directory_gray_and_rgba_png(api: Api, rng: torch.Generator) -> None:
     """grayscale, RGBA, palette and 16-bit PNGs also give RGB uint8 [3, H, W] (grey repeated, alpha dropped, palette
-    looked up, 16-bit values scaled to their high byte)"""
+    looked up, 16-bit values scaled to their high byte); a file OpenCV cannot read raises an error naming it"""
     folder = new_folder(api.student.data_dir)
     taken: set[str] = set()
     kinds = ("gray", "rgba", "rgb", "palette", "rgb16", "gray", "palette", "rgb16")
@@ -332,6 +332,26 @@ def check_directory_gray_and_rgba_png(api: Api, rng: torch.Generator) -> None:
                      "Read with cv2.IMREAD_COLOR: it always gives 3 channels of 8 bits (a 16-bit value becomes its "
                      "high byte, value >> 8), then convert BGR to RGB. IMREAD_UNCHANGED or IMREAD_ANYDEPTH keep "
                      "alpha, one grey channel or 16 bits.")
+    _expect_unreadable_named(api, rng, taken)
+
+
+def _expect_unreadable_named(api: Api, rng: torch.Generator, taken: set[str]) -> None:
+    """The notebook's "raise a clear error if OpenCV cannot read the file": a truncated PNG alone in a folder."""
+    folder = new_folder(api.student.data_dir)
+    broken = random_name(rng, taken)
+    (folder / broken).write_bytes(random_image(rng, broken).png[:40])  # the signature and part of the header
+    call = f"ImageDirectoryDataset(path)[0], where {broken} is a truncated PNG OpenCV cannot decode"
+    hint = ("cv2.imread returns None for a file it cannot decode: check for None and raise, e.g. "
+            "raise ValueError(f'OpenCV cannot read {path!r}'), before converting the image.")
+    try:
+        got = get_item(api, directory_dataset(api, folder), 0)
+    except StudentError as e:
+        if broken not in str(e):
+            raise failure(call=call, expected=f"an error whose message names {broken!r}", got=summarize(e),
+                          problem="the error does not say which file OpenCV could not read", hint=hint) from None
+        return
+    raise failure(call=call, expected=f"an error whose message names {broken!r}", got=show(got),
+                  problem="no error: the unreadable file was passed on", hint=hint)
 
 
 @check(task="ImageDirectoryDataset", points=2)
