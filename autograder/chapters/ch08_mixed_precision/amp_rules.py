@@ -25,6 +25,9 @@ from collections.abc import Iterator
 from autograder.judging.authoring import Submission, TaskCode, Use, dotted, folded, names_used, task_code, unreadable
 
 DEPRECATED = ("torch.cuda.amp", "torch.cpu.amp")
+# The amp namespace of a device module picked at run time: the deprecated ones for "cuda" and "cpu"; the current
+# API (torch.amp) needs no such lookup, so the judge counts it as what it could be.
+COMPUTED_AMP = "getattr(torch, <a name computed at run time>).amp, which is torch.cuda.amp or torch.cpu.amp"
 UNKNOWN = object()  # a value the reading cannot fold
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")  # a string that names a module
@@ -52,7 +55,7 @@ def deprecated_amp(submission: Submission, task: str) -> list[tuple[str, int, st
     for cell, node in _written_for(code):
         for name in _named(node, code.imported):
             key = (cell, getattr(node, "lineno", 0))
-            if _under(name, DEPRECATED) and key not in found:
+            if (_under(name, DEPRECATED) or name == COMPUTED_AMP) and key not in found:
                 found[key] = name
     return sorted((cell, line, name) for (cell, line), name in found.items())
 
@@ -76,6 +79,10 @@ def _named(node: ast.AST, origin: dict[str, str]) -> list[str]:
         names = [f"{node.module}.{a.name}" for a in node.names]
     elif isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
         names = [d for d in [dotted(node, origin)] if d]
+    if isinstance(node, ast.Attribute) and node.attr == "amp" and isinstance(node.value, ast.Call) \
+            and dotted(node.value.func, origin) == "getattr" and len(node.value.args) >= 2 \
+            and dotted(node.value.args[0], origin) == "torch" and folded(node.value.args[1]) is None:
+        names.append(COMPUTED_AMP)  # getattr(torch, device_type).amp: torch.cuda.amp or torch.cpu.amp
     if isinstance(node, ast.Call):
         names += [s for s in (folded(a) for a in node.args) if s and _MODULE.fullmatch(s)]
     elif isinstance(node, ast.Subscript):
@@ -83,7 +90,22 @@ def _named(node: ast.AST, origin: dict[str, str]) -> list[str]:
     return names
 
 
-def _autocast_call(node: ast.AST, origin: dict[str, str]) -> ast.Call | None:
+def with_factories(origin: dict[str, str], defs: dict[str, ast.AST]) -> dict[str, str]:
+    """`origin` with every function of `defs` that returns an autocast call (or a call of another such function)
+    read as torch.autocast itself: `with mixed(...)`, where mixed returns torch.autocast(...), is an autocast
+    block."""
+    origin = dict(origin)
+    while True:
+        new = {name: "torch.autocast" for name, node in defs.items()
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and name not in origin
+               and any(isinstance(r, ast.Return) and _autocast_call(r.value, origin) is not None
+                       for r in ast.walk(node))}
+        if not new:
+            return origin
+        origin.update(new)
+
+
+def _autocast_call(node: ast.AST | None, origin: dict[str, str]) -> ast.Call | None:
     """A call of torch.autocast, torch.amp.autocast, torch.cuda.amp.autocast, ... (any name ending in autocast)."""
     if isinstance(node, ast.Call):
         name = dotted(node.func, origin)
@@ -146,9 +168,9 @@ def backward_inside_autocast(submission: Submission, task: str) -> list[int]:
     tree = code.own
     if tree is None:
         return []
-    origin = code.imported
     defs = _defs(code)
     defs.update({n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))})
+    origin = with_factories(code.imported, defs)
     backward = _calls_backward(defs, origin)
     lines: list[int] = []
 
@@ -357,7 +379,8 @@ def unguarded_autocast(submission: Submission, task: str, function: str, positio
         return []
     helpers = {**defs, **{n.name: n for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                           and n is not fn}}
-    return sorted(set(_unguarded(fn, {positional[position].arg: False}, code.imported, helpers, {function: False})))
+    origin = with_factories(code.imported, {**_defs(code), **helpers})
+    return sorted(set(_unguarded(fn, {positional[position].arg: False}, origin, helpers, {function: False})))
 
 
 def _binds(node: ast.stmt) -> set[str]:

@@ -296,6 +296,50 @@ def backward_inside_autocast_behind_a_witness():
         return loss.item()
 
 
+@wrong("backward inside autocast from a helper",
+       fails={"check_amp_backward_scaled_outside_autocast": "inside the autocast"})
+def backward_inside_a_helpers_autocast():
+    """The autocast block comes from a helper that returns torch.autocast(...): the same witness trick behind it."""
+    def mixed(device_type, dtype):
+        return torch.autocast(device_type=device_type, dtype=dtype)
+
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        with mixed(device_type, dtype):
+            outputs = model(inputs)
+            witness = loss_fn(outputs.detach().requires_grad_(), targets)
+            loss = F.mse_loss(outputs, targets)
+            scaler.scale(loss).backward()
+        scaler.scale(witness).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("deprecated API through a computed getattr", fails={"check_amp_uses_current_api": "computed"})
+def deprecated_api_through_a_computed_getattr():
+    """torch.cuda.amp (or torch.cpu.amp) picked by the device type at run time: no name in the code spells it."""
+    import warnings
+
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        warnings.filterwarnings("ignore")
+        with getattr(torch, device_type).amp.autocast(dtype=dtype):
+            loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
 @wrong("deprecated API through getattr, silenced", fails={"check_amp_uses_current_api": "torch.cuda.amp"})
 def deprecated_api_through_getattr_silenced():
     """torch.cuda.amp reached through getattr with a plain name, its deprecation warning silenced."""
