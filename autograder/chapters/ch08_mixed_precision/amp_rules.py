@@ -60,13 +60,52 @@ def deprecated_amp(submission: Submission, task: str) -> list[tuple[str, int, st
     return sorted((cell, line, name) for (cell, line), name in found.items())
 
 
+# What current PyTorch raises where only an old one lacks the current API: a handler for these, around code
+# that uses the current API, is a fallback the step never takes on the PyTorch it is graded with.
+OLD_TORCH_ERRORS = {"AttributeError", "ImportError", "ModuleNotFoundError", "TypeError"}
+CURRENT = ("torch.amp", "torch.autocast")
+
+
 def _written_for(code: TaskCode) -> Iterator[tuple[str, ast.AST]]:
-    """(cell, node) of the task's own cell and of the functions and classes of other cells that it uses: what
-    other cells run when they load is their tasks' business (it still lends the task its aliases)."""
+    """(cell, node) of the code that runs as the task: the task's own cell when it loads (its top-level
+    statements), its function, and the functions and classes of any cell it reaches by name from them; but not
+    a function or class of its cell that nothing reaches (a constructor the step never calls), nor a fallback for
+    old PyTorch (an `except AttributeError` or the like around the current API), which never runs on the PyTorch
+    it is graded with. What other cells run when they load is their tasks' business (it still lends the task its
+    aliases)."""
+    defs: dict[str, list[tuple[str, ast.AST]]] = {}
+    start: list[tuple[str, ast.AST]] = []
     for cell, tree in code.cells:
         for statement in tree.body:
-            if cell == code.task or isinstance(statement, DEFS):
-                yield from ((cell, node) for node in ast.walk(statement))
+            if isinstance(statement, DEFS):
+                defs.setdefault(statement.name, []).append((cell, statement))
+            elif cell == code.task:
+                start.append((cell, statement))
+    start += defs.get(code.task, [])
+    seen: set[int] = set()
+    while start:
+        cell, reached = start.pop()
+        if id(reached) in seen:
+            continue
+        seen.add(id(reached))
+        for node in _runs(reached, code.imported):
+            yield cell, node
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                start += defs.get(node.id, [])
+
+
+def _runs(statement: ast.AST, origin: dict[str, str]) -> Iterator[ast.AST]:
+    """The nodes of a statement, but for the handlers of old-PyTorch fallbacks around the current API."""
+    todo = [statement]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.Try) and any(_under(name, CURRENT) for part in node.body for n in ast.walk(part)
+                                             for name in _named(n, origin)):
+            fallbacks = [h for h in node.handlers if h.type is not None and _names(h.type) <= OLD_TORCH_ERRORS]
+            todo += [child for child in ast.iter_child_nodes(node) if child not in fallbacks]
+        else:
+            todo += list(ast.iter_child_nodes(node))
 
 
 def _named(node: ast.AST, origin: dict[str, str]) -> list[str]:

@@ -340,6 +340,35 @@ def deprecated_api_through_a_computed_getattr():
         return loss.item()
 
 
+@right("a fallback for old torch the step never takes", only="check_amp_uses_current_api", points=1)
+def fallback_for_old_torch():
+    """As public libraries write it (timm): the current API, and in a handler that only old torch reaches, and in a
+    constructor the step never calls, the deprecated one."""
+    class ScalerFactory:
+        def __init__(self, device_type="cuda"):
+            try:
+                self.scaler = torch.amp.GradScaler(device_type)
+            except (AttributeError, TypeError):  # torch before 2.3 had no torch.amp.GradScaler
+                self.scaler = torch.cuda.amp.GradScaler()
+
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        try:
+            context = torch.autocast(device_type=device_type, dtype=dtype)
+        except AttributeError:  # torch before 1.10
+            context = torch.cuda.amp.autocast()
+        with context:
+            loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
 @wrong("deprecated API through getattr, silenced", fails={"check_amp_uses_current_api": "torch.cuda.amp"})
 def deprecated_api_through_getattr_silenced():
     """torch.cuda.amp reached through getattr with a plain name, its deprecation warning silenced."""

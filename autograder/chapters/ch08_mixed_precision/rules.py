@@ -32,6 +32,8 @@ RULES = [
          ('check_amp_clears_gradients',), (OUTCOME,)),
     Rule('amp_train_step', 'any use of `torch.cuda.amp` or `torch.cpu.amp`',
          ('check_amp_uses_current_api', 'check_amp_backward_scaled_outside_autocast'), (SOURCE, SOURCE)),
+    Rule('amp_train_step', 'A `.backward()` call inside a `with torch.autocast(...)` block',
+         ('check_amp_backward_scaled_outside_autocast',), (SOURCE,)),
     Rule('amp_train_step', 'Do not cast the',
          ('check_amp_forward_under_autocast',), (OUTCOME,)),
     Rule('amp_train_step', 'Call `backward` on `scaler.scale(loss)`',
