@@ -216,6 +216,23 @@ def broken_member_skipped_silently():
                                 yield torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
 
 
+@wrong("broken member named, its archive not", fails={"check_tar_corrupt_member_named": "which archive"},
+       edits=tar_cell)
+def broken_member_named_archive_not():
+    class TarImageDataset(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            workers, me = (1, 0) if info is None else (info.num_workers, info.id)
+            for path in self.paths[me::workers]:
+                with tarfile.open(path) as tar:
+                    for member in tar:
+                        if member.isfile():
+                            image = cv2.imdecode(np.frombuffer(tar.extractfile(member).read(), np.uint8), 1)
+                            if image is None:
+                                raise ValueError(f"{member.name} is not an image")
+                            yield torch.from_numpy(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).permute(2, 0, 1)
+
+
 @wrong("worker hangs", fails={"check_tar_one_file_per_worker": "timed out"}, edits=tar_cell)
 def worker_hangs():
     class TarImageDataset(IterableDataset):

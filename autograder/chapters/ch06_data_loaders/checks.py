@@ -223,7 +223,8 @@ MAIN_HINT = "With num_workers=0 get_worker_info() is None: the main process must
 HANG_HINT = ("A worker gave no item for that long: look for a loop that never ends, or a call that blocks, in "
              "code that runs in the workers (where get_worker_info() is not None).")
 CORRUPT_HINT = ("cv2.imdecode returns None for bytes it cannot decode. Raise "
-                "ValueError(f\"... {member.name} ...\") naming the member, as the notebook documents.")
+                "ValueError(f\"member {member.name!r} of {path} ...\") naming the member and the archive, as the "
+                "notebook documents.")
 
 
 def loader_call(name: str, what: str, workers: int) -> str:
@@ -444,7 +445,8 @@ def check_tar_fewer_files_than_workers(api: Api, rng: torch.Generator) -> None:
 
 @check(task="TarImageDataset", points=2)
 def check_tar_corrupt_member_named(api: Api, rng: torch.Generator) -> None:
-    """a truncated PNG or a text member raises a ValueError naming it (0 and 2 workers), without hanging"""
+    """a truncated PNG or a text member raises a ValueError naming it and its archive (0 and 2 workers), without
+    hanging"""
     taken: set[str] = set()
     truncated = random_image(rng, "truncated.png")
     cases = [(random_name(rng, taken), truncated.png[: len(truncated.png) // 2], 0),
@@ -459,7 +461,7 @@ def check_tar_corrupt_member_named(api: Api, rng: torch.Generator) -> None:
         read_through_loader(api.stream_tar, tar_dataset(api, [good]), workers, len(images), "a tar file of good images")
         call = loader_call("TarImageDataset", "[1 tar file]", workers)
         outcome = through_loader(api.stream_error, tar_dataset(api, [bad]), workers, len(images))
-        expected = f"ValueError naming {bad_name!r} (not an image)"
+        expected = f"ValueError naming {bad_name!r} (not an image) and its archive {Path(bad).name!r}"
         if outcome["type"] is None:
             raise failure(call=call, expected=expected, got=f"{outcome['count']} items and no error",
                           problem="a member that does not decode was skipped or passed on silently", hint=CORRUPT_HINT)
@@ -471,6 +473,9 @@ def check_tar_corrupt_member_named(api: Api, rng: torch.Generator) -> None:
         if bad_name not in outcome["message"]:
             raise failure(call=call, expected=expected, got=got,
                           problem="the error does not say which member is broken", hint=CORRUPT_HINT)
+        if Path(bad).name not in outcome["message"]:
+            raise failure(call=call, expected=expected, got=got,
+                          problem="the error does not say which archive holds the broken member", hint=CORRUPT_HINT)
 
 
 @check(task="TarImageDataset", points=1)
