@@ -182,4 +182,6 @@ def test_the_library_distance_under_an_alias_from_another_cell_is_found() -> Non
 @pytest.mark.parametrize("case", HONEST)
 def test_a_cell_that_only_mentions_it_in_prose_is_not(case: str) -> None:
     assert not _distances({"pairwise_sq_distances": HONEST[case]})
-    assert not _distances({"row_sum": NAMES_CDIST["a call"], "pairwise_sq_distances": HONEST[case]})
+    # another task's own use is that task's business
+    assert not _distances({"row_sum": "def row_sum(x):\n    return torch.cdist(x, x).sum(0)\n",
+                           "pairwise_sq_distances": HONEST[case]})
