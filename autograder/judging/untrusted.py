@@ -28,16 +28,6 @@ def _escape(char: str) -> str:
     return repr(char)[1:-1]  # \x1b, \x00, \ud800, \u202e
 
 
-_UNSAFE_IN_A_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def one_line(name: str, limit: int = 200) -> str:
-    """A file or folder name as it may be printed on one line: every control character escaped, newline and tab
-    included (a name with a newline could forge a score line below it), cut at `limit` characters."""
-    shown = _UNSAFE_IN_A_LINE.sub(lambda m: _escape(m.group()), name)
-    return shown if len(shown) <= limit else shown[:limit] + " [...]"
-
-
 def safe_text(text: str, limit: int | None = MAX_TEXT) -> str:
     """`text` with every unsafe character (terminal controls but newline and tab, bidi overrides, lone
     surrogates) shown as its escape, \\x1b or \\ud800; with a `limit`, cut to at most that many characters,

@@ -29,7 +29,6 @@ Needs nbgrader (the dev extras); the grading path never imports this module.
 from __future__ import annotations
 
 import contextlib
-import os
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,7 +42,6 @@ from traitlets import Bool, Enum, Unicode
 
 from autograder.course.batch import Job, file_sha256, grade_submission, stored_result
 from autograder.judging import results as fmt
-from autograder.judging.handin import refused
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
 from autograder.judging.results import Results, TestResult
@@ -272,14 +270,8 @@ class KitAutograde(NbGraderPreprocessor):
         coursedir = self._coursedir()
         submitted = Path(coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"]),
                          f"{info['notebook']}.ipynb")
-        if not os.path.lexists(submitted):
+        if not submitted.is_file():
             raise KitGradingError(f"the submitted notebook {submitted} is gone")
-        # A link or special file on the way (the assignment folder linked to a classmate's, the notebook to the
-        # answer key) fails this submission: nbgrader then removes what it copied through the link from
-        # autograded/, so no feedback page releases it (judging/handin.py says what is refused).
-        why = refused(submitted, Path(coursedir.root, coursedir.submitted_directory))
-        if why is not None:
-            raise KitGradingError(f"not graded: {why}")
         job = Job(info["student"], info["assignment"], str(submitted), file_sha256(submitted))
         result = self._result(job, Path(coursedir.root))
         recorded, extra_credit = write_verdicts(nb, result)

@@ -19,6 +19,7 @@ import html
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -28,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judging import results as fmt
-from autograder.judging.handin import read_handed_in, refused
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
 from autograder.judging.results import Results
@@ -260,21 +260,6 @@ REPEAT_SHOWN_ONCE = 160
 KIT_PAGE = "effective-pytorch-kit feedback"  # marks the pages write_feedback may replace
 # What `nbgrader release_feedback` opens beside each page: a submission made through the exchange has both.
 RELEASE_FEEDBACK_READS = ("timestamp.txt", "submission_secret.txt")
-SMALL_FILE = 64 << 10  # bytes: nbgrader's timestamp and secret are a line each
-
-
-def copy_handed_in(source: Path, handed_in: Path, target: Path) -> None:
-    """Copy a small file of the student's submission folder, only where it is one (no link on the way, no FIFO,
-    device or socket: never followed, never waited on) and not larger than SMALL_FILE, and never over a file
-    already there. The copy is a new regular file of the kit's."""
-    if refused(source, handed_in) is not None or os.path.lexists(target):
-        return
-    try:
-        data = read_handed_in(source, SMALL_FILE)
-    except OSError:
-        return
-    if len(data) <= SMALL_FILE:
-        target.write_bytes(data)
 
 
 def feedback_html(result: Results) -> str:
@@ -335,7 +320,8 @@ def write_feedback(course: Path, results: list[Results]) -> Feedback:
         done.written += 1
         submitted = course / "submitted" / extra["student"] / (extra["assignment"] or "unknown")
         for name in RELEASE_FEEDBACK_READS:  # as nbgrader generate_feedback copies them, never over its own
-            copy_handed_in(submitted / name, course / "submitted", folder / name)
+            if (submitted / name).is_file() and not (folder / name).exists():
+                shutil.copyfile(submitted / name, folder / name)
         if not (folder / "timestamp.txt").is_file():  # copied into submitted/ by hand: no exchange to release to
             done.by_hand.append(str(page.relative_to(course)))
     return done
