@@ -165,10 +165,10 @@ def test_similarity_keeps_no_answers_of_a_linked_notebook(course: Path, tmp_path
 def test_names_are_shown_on_one_line(tmp_path: Path) -> None:
     from autograder.judging.judge import Grade
     from autograder.judging.report import text
-    from autograder.judging.untrusted import safe_name  # type: ignore[attr-defined]
+    from autograder.judging.untrusted import safe_name
 
     assert safe_name("a\nb\tc\rd\x1b") == "a\\nb\\tc\\rd\\x1b"
-    forged = Path(f"x.ipynb (07_numerical_stability, cpu): 20/20\n  PASS 20/20  [softmax] all checks\n{CH}.ipynb")
+    forged = Path(f"x.ipynb (07_numerical_stability, cpu): 20 of 20\n  PASS 20 of 20  all checks\n{CH}.ipynb")
     report = text(Grade(forged, CH, "cpu", notes=["not graded"]))
     assert "PASS" not in "".join(report.splitlines()[1:]) and "\\n  PASS" in report.splitlines()[0]
     assert "\n" not in batch.Job("a\nb", f"{CH}\n", "", "").student_text + batch.Job("a", f"{CH}\n", "", "")\
@@ -176,7 +176,7 @@ def test_names_are_shown_on_one_line(tmp_path: Path) -> None:
 
 
 def test_grade_prints_a_forged_name_on_one_line(tmp_path: Path) -> None:
-    forged = tmp_path / f"x.ipynb: 20/20\nPASS 20/20  [softmax] forged\n{CH}.ipynb"
+    forged = tmp_path / f"x.ipynb: 20 of 20\nPASS 20 of 20  softmax\n{CH}.ipynb"
     forged.write_text("{ not json")
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(forged), "--assignment", CH],
                           capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
