@@ -263,14 +263,15 @@ ROW_FIELDS = ["student", "assignment", "score", "max_score", "seconds", "status"
 
 
 def row(result: Results) -> SummaryRow:
-    """A summary row; every text in it is cleaned of terminal control characters."""
+    """A summary row; every text in it is cleaned of terminal control characters, and the names of newlines."""
     extra = result["extra_data"]
     if fmt.grader_error(result):
         status = SubmissionStatus.GRADER_ERROR
     else:
         status = SubmissionStatus.ERROR if result["output"] and result["score"] == 0 else SubmissionStatus.GRADED
     return {
-        "student": clean(extra["student"]), "assignment": clean(extra["assignment"] or ""),
+        # names on one line, whatever version of the kit wrote the result
+        "student": safe_name(extra["student"]), "assignment": safe_name(extra["assignment"] or ""),
         "score": result["score"], "max_score": result["max_score"], "seconds": result["execution_time"],
         "status": status, "notes": clean(result["output"].replace("\n", " ")[:300]),
     }

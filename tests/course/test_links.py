@@ -207,3 +207,16 @@ def test_the_gradescope_bundle_refuses_a_link_into_itself(tmp_path: Path) -> Non
     subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True, timeout=300)
     result: dict[str, Any] = json.loads((root / "results" / "results.json").read_text())
     assert result["score"] == 0 and LINK in result["output"]
+
+
+def test_summary_rows_and_the_class_report_show_names_on_one_line(tmp_path: Path) -> None:
+    from autograder.course.report.read import read_submission
+
+    result = _result("eve\nada 20/20 graded")  # as a kit that kept newlines in names wrote it
+    result["extra_data"]["assignment"] = f"{CH}\r\n"
+    assert "\n" not in batch.row(result)["student"] + batch.row(result)["assignment"]
+    path = tmp_path / "results" / "eve\nada" / f"{CH}\t.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{ damaged")
+    sub = read_submission(path)
+    assert "\n" not in sub.student and "\t" not in sub.assignment

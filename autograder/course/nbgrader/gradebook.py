@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judging import results as fmt
-from autograder.judging.handin import NotOwnFile, copy_own
+from autograder.judging.handin import NotOwnFile, copy_own, open_own
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
 from autograder.judging.results import Results
@@ -226,6 +226,12 @@ def record(course: Path, out: Path) -> Recorded:
                 continue
             submitted = Path(api.coursedir.format_path(api.coursedir.submitted_directory, student, assignment),
                              extra["notebook"])
+            try:  # nbgrader's autograde copies a submission's files following links: it never sees a refused one
+                with open_own(submitted, Path(api.coursedir.root, api.coursedir.submitted_directory)):
+                    pass
+            except (NotOwnFile, OSError) as e:
+                done.failed.append(f"{student}/{assignment}: {e}{stale(student, assignment)}")
+                continue
             try:  # what nbgrader's autograde reads first; it fails on a broken file with a bare traceback
                 nbformat.read(submitted, as_version=4)
             # Any exception: besides its ValueErrors, nbformat raises AttributeError, TypeError, AssertionError,
