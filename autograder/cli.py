@@ -119,6 +119,10 @@ def _print_gradebook(run: ClassRun) -> bool:
             print(f"feedback: {len(pages.kept)} pages left as they are, written by nbgrader generate_feedback "
                   "(with your manual grades and comments; rerun it after regrading to update them):\n  "
                   + "\n  ".join(clean(p) for p in pages.kept))
+        if pages.refused:
+            print(f"feedback: {len(pages.refused)} files of submissions not copied beside their pages (a link, a "
+                  "special file or too large, not the student's own file):\n  " + "\n  ".join(pages.refused),
+                  file=sys.stderr)
         if pages.by_hand:
             print(f"feedback: {len(pages.by_hand)} pages are for submissions copied in by hand (no timestamp.txt): "
                   "nbgrader release_feedback stops on them; hand them to the students yourself:\n  "

@@ -22,6 +22,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import stat
 import sys
 import time
 from collections import deque
@@ -33,10 +34,11 @@ from typing import Any, TypedDict
 
 from autograder.course import shards
 from autograder.judging import results as fmt
+from autograder.judging.handin import NotOwnFile, open_own, read_own, refusal
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean, csv_cell
 from autograder.judging.results import Results, SubmissionStatus
-from autograder.judging.untrusted import safe_text
+from autograder.judging.untrusted import safe_name, safe_text
 from autograder.sandbox import launcher
 
 
@@ -46,6 +48,8 @@ class Job:
     assignment: str
     notebook: str  # "" when the submission folder holds no notebook
     sha256: str
+    refused: str = ""  # why the submission is not the student's own files (a link, a FIFO): not graded
+
 
     @property
     def key(self) -> str:
@@ -54,33 +58,71 @@ class Job:
     # The folders' names, as the files name them, are students' text: results hold them made safe.
     @property
     def student_text(self) -> str:
-        return safe_text(self.student)
+        return safe_name(self.student)
 
     @property
     def assignment_text(self) -> str:
-        return safe_text(self.assignment)
+        return safe_name(self.assignment)
 
 
 def submitted_dir(path: Path) -> Path:
     return path / "submitted" if (path / "submitted").is_dir() else path
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: Path, within: Path | None = None) -> str:
+    """The sha256 of the student's own file (handin.open_own: NotOwnFile for a link or a FIFO on the way from
+    `within`)."""
     digest = hashlib.sha256()
-    with path.open("rb") as f:
+    with open_own(path, within) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
+LINKED_STUDENT = "(linked folder)"  # the assignment of the one row of a student folder that is a link
+
+
+def _entries(folder: Path) -> list[tuple[str, int]]:
+    """The names in `folder` with their lstat modes, sorted, hidden ones left out (as a glob does)."""
+    return sorted((e.name, e.stat(follow_symlinks=False).st_mode) for e in os.scandir(folder)
+                  if not e.name.startswith("."))
+
+
+def _linked_folder(path: Path, mode: int) -> bool:
+    """A link to a folder (a row, refused), rather than a real folder (graded) or a stray file (no row)."""
+    return stat.S_ISLNK(mode) and path.is_dir()
+
+
+def _refused(student: str, assignment: str, notebook: str, why: str) -> Job:
+    # sha256 of the reason: the refused row is kept until the submission changes, as a graded one is
+    return Job(student, assignment, notebook, hashlib.sha256(why.encode(errors="surrogateescape")).hexdigest(), why)
+
+
 def discover(root: Path) -> list[Job]:
-    """One job per <student>/<assignment> folder, even when it holds no notebook."""
+    """One job per <student>/<assignment> folder, even when it holds no notebook. A student or assignment
+    folder that is a link, or a notebook that is not the student's own regular file (handin.open_own), is a
+    refused job: read nowhere, never graded."""
+    base = submitted_dir(root)
     jobs = []
-    for folder in sorted(p for p in submitted_dir(root).glob("*/*") if p.is_dir()):
-        notebooks = sorted(nb for nb in folder.glob("*.ipynb") if nb.is_file())
-        preferred = [nb for nb in notebooks if nb.stem == folder.name] or notebooks
-        nb = preferred[0] if preferred else None
-        jobs.append(Job(folder.parent.name, folder.name, str(nb) if nb else "", file_sha256(nb) if nb else ""))
+    for student, mode in _entries(base):
+        if _linked_folder(base / student, mode):
+            jobs.append(_refused(student, LINKED_STUDENT, "", refusal(student, mode, "folder")))
+        if not stat.S_ISDIR(mode):
+            continue
+        for assignment, amode in _entries(base / student):
+            folder = base / student / assignment
+            if _linked_folder(folder, amode):
+                jobs.append(_refused(student, assignment, "", refusal(assignment, amode, "folder")))
+            if not stat.S_ISDIR(amode):
+                continue
+            # every .ipynb name but folders: a link or a FIFO so named is refused, not passed over for another
+            notebooks = [folder / n for n, m in _entries(folder) if n.endswith(".ipynb") and not stat.S_ISDIR(m)]
+            preferred = [nb for nb in notebooks if nb.stem == assignment] or notebooks
+            nb = preferred[0] if preferred else None
+            try:
+                jobs.append(Job(student, assignment, str(nb) if nb else "", file_sha256(nb, base) if nb else ""))
+            except NotOwnFile as e:
+                jobs.append(_refused(student, assignment, str(nb), str(e)))
     return jobs
 
 
@@ -95,7 +137,7 @@ def set_aside_stale(out: Path, jobs: list[Job]) -> list[str]:
             aside = out / "stale" / path.parent.name / path.name
             aside.parent.mkdir(parents=True, exist_ok=True)
             os.replace(path, aside)
-            moved.append(safe_text(f"{path.parent.name}/{path.stem}"))
+            moved.append(safe_name(f"{path.parent.name}/{path.stem}"))
     return moved
 
 
@@ -141,7 +183,7 @@ def error_result(job: Job, device: str, message: str) -> Results:
     return {
         "score": 0.0, "max_score": 0.0, "execution_time": 0.0,
         "output": f"grader error: {message}", "visibility": "visible", "tests": [],
-        "extra_data": {"assignment": job.assignment_text, "notebook": safe_text(Path(job.notebook).name),
+        "extra_data": {"assignment": job.assignment_text, "notebook": safe_name(Path(job.notebook).name),
                        "device": device, "sandbox": {}, "student": job.student_text, "sha256": job.sha256,
                        "grader_error": message},
     }
@@ -187,9 +229,9 @@ def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launc
     from autograder.judging.judge import Grade, GradeOptions, GraderError, grade
     from autograder.judging.report import gradescope
 
-    if not job.notebook:
-        g = Grade(Path(f"{job.assignment}.ipynb"), job.assignment_text, device,
-                  notes=["No .ipynb file was found in this submission folder."])
+    if job.refused or not job.notebook:
+        g = Grade(Path(job.notebook or f"{job.assignment}.ipynb"), job.assignment_text, device,
+                  notes=[job.refused or "No .ipynb file was found in this submission folder."])
         result = gradescope(g)
     else:
         assignment = job.assignment if job.assignment in CHAPTERS else None
@@ -221,14 +263,15 @@ ROW_FIELDS = ["student", "assignment", "score", "max_score", "seconds", "status"
 
 
 def row(result: Results) -> SummaryRow:
-    """A summary row; every text in it is cleaned of terminal control characters."""
+    """A summary row; every text in it is cleaned of terminal control characters, and the names of newlines."""
     extra = result["extra_data"]
     if fmt.grader_error(result):
         status = SubmissionStatus.GRADER_ERROR
     else:
         status = SubmissionStatus.ERROR if result["output"] and result["score"] == 0 else SubmissionStatus.GRADED
     return {
-        "student": clean(extra["student"]), "assignment": clean(extra["assignment"] or ""),
+        # names on one line, whatever version of the kit wrote the result
+        "student": safe_name(extra["student"]), "assignment": safe_name(extra["assignment"] or ""),
         "score": result["score"], "max_score": result["max_score"], "seconds": result["execution_time"],
         "status": status, "notes": clean(result["output"].replace("\n", " ")[:300]),
     }
@@ -321,7 +364,7 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
     (holding submitted/) nor a submitted/ folder is refused with 2: any folder tree would pass for one.
     """
     if not (root / "submitted").is_dir() and root.name != "submitted":
-        print(f"{safe_text(str(root))} is not a course folder (it holds no submitted/ folder) nor a submitted/ "
+        print(f"{safe_name(str(root))} is not a course folder (it holds no submitted/ folder) nor a submitted/ "
               "folder: nothing graded. Give the course folder, the one with submitted/<student>/<assignment>/ in "
               "it.", file=sys.stderr)
         return 2
@@ -386,8 +429,13 @@ def write_summaries(out: Path, results: list[Results]) -> list[SummaryRow]:
     return rows
 
 
+# A result holds bounded texts (untrusted.MAX_TEXT each, at most a few hundred checks): far below this.
+MAX_RESULT_BYTES = 16 << 20
+
+
 def merge(parts: list[Path], out: Path) -> int:
-    """Join shard outputs; a submission graded in two shards is an error, not a silent pick."""
+    """Join shard outputs; a submission graded in two shards is an error, not a silent pick, and so is a result
+    that is a link, a special file or too large (handin.open_own)."""
     seen: dict[str, Path] = {}
     results = []
     for part in parts:
@@ -397,7 +445,17 @@ def merge(parts: list[Path], out: Path) -> int:
                 print(f"error: {key} is in both {seen[key]} and {part}", file=sys.stderr)
                 return 2
             seen[key] = part
-            text = path.read_text()
+            try:  # a shard's folder came from another machine: its results are files grade-all wrote, or refused
+                raw = read_own(path, MAX_RESULT_BYTES, part)
+            except (NotOwnFile, OSError) as e:
+                print(f"error: {safe_name(str(path))}: {e}; not a result grade-all wrote, nothing merged",
+                      file=sys.stderr)
+                return 2
+            if len(raw) > MAX_RESULT_BYTES:
+                print(f"error: {safe_name(str(path))} is larger than {MAX_RESULT_BYTES >> 20} MB, which no result "
+                      "grade-all writes is; nothing merged", file=sys.stderr)
+                return 2
+            text = raw.decode("utf-8", errors="replace")
             _write_atomic(out / "results" / path.parent.name / path.name, text)
             results.append(fmt.parse(json.loads(text)))
     write_summaries(out, results)

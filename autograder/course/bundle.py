@@ -44,7 +44,15 @@ AUTOGRADER_ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 PYTHON="${{PYTHON:-$AUTOGRADER_ROOT/venv/bin/python}}"
 mkdir -p "$AUTOGRADER_ROOT/results"
 submission="$AUTOGRADER_ROOT/submission"
-notebook=$(ls "$submission/{assignment}.ipynb" "$submission"/*.ipynb 2>/dev/null | head -n 1)
+# The first of these that is there, a link included: `grade` refuses a link (into this bundle, say) with a note.
+# A glob, not ls: a name with a newline stays one name.
+notebook=""
+for candidate in "$submission/{assignment}.ipynb" "$submission"/*.ipynb; do
+    if [ -e "$candidate" ] || [ -L "$candidate" ]; then
+        notebook=$candidate
+        break
+    fi
+done
 if [ -z "$notebook" ]; then
     echo '{{"score": 0, "output": "No .ipynb file was submitted: upload {assignment}.ipynb.", "tests": []}}' \\
         > "$AUTOGRADER_ROOT/results/results.json"

@@ -42,7 +42,6 @@ import html
 import io
 import json
 import os
-import shutil
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -52,12 +51,14 @@ from typing import Any
 
 from autograder.course.batch import discover, result_path
 from autograder.course.reference import release_path
-from autograder.judging.notebook import NotebookError, load_submission
+from autograder.judging.handin import NotOwnFile, read_own
+from autograder.judging.notebook import MAX_ANSWER_BYTES, NotebookError, load_submission
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean, csv_cell
-from autograder.judging.untrusted import safe_text
+from autograder.judging.untrusted import safe_name
 
 ANSWERS = "answers"  # graded/answers/<student>/<assignment>.json: {"sha256", "cells": {grade_id: code}}
+MAX_ANSWERS_BYTES = 4 * MAX_ANSWER_BYTES  # one answers file: the answer cells' code (bounded), JSON-escaped
 FOLDER = "similarity"  # graded/similarity/pairs.json and pairs.csv
 
 # copydetect's k (noise threshold) and winnowing window (guarantee - noise + 1), in characters of tokenized code,
@@ -122,9 +123,9 @@ def save_answers(root: Path, graded: Path) -> int:
                 continue
         except (OSError, ValueError, AttributeError):
             pass
-        try:
+        try:  # a refused notebook (a link to a classmate's) is read for nothing: no answers
             sub = load_submission(Path(job.notebook), job.assignment if job.assignment in CHAPTERS else None) if (
-                job.notebook) else None
+                job.notebook and not job.refused) else None
         except NotebookError:
             sub = None
         if sub is None or sub.error:  # no notebook, or not one: no answers (those of an earlier version go)
@@ -140,9 +141,12 @@ def merge_answers(parts: Iterable[Path], out: Path) -> None:
     """merge: the answers of each shard's folder, beside its results."""
     for part in parts:
         for path in sorted((part / ANSWERS).glob("*/*.json")):
-            target = out / ANSWERS / path.parent.name / path.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
+            try:  # a shard's folder: its own files only, of bounded size (a link or a FIFO there is skipped)
+                raw = read_own(path, MAX_ANSWERS_BYTES, part)
+            except (NotOwnFile, OSError):
+                continue
+            if len(raw) <= MAX_ANSWERS_BYTES:
+                _write_atomic(out / ANSWERS / path.parent.name / path.name, raw.decode("utf-8", errors="replace"))
 
 
 def read_answers(graded: Path) -> dict[str, dict[str, dict[str, str]]]:
@@ -153,12 +157,15 @@ def read_answers(graded: Path) -> dict[str, dict[str, dict[str, str]]]:
         if not (graded / "results" / path.parent.name / path.name).is_file():
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            raw = read_own(path, MAX_ANSWERS_BYTES, graded)
+            if len(raw) > MAX_ANSWERS_BYTES:
+                continue
+            data = json.loads(raw.decode("utf-8"))
             assignment, cells = str(data["assignment"]), data["cells"]
             code = {str(k): str(v) for k, v in cells.items() if isinstance(v, str)}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (NotOwnFile, OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
-        out.setdefault(assignment, {})[safe_text(path.parent.name)] = code  # a folder name: student text
+        out.setdefault(assignment, {})[safe_name(path.parent.name)] = code  # a folder name: student text
     return out
 
 

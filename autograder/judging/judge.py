@@ -25,7 +25,7 @@ from autograder.judging.seeds import secret_seed
 from autograder.judging.static.review import MAX_FLAGS, scan_submission
 from autograder.judging.static.review import note as integrity_note
 from autograder.judging.student import Student
-from autograder.judging.untrusted import safe_text
+from autograder.judging.untrusted import safe_name, safe_text
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.limits import Limits
 
@@ -46,8 +46,8 @@ class Grade:
 
     @property
     def name(self) -> str:
-        """The notebook's file name as text: a student's, so made safe (untrusted.safe_text)."""
-        return safe_text(self.notebook.name)
+        """The notebook's file name as text on one line: a student's, so made safe (untrusted.safe_name)."""
+        return safe_name(self.notebook.name)
 
     @property
     def score(self) -> float:

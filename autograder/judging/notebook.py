@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autograder.judging.handin import NotOwnFile, read_own
 from autograder.judging.registry import CHAPTERS, Chapter
-from autograder.judging.untrusted import safe_code, safe_text
+from autograder.judging.untrusted import safe_code, safe_name, safe_text
 
 
 class NotebookError(Exception):
@@ -42,33 +43,35 @@ REPAIR = ("It was probably damaged while editing or uploading: download your las
           "Notebook to Checkpoint) or re-download the release and copy your answers in.")
 
 
-def read_notebook(path: Path) -> dict[str, Any]:
-    """The notebook's JSON, checked for every field the grader reads; NotebookError says what is wrong."""
+def read_notebook(path: Path, within: Path | None = None) -> dict[str, Any]:
+    """The notebook's JSON, checked for every field the grader reads; NotebookError says what is wrong, and that
+    it is not the student's own file (handin.open_own: a link, a FIFO, on the way from `within`, default its
+    folder)."""
+    name = safe_name(path.name)  # a student's name for the file, printed on one line
     try:
-        if path.exists() and not path.is_file():  # a directory, or a FIFO that would block
-            raise NotebookError(f"{path.name} is not a regular file.")
-        with path.open("rb") as f:
-            raw = f.read(MAX_NOTEBOOK_BYTES + 1)
+        raw = read_own(path, MAX_NOTEBOOK_BYTES, within)
+    except NotOwnFile as e:
+        raise NotebookError(str(e)) from None
     except OSError as e:
-        raise NotebookError(f"cannot read {path.name}: {e.strerror}") from None
+        raise NotebookError(f"cannot read {name}: {e.strerror}") from None
     if len(raw) > MAX_NOTEBOOK_BYTES:
-        raise NotebookError(f"{path.name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB, too large to grade. Clear "
+        raise NotebookError(f"{name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB, too large to grade. Clear "
                             "its outputs (Edit > Clear All Outputs), save it and submit it again.")
     try:
         nb = json.loads(raw.decode("utf-8"))
     except RecursionError:
-        raise NotebookError(f"{path.name} is not a notebook: its JSON is nested too deeply. {REPAIR}") from None
+        raise NotebookError(f"{name} is not a notebook: its JSON is nested too deeply. {REPAIR}") from None
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, integers too long to convert
-        raise NotebookError(f"{path.name} is not valid notebook JSON ({e}). {REPAIR}") from None
+        raise NotebookError(f"{name} is not valid notebook JSON ({e}). {REPAIR}") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise NotebookError(f"{path.name} is JSON but not a Jupyter notebook (no list of cells).")
+        raise NotebookError(f"{name} is JSON but not a Jupyter notebook (no list of cells).")
     if "nbformat" not in nb:
-        raise NotebookError(f"{path.name} has no nbformat version, so it is not a saved Jupyter notebook. {REPAIR}")
+        raise NotebookError(f"{name} has no nbformat version, so it is not a saved Jupyter notebook. {REPAIR}")
     if nb["nbformat"] != 4:
-        raise NotebookError(f"{path.name} has nbformat {nb['nbformat']!r}; save it as nbformat 4.")
+        raise NotebookError(f"{name} has nbformat {nb['nbformat']!r}; save it as nbformat 4.")
     problem = _problem(nb)
     if problem:
-        raise NotebookError(f"{path.name} is damaged: {problem}. {REPAIR}")
+        raise NotebookError(f"{name} is damaged: {problem}. {REPAIR}")
     return nb
 
 
@@ -148,7 +151,7 @@ def load_submission(path: Path, assignment: str | None = None, registry: Mapping
         known = ", ".join(chapters)
         raise NotebookError(
             (error + " " if error else "")
-            + f"Cannot tell which assignment {safe_text(path.name)} is for; pass --assignment (one of: {known})."
+            + f"Cannot tell which assignment {safe_name(path.name)} is for; pass --assignment (one of: {known})."
         )
     sub = Submission(path=path, chapter=chapters[assignment], error=error)
     if nb is None:

@@ -21,6 +21,8 @@ MAX_TEXT = 2000  # characters kept of one string from the child (its messages ar
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 # In code, only what no UTF-8 file can hold and what drives a terminal (ESC, CSI); every other control character
 # is left as the student wrote it, since an escape would change a raw string or a form feed's indentation.
+# In a name printed on one line (a file's, a folder's), newline and tab too.
+_UNSAFE_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _UNSAFE_IN_CODE = re.compile("[\x1b\x9b\ud800-\udfff]")
 
 
@@ -43,6 +45,12 @@ def safe_text(text: str, limit: int | None = MAX_TEXT) -> str:
             break
         kept += 1
     return _UNSAFE.sub(lambda m: _escape(m.group()), text[:kept]) + f" [... {len(text) - kept} more characters cut]"
+
+
+def safe_name(name: str) -> str:
+    """A file's or a folder's name for one line: every control character escaped, newline and tab included (a
+    name with newlines would print lines of its own, such as a forged score)."""
+    return _UNSAFE_IN_NAME.sub(lambda m: _escape(m.group()), name)
 
 
 def safe_code(code: str) -> str:

@@ -29,6 +29,7 @@ Needs nbgrader (the dev extras); the grading path never imports this module.
 from __future__ import annotations
 
 import contextlib
+import os
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,9 +43,11 @@ from traitlets import Bool, Enum, Unicode
 
 from autograder.course.batch import Job, file_sha256, grade_submission, stored_result
 from autograder.judging import results as fmt
+from autograder.judging.handin import NotOwnFile
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
 from autograder.judging.results import Results, TestResult
+from autograder.judging.untrusted import safe_name
 from autograder.sandbox import launcher
 
 MARK = {"passed": "PASS", "failed": "FAIL"}
@@ -270,9 +273,15 @@ class KitAutograde(NbGraderPreprocessor):
         coursedir = self._coursedir()
         submitted = Path(coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"]),
                          f"{info['notebook']}.ipynb")
-        if not submitted.is_file():
-            raise KitGradingError(f"the submitted notebook {submitted} is gone")
-        job = Job(info["student"], info["assignment"], str(submitted), file_sha256(submitted))
+        if not os.path.lexists(submitted):
+            raise KitGradingError(f"the submitted notebook {safe_name(str(submitted))} is gone")
+        # nbgrader has read the notebook through any link already: raising removes what it made of it (the
+        # answer key, a classmate's work) from autograded/ and records no score
+        try:
+            sha256 = file_sha256(submitted, Path(coursedir.root, coursedir.submitted_directory))
+        except NotOwnFile as e:
+            raise KitGradingError(f"not graded: {e}") from None
+        job = Job(info["student"], info["assignment"], str(submitted), sha256)
         result = self._result(job, Path(coursedir.root))
         recorded, extra_credit = write_verdicts(nb, result)
         if extra_credit:

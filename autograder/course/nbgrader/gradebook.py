@@ -19,7 +19,6 @@ import html
 import json
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judging import results as fmt
+from autograder.judging.handin import NotOwnFile, copy_own, open_own
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
 from autograder.judging.results import Results
@@ -226,6 +226,12 @@ def record(course: Path, out: Path) -> Recorded:
                 continue
             submitted = Path(api.coursedir.format_path(api.coursedir.submitted_directory, student, assignment),
                              extra["notebook"])
+            try:  # nbgrader's autograde copies a submission's files following links: it never sees a refused one
+                with open_own(submitted, Path(api.coursedir.root, api.coursedir.submitted_directory)):
+                    pass
+            except (NotOwnFile, OSError) as e:
+                done.failed.append(f"{student}/{assignment}: {e}{stale(student, assignment)}")
+                continue
             try:  # what nbgrader's autograde reads first; it fails on a broken file with a bare traceback
                 nbformat.read(submitted, as_version=4)
             # Any exception: besides its ValueErrors, nbformat raises AttributeError, TypeError, AssertionError,
@@ -299,6 +305,7 @@ class Feedback:
     written: int = 0
     kept: list[str] = field(default_factory=list)  # pages another tool wrote (nbgrader generate_feedback)
     by_hand: list[str] = field(default_factory=list)  # pages release_feedback cannot release: no timestamp.txt
+    refused: list[str] = field(default_factory=list)  # a submission's file not copied beside its page, and why
 
 
 def write_feedback(course: Path, results: list[Results]) -> Feedback:
@@ -320,8 +327,12 @@ def write_feedback(course: Path, results: list[Results]) -> Feedback:
         done.written += 1
         submitted = course / "submitted" / extra["student"] / (extra["assignment"] or "unknown")
         for name in RELEASE_FEEDBACK_READS:  # as nbgrader generate_feedback copies them, never over its own
-            if (submitted / name).is_file() and not (folder / name).exists():
-                shutil.copyfile(submitted / name, folder / name)
+            if not os.path.lexists(submitted / name) or os.path.lexists(folder / name):
+                continue
+            try:  # the student's own small file only: a link to a secret or a huge file is refused, never copied
+                copy_own(submitted / name, folder / name, course / "submitted")
+            except (NotOwnFile, OSError) as e:
+                done.refused.append(clean(f"{page.parent.relative_to(course)}: {e}"))
         if not (folder / "timestamp.txt").is_file():  # copied into submitted/ by hand: no exchange to release to
             done.by_hand.append(str(page.relative_to(course)))
     return done

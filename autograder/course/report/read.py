@@ -13,6 +13,7 @@ from autograder.course.batch import row
 from autograder.judging import results as fmt
 from autograder.judging.report import clean
 from autograder.judging.results import SubmissionStatus, TestResult
+from autograder.judging.untrusted import safe_name
 
 
 def results_dir(graded: Path) -> Path:
@@ -53,7 +54,7 @@ class Submission:
 
 def read_submission(path: Path) -> Submission:
     """One result file; a damaged one is an `unreadable` submission, never an exception."""
-    student, assignment = text(path.parent.name), text(path.stem)
+    student, assignment = safe_name(path.parent.name), safe_name(path.stem)  # names, on one line
     try:
         result = fmt.load(path)
         extra = result["extra_data"]
