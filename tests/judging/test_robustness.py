@@ -201,3 +201,24 @@ def test_a_forged_setup_error_or_cuda_flag_is_ignored(tmp_path: Path) -> None:
     assert {r.task: scores_on_their_own(g)[r.task] for r in graded} == {
         t: sum(r.points for r in graded if r.task == t) for t in {r.task for r in graded}}
     assert all("json.dumps" in r.output for r in g.results if r.rule), [r.output for r in g.results if r.rule]
+
+
+# A correct softmax that prints as a student debugging would: far more than the box lets a file grow.
+CHATTY = '''
+def softmax(logits, dim=-1):
+    for i in range(2000):
+        print(f"debug {i}: logits have shape {tuple(logits.shape)} and this line is padded to be long " + "." * 400)
+    shifted = logits - logits.amax(dim=dim, keepdim=True)
+    e = torch.exp(shifted)
+    return e / e.sum(dim=dim, keepdim=True)
+'''
+
+
+def test_prints_never_change_the_score(tmp_path: Path) -> None:
+    """Output beyond what the box keeps is dropped, never an error in the student's code (a print that raised
+    'File too large' once the log reached the box's file-size limit cost a correct softmax its points)."""
+    small = replace(FAST, file_bytes=1 << 20)  # the box's file-size limit, low: about a megabyte a call
+    g = grade_fast(solved(tmp_path, "07_numerical_stability", softmax=CHATTY), only="softmax and not speed",
+                   limits=small)
+    lost = [(r.name, r.output[:300]) for r in g.results if r.status != "passed" and r.outcome.value != "skipped"]
+    assert not lost and g.results, lost

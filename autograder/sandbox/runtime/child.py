@@ -8,6 +8,8 @@ it decides nothing: it returns plain data that the judge then scores.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import linecache
 import os
 import sys
@@ -234,18 +236,50 @@ def serve(channel_in: Any, channel_out: Any) -> None:
         wire.write_frame(channel_out, header, out)
 
 
+OUTPUT_KEPT = 1 << 20  # characters of the student's prints kept in the log; the rest is dropped
+
+
+class KeptOutput(io.TextIOBase):
+    """sys.stdout and sys.stderr of the student's code: the first OUTPUT_KEPT characters go to the log, the rest
+    is dropped. A print never fails: the box's file-size limit (RLIMIT_FSIZE) would otherwise turn the log's
+    growth into "File too large" errors raised in the student's code, a score that changes with prints."""
+
+    def __init__(self, log: int) -> None:
+        self.log = open(log, "w", buffering=1, closefd=False)  # noqa: SIM115
+        self.left = OUTPUT_KEPT
+
+    def write(self, text: str) -> int:
+        kept = text[:max(self.left, 0)]
+        self.left -= len(text)
+        if kept:
+            try:
+                self.log.write(kept)
+            except (OSError, ValueError):
+                self.left = 0
+        return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.log.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return 1  # /dev/null: what writes to the descriptor itself reach
+
+
 def main() -> None:
-    # The channel is the original stdin/stdout. Student prints go to a log file
-    # instead (fd 1 and 2), so they can never corrupt or forge a frame by accident.
+    # The channel is the original stdin/stdout. Student prints go to a log file instead, so they can never
+    # corrupt or forge a frame by accident; fd 1 and 2 are /dev/null, which no file-size limit applies to.
     channel_in = os.fdopen(os.dup(0), "rb")
     channel_out = os.fdopen(os.dup(1), "wb")
-    devnull = os.open(os.devnull, os.O_RDONLY)
+    devnull = os.open(os.devnull, os.O_RDWR)
     log = os.open("student-output.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(devnull, 0)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
-    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    sys.stdout = sys.stderr = KeptOutput(log)
     torch.set_num_threads(1)  # see sandbox.Sandbox._env
     serve(channel_in, channel_out)
 
