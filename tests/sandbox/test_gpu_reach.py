@@ -18,6 +18,7 @@ from autograder.sandbox import process
 from autograder.sandbox.launcher import Zygote
 from autograder.sandbox.runtime import isolation
 from tests.kit import grade_fast, solved
+from tests.sandbox.processes import until
 
 CH = "07_numerical_stability"
 
@@ -38,12 +39,15 @@ def test_the_zygote_starts_with_the_gpu_variables(monkeypatch: pytest.MonkeyPatc
     """glibc reads LD_LIBRARY_PATH when a process starts: the zygote's, not the box's, decides where libcuda is."""
     monkeypatch.setenv("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64")
     zygote = Zygote()
+    environ = Path(f"/proc/{zygote.proc.pid}/environ")
     try:
-        environ = Path(f"/proc/{zygote.proc.pid}/environ").read_bytes().split(b"\0")
+        # While the zygote's exec sets up its new memory, its environ reads empty (seen under load): wait it out.
+        assert until(lambda: environ.read_bytes() != b"", 10.0)
+        variables = environ.read_bytes().split(b"\0")
     finally:
         zygote.proc.kill()
         zygote.proc.wait()
-    assert b"LD_LIBRARY_PATH=/usr/local/nvidia/lib64" in environ
+    assert b"LD_LIBRARY_PATH=/usr/local/nvidia/lib64" in variables
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another group needs root")
