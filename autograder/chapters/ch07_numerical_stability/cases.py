@@ -100,6 +100,21 @@ def library_log_softmax_in_a_helper():
         return -(labels * log_probabilities(logits, dim)).sum(dim)  # noqa: F821 (the softmax cell's)
 
 
+@wrong("F.cross_entropy", fails={"check_xent_by_hand": "compute it yourself"})
+def library_cross_entropy():
+    def softmax_cross_entropy(labels, logits, dim=-1):
+        return torch.nn.functional.cross_entropy(logits.movedim(dim, -1).unsqueeze(0).movedim(-1, 1),
+                                                 labels.movedim(dim, -1).unsqueeze(0).movedim(-1, 1),
+                                                 reduction="none").squeeze(0)
+
+
+@wrong("cross entropy by a computed name", fails={"check_xent_by_hand": "cannot read"})
+def cross_entropy_by_a_computed_name():
+    def softmax_cross_entropy(labels, logits, dim=-1):
+        name = "_".join(["log", "softmax"])
+        return -(labels * getattr(torch, name)(logits, dim)).sum(dim)
+
+
 @wrong("softmax by a computed name", fails={"check_softmax_by_hand": "cannot read"})
 def softmax_by_a_computed_name():
     def softmax(logits, dim=-1):
