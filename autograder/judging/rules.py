@@ -25,12 +25,15 @@ class Evidence(Enum):
 class Rule:
     """A rule of `task` the notebook states: `says` quotes its sentence (enough of it to find it), `checks` name
     the checks (of that task) that fail when it is broken, `evidence` what each of them rests on, in order.
-    No checks: nothing in the grader keeps the rule yet (test_rules.py lists such rules as expected failures)."""
+    No checks: nothing in the grader keeps the rule yet (test_rules.py lists such rules as expected failures).
+    `also` names other tasks whose statements say this rule holds there too ("the rule stated above Exercise 1
+    holds here too"): the checks may grade them as well, and each of them needs one."""
 
     task: str
     says: str
     checks: tuple[str, ...] = ()
     evidence: tuple[Evidence, ...] = ()
+    also: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.says.strip():

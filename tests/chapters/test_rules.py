@@ -94,12 +94,16 @@ def problems(found: Iterable[tuple[str | None, str]], entries: Iterable[Rule | N
             + ("the notebook" if isinstance(e, NotARule) else f"{e.task}'s statement") for e in entries
             if not any(covers(e, task, s) for task, s in found)]
     for rule in (e for e in entries if isinstance(e, Rule)):
+        tasks = (rule.task, *rule.also)
         for name in rule.checks:
             spec = checks.get(name)
             if spec is None:
                 out.append(f"{where}: {rule.says!r} names {name}, which the chapter does not declare")
-            elif spec.task != rule.task:
-                out.append(f"{where}: {rule.says!r} is a rule of {rule.task}, {name} grades {spec.task}")
+            elif spec.task not in tasks:
+                out.append(f"{where}: {rule.says!r} is a rule of {', '.join(tasks)}, {name} grades {spec.task}")
+        graded = {checks[n].task for n in rule.checks if n in checks}
+        out += [f"{where}: {rule.says!r} holds for {task} too, and none of its checks grades {task}"
+                for task in rule.also if rule.checks and task not in graded]
     return out
 
 
@@ -119,7 +123,7 @@ def notebook(chapter: str) -> list[dict[str, Any]]:
 def test_every_rule_sentence_is_mapped(chapter: str) -> None:
     entries, checks, where = audit(chapter)
     assert problems(rule_sentences(notebook(chapter)), entries, checks, where) == []
-    assert all(r.task in CHAPTERS[chapter].tasks for r in entries if isinstance(r, Rule))
+    assert all({r.task, *r.also} <= set(CHAPTERS[chapter].tasks) for r in entries if isinstance(r, Rule))
 
 
 def every_rule() -> list[Any]:
@@ -146,7 +150,8 @@ def test_every_unchecked_rule_is_in_the_audit() -> None:
 
 def test_the_audit_catches_an_unmapped_rule() -> None:
     """The check can fail: a new "must" sentence in a task's statement, a phrase gone from the notebook, a check
-    the chapter does not declare and a check of another task are each reported."""
+    the chapter does not declare, a check of another task and a task the rule also holds for with no check of
+    its own are each reported."""
     statement = "### Exercise 1 — `f(x)`\n\nReturn `x`. You must not copy it."
     cells: list[dict[str, Any]] = [
         {"cell_type": "markdown", "source": [statement]},
@@ -164,6 +169,11 @@ def test_the_audit_catches_an_unmapped_rule() -> None:
         "x: 'must not' is a rule of f, check_g grades g"]
     assert problems(found, [Rule("f", "must not", ("check_h",), (Evidence.OUTCOME,))], checks, "x") == [
         "x: 'must not' names check_h, which the chapter does not declare"]
+    # a rule that also holds for g may name g's checks, and must name one
+    assert problems(found, [Rule("f", "must not", ("check_f", "check_g"), (Evidence.OUTCOME,) * 2, also=("g",))],
+                    checks, "x") == []
+    assert problems(found, [Rule("f", "must not", ("check_f",), (Evidence.OUTCOME,), also=("g",))], checks, "x") == [
+        "x: 'must not' holds for g too, and none of its checks grades g"]
     # a Rule covers its own task's sentences only
     [uncovered, stale] = problems(found, [Rule("g", "must not", ("check_g",), (Evidence.OUTCOME,))], checks, "x")
     assert uncovered.startswith("uncovered (f)")

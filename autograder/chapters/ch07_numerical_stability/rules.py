@@ -5,18 +5,24 @@
 from autograder.judging.authoring import HOW_GRADED, Evidence, NotARule, Rule
 
 OUTCOME, SOURCE = Evidence.OUTCOME, Evidence.SOURCE
+# The rule stated above Exercise 1 holds for the other two tasks: their statements say so and point back to it.
+BY_HAND_TOO = ('softmax_cross_entropy', 'log_softmax')
 
 RULES = [
     Rule('softmax', 'any finite logits: no overflow at `1e4`',
          ('check_softmax_rows_far_apart', 'check_softmax_huge_and_infinite_logits'), (OUTCOME, OUTCOME)),
     Rule('softmax', 'reads your code, not only its results.',
-         ('check_softmax_by_hand',), (SOURCE,)),
+         ('check_softmax_by_hand', 'check_xent_by_hand', 'check_log_softmax_own_backward'), (SOURCE,) * 3,
+         also=BY_HAND_TOO),
     Rule('softmax', 'That code must not name a',
-         ('check_softmax_by_hand',), (SOURCE,)),
+         ('check_softmax_by_hand', 'check_xent_by_hand', 'check_log_softmax_own_backward'), (SOURCE,) * 3,
+         also=BY_HAND_TOO),
     Rule('softmax', 'do not give a method or attribute of yours such a name',
-         ('check_softmax_by_hand',), (SOURCE,)),
+         ('check_softmax_by_hand', 'check_xent_by_hand', 'check_log_softmax_own_backward'), (SOURCE,) * 3,
+         also=BY_HAND_TOO),
     Rule('softmax', 'Every function must be called by',
-         ('check_softmax_by_hand',), (SOURCE,)),
+         ('check_softmax_by_hand', 'check_xent_by_hand', 'check_log_softmax_own_backward'), (SOURCE,) * 3,
+         also=BY_HAND_TOO),
     Rule('softmax', "the input's dtype (no `.float()` or `.double()`).",
          ('check_softmax_keeps_dtype',), (OUTCOME,)),
     Rule('softmax_cross_entropy', 'compute the result without ever forming a',
