@@ -5,10 +5,13 @@ Nothing is run, and a rule costs only the check of that task that states it:
 - deprecated_amp: the task's cell, or a helper function or class of another answer cell that it uses, names
   torch.cuda.amp or torch.cpu.amp (the deprecated namespaces): through an import, an attribute chain, an alias
   (from any code the task reaches, or the imports cell), getattr with a constant name, or a string naming the
-  module; another task's own function, and what other cells run when they load, are their tasks' business;
+  module, or getattr(torch, <computed>).amp; not in a function nothing reaches, nor in the handler of an
+  old-PyTorch error after a try that cannot raise it on the judge's PyTorch (_cannot_fail); another task's own
+  function, and what other cells run when they load, are their tasks' business;
 - backward_inside_autocast: .backward() (or torch.autograd.backward, or a function of the cells that calls it)
   runs inside an autocast block of the cell: a `with ...autocast(...)` not given enabled=False, or what follows
-  an enter_context(...autocast(...)) or torch.set_autocast_enabled(..., True);
+  an enter_context(...autocast(...)) or torch.set_autocast_enabled(..., True); an autocast value is also a name
+  bound to one, a branch of a conditional expression, or a call of a factory of the reached code (with_factories);
 - unguarded_autocast: train_checkerboard enters an autocast block (itself, or through a function of its cell)
   that its use_amp flag does not switch off, by an `if`, a conditional expression, an early exit, or the
   block's `enabled=` argument.
@@ -21,7 +24,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -289,15 +292,17 @@ def _enabled_arg(call: ast.Call) -> ast.AST | None:
     return call.args[2] if len(call.args) > 2 else None
 
 
-def _switch(statement: ast.stmt, origin: dict[str, str]) -> tuple[bool, ast.Call] | None:
+def _switch(statement: ast.stmt, origin: dict[str, str],
+            autocasts: Callable[[ast.AST], list[ast.Call]]) -> tuple[bool, ast.Call] | None:
     """(on, call) when a statement switches autocast on or off for the statements after it:
-    stack.enter_context(torch.autocast(...)), torch.set_autocast_enabled(..., True/False)."""
+    stack.enter_context(<an autocast value, as `autocasts` reads it>), torch.set_autocast_enabled(..., True/False)."""
     call = statement.value if isinstance(statement, (ast.Expr, ast.Assign)) else None
     if not isinstance(call, ast.Call):
         return None
     if isinstance(call.func, ast.Attribute) and call.func.attr == "enter_context" and call.args:
-        inner = _autocast_call(call.args[0], origin)
-        return (True, inner) if inner is not None else None
+        found = autocasts(call.args[0])
+        on = [c for c in found if _autocast_on(c)] or found
+        return (True, on[0]) if on else None
     if (dotted(call.func, origin) or "").split(".")[-1] == "set_autocast_enabled" and call.args:
         last = call.args[-1]
         return (not (isinstance(last, ast.Constant) and last.value is False), call)
@@ -346,7 +351,7 @@ def backward_inside_autocast(submission: Submission, task: str) -> list[int]:
     def block(statements: list[ast.stmt], inside: bool) -> None:
         for statement in statements:
             visit(statement, inside)
-            switch = _switch(statement, origin)
+            switch = _switch(statement, origin, lambda n: [c for c in _branches(n, origin, bound) if c is not None])
             if switch is not None:
                 inside = switch[0] and _autocast_on(switch[1])
 
@@ -501,7 +506,7 @@ def _unguarded(function: ast.FunctionDef | ast.AsyncFunctionDef, flags: dict[str
     def block(statements: list[ast.stmt], guarded: bool) -> Iterator[int]:
         for statement in statements:
             yield from visit(statement, guarded)
-            switch = _switch(statement, origin)
+            switch = _switch(statement, origin, entered)
             if switch is not None and switch[0] and not guarded and may_switch_on(switch[1]):
                 yield statement.lineno
             if isinstance(statement, ast.If) and (

@@ -467,6 +467,31 @@ def backward_inside_a_context_managers_autocast():
         return loss.item()
 
 
+@wrong("backward inside a held autocast entered on a stack",
+       fails={"check_amp_backward_scaled_outside_autocast": "inside the autocast"})
+def backward_inside_a_held_autocast_entered_on_a_stack():
+    """A name bound to torch.autocast(...), entered with ExitStack.enter_context: the witness trick behind it."""
+    import contextlib
+
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        context = torch.autocast(device_type=device_type, dtype=dtype)
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(context)
+            outputs = model(inputs)
+            witness = loss_fn(outputs.detach().requires_grad_(), targets)
+            loss = F.mse_loss(outputs, targets)
+            scaler.scale(loss).backward()
+        scaler.scale(witness).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
 # -- amp_train_step: correct forms -----------------------------------------------------------------------------
 
 AMP_CHECKS = "amp and not speed and not checkerboard"  # 14 points on CPU
