@@ -5,10 +5,13 @@ Nothing is run, and a rule costs only the check of that task that states it:
 - deprecated_amp: the task's cell, or a helper function or class of another answer cell that it uses, names
   torch.cuda.amp or torch.cpu.amp (the deprecated namespaces): through an import, an attribute chain, an alias
   (from any code the task reaches, or the imports cell), getattr with a constant name, or a string naming the
-  module; another task's own function, and what other cells run when they load, are their tasks' business;
+  module, or getattr(torch, <computed>).amp; not in a function nothing reaches, nor in the handler of an
+  old-PyTorch error after a try that cannot raise it on the judge's PyTorch (_cannot_fail); another task's own
+  function, and what other cells run when they load, are their tasks' business;
 - backward_inside_autocast: .backward() (or torch.autograd.backward, or a function of the cells that calls it)
   runs inside an autocast block of the cell: a `with ...autocast(...)` not given enabled=False, or what follows
-  an enter_context(...autocast(...)) or torch.set_autocast_enabled(..., True);
+  an enter_context(...autocast(...)) or torch.set_autocast_enabled(..., True); an autocast value is also a name
+  bound to one, a branch of a conditional expression, or a call of a factory of the reached code (with_factories);
 - unguarded_autocast: train_checkerboard enters an autocast block (itself, or through a function of its cell)
   that its use_amp flag does not switch off, by an `if`, a conditional expression, an early exit, or the
   block's `enabled=` argument.
@@ -19,8 +22,11 @@ Names are resolved as far as the code spells them; what only running could tell 
 from __future__ import annotations
 
 import ast
+import inspect
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+
+import torch
 
 from autograder.judging.authoring import Submission, TaskCode, Use, dotted, folded, names_used, task_code, unreadable
 
@@ -60,19 +66,67 @@ def deprecated_amp(submission: Submission, task: str) -> list[tuple[str, int, st
     return sorted((cell, line, name) for (cell, line), name in found.items())
 
 
-# What current PyTorch raises where only an old one lacks the current API: a handler for these, around code
-# that uses the current API, is a fallback the step never takes on the PyTorch it is graded with.
+# What current PyTorch raises where only an old one lacks the current API: a handler for these, after a try that
+# cannot raise them on the PyTorch it is graded with, is a fallback the step never takes.
 OLD_TORCH_ERRORS = {"AttributeError", "ImportError", "ModuleNotFoundError", "TypeError"}
 CURRENT = ("torch.amp", "torch.autocast")
+MISSING = object()  # a name the judge's PyTorch lacks
+
+
+def _in_torch(name: str) -> object:
+    """What a dotted name under torch is in the judge's own PyTorch (the one the step is graded with), or MISSING."""
+    found: object = torch
+    for part in name.split(".")[1:]:
+        found = getattr(found, part, MISSING)
+    return found
+
+
+def _fits(call: ast.Call, target: object, plain: set[str]) -> bool:
+    """Whether the call, given the judge's arguments as they are (constants, parameters of the step it never
+    rebinds, torch's own names), fits the signature of `target`: it cannot raise TypeError by its arguments."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return False
+    values = [*call.args, *(kw.value for kw in call.keywords)]
+    if not all(isinstance(v, ast.Constant) or (isinstance(v, ast.Name) and v.id in plain)
+               or (isinstance(v, ast.Attribute) and _in_torch(dotted(v, {}) or "") is not MISSING
+                   and (dotted(v, {}) or "").startswith("torch.")) for v in values):
+        return False
+    if not callable(target):
+        return False
+    try:
+        inspect.signature(target).bind(*call.args, **{kw.arg: kw.value for kw in call.keywords if kw.arg})
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _cannot_fail(body: list[ast.stmt], origin: dict[str, str], plain: set[str]) -> bool:
+    """Whether a try's body only uses the current API in ways that raise none of OLD_TORCH_ERRORS on the judge's
+    PyTorch: imports of names it has, and `name = <call>` (or the call alone, or returned) of a function it has
+    with arguments that fit. Anything else (a raise, a name it lacks, an argument it does not take) may take the
+    handler, so the handler is read."""
+    for statement in body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            if not all(_under(name, CURRENT) and _in_torch(name) is not MISSING for name in _named(statement, {})):
+                return False
+            continue
+        value = statement.value if isinstance(statement, (ast.Assign, ast.Expr, ast.Return)) else None
+        if isinstance(statement, ast.Assign) and not all(isinstance(t, ast.Name) for t in statement.targets):
+            return False  # setting an attribute runs the student's code (a property may raise)
+        name = dotted(value.func, origin) if isinstance(value, ast.Call) else None
+        if not isinstance(value, ast.Call) or name is None or not _under(name, CURRENT) \
+                or _in_torch(name) is MISSING or not _fits(value, _in_torch(name), plain):
+            return False
+    return bool(body)
 
 
 def _written_for(code: TaskCode) -> Iterator[tuple[str, ast.AST]]:
     """(cell, node) of the code that runs as the task: the task's own cell when it loads (its top-level
     statements), its function, and the functions and classes of any cell it reaches by name from them; but not
     a function or class of its cell that nothing reaches (a constructor the step never calls), nor a fallback for
-    old PyTorch (an `except AttributeError` or the like around the current API), which never runs on the PyTorch
-    it is graded with. What other cells run when they load is their tasks' business (it still lends the task its
-    aliases)."""
+    old PyTorch (an `except AttributeError` or the like after a try that cannot raise it on the PyTorch it is
+    graded with), which never runs. What other cells run when they load is their tasks' business (it still lends
+    the task its aliases)."""
     defs: dict[str, list[tuple[str, ast.AST]]] = {}
     start: list[tuple[str, ast.AST]] = []
     for cell, tree in code.cells:
@@ -88,20 +142,29 @@ def _written_for(code: TaskCode) -> Iterator[tuple[str, ast.AST]]:
         if id(reached) in seen:
             continue
         seen.add(id(reached))
-        for node in _runs(reached, code.imported):
+        for node in _runs(reached, code.imported, _judges_arguments(reached, code.task)):
             yield cell, node
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 start += defs.get(node.id, [])
 
 
-def _runs(statement: ast.AST, origin: dict[str, str]) -> Iterator[ast.AST]:
-    """The nodes of a statement, but for the handlers of old-PyTorch fallbacks around the current API."""
+def _judges_arguments(node: ast.AST, task: str) -> set[str]:
+    """The parameters of the task's function that it never rebinds: they hold what the judge passes."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name != task:
+        return set()
+    a = node.args
+    params = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
+    return params - {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+
+
+def _runs(statement: ast.AST, origin: dict[str, str], plain: set[str]) -> Iterator[ast.AST]:
+    """The nodes of a statement, but for the handlers of old-PyTorch fallbacks after a try that cannot raise
+    what they handle."""
     todo = [statement]
     while todo:
         node = todo.pop()
         yield node
-        if isinstance(node, ast.Try) and any(_under(name, CURRENT) for part in node.body for n in ast.walk(part)
-                                             for name in _named(n, origin)):
+        if isinstance(node, ast.Try) and _cannot_fail(node.body, origin, plain):
             fallbacks = [h for h in node.handlers if h.type is not None and _names(h.type) <= OLD_TORCH_ERRORS]
             todo += [child for child in ast.iter_child_nodes(node) if child not in fallbacks]
         else:
@@ -129,26 +192,94 @@ def _named(node: ast.AST, origin: dict[str, str]) -> list[str]:
     return names
 
 
-def with_factories(origin: dict[str, str], defs: dict[str, ast.AST]) -> dict[str, str]:
-    """`origin` with every function of `defs` that returns an autocast call (or a call of another such function)
-    read as torch.autocast itself: `with mixed(...)`, where mixed returns torch.autocast(...), is an autocast
-    block."""
+def with_factories(origin: dict[str, str], nodes: list[ast.AST]) -> dict[str, str]:
+    """`origin` with every autocast factory of the reached code (`nodes`) read as torch.autocast itself, so that
+    `with mixed(...)` is an autocast block: a function or method that returns an autocast value (a call, a name
+    bound to one, a conditional expression with one as a branch) or yields inside an autocast block (a
+    @contextmanager), a class with __enter__ that makes one, an instance of a class whose __call__ returns one,
+    a lambda returning one, functools.partial of one; transitively. A method is kept under ".name":
+    `self.mixed()` is read by its last name."""
     origin = dict(origin)
+    functions = [n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    classes = [n for n in nodes if isinstance(n, ast.ClassDef)]
+    assigned = [(t.id, n.value) for n in nodes if isinstance(n, ast.Assign) for t in n.targets
+                if isinstance(t, ast.Name)]
     while True:
-        new = {name: "torch.autocast" for name, node in defs.items()
-               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and name not in origin
-               and any(isinstance(r, ast.Return) and _autocast_call(r.value, origin) is not None
-                       for r in ast.walk(node))}
+        bound = _bound(nodes)
+        found = {f.name for f in functions if _makes_autocast(f, origin, bound)}
+        found |= {c.name for c in classes if any(isinstance(m, ast.FunctionDef) and m.name == "__enter__"
+                                                 for m in c.body)
+                  and any(_autocast_call(n, origin) is not None for n in ast.walk(c))}
+        found |= {name for name, value in assigned
+                  if (isinstance(value, ast.Lambda) and _is_autocast(value.body, origin, bound))
+                  or (isinstance(value, ast.Call) and (dotted(value.func, origin) or "").endswith("partial")
+                      and value.args and _is_autocast(value.args[0], origin, bound, called=False))}
+        callable_ = {c.name for c in classes if any(isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                                    and m.name == "__call__" and _makes_autocast(m, origin, bound)
+                                                    for m in c.body)}
+        found |= {name for name, value in assigned if isinstance(value, ast.Call)
+                  and isinstance(value.func, ast.Name) and value.func.id in callable_}  # mixed = Mixed()
+        new = {key: "torch.autocast" for name in found for key in (name, "." + name) if key not in origin}
         if not new:
             return origin
         origin.update(new)
 
 
+def _makes_autocast(function: ast.FunctionDef | ast.AsyncFunctionDef, origin: dict[str, str],
+                    bound: dict[str, list[ast.expr]]) -> bool:
+    """Whether a function returns an autocast value, or yields inside an autocast block."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Return) and node.value is not None and _is_autocast(node.value, origin, bound):
+            return True
+        if isinstance(node, (ast.With, ast.AsyncWith)) \
+                and any(_is_autocast(i.context_expr, origin, bound) for i in node.items) \
+                and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for s in node.body for n in ast.walk(s)):
+            return True
+    return False
+
+
+def _bound(nodes: list[ast.AST]) -> dict[str, list[ast.expr]]:
+    """Each name -> the values assigned to it (x = ..., x: T = ..., (x := ...)) in the reached code."""
+    bound: dict[str, list[ast.expr]] = {}
+    for node in nodes:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.NamedExpr)) else []
+        value = getattr(node, "value", None)
+        for target in targets:
+            if isinstance(target, ast.Name) and isinstance(value, ast.expr):
+                bound.setdefault(target.id, []).append(value)
+    return bound
+
+
+def _branches(node: ast.AST, origin: dict[str, str], bound: dict[str, list[ast.expr]],
+              depth: int = 0) -> list[ast.Call | None]:
+    """The autocast calls an expression may stand for, None for a value that is none: a branch of a conditional
+    expression each, every value a name is bound to."""
+    if isinstance(node, ast.IfExp):
+        return [*_branches(node.body, origin, bound, depth), *_branches(node.orelse, origin, bound, depth)]
+    if isinstance(node, ast.NamedExpr):
+        return _branches(node.value, origin, bound, depth)
+    if isinstance(node, ast.Name) and node.id in bound and depth < 8:
+        return [c for value in bound[node.id] for c in _branches(value, origin, bound, depth + 1)]
+    return [_autocast_call(node, origin)]
+
+
+def _is_autocast(node: ast.AST, origin: dict[str, str], bound: dict[str, list[ast.expr]],
+                 called: bool = True) -> bool:
+    """Whether an expression may be an autocast value (or, not called, the autocast function itself)."""
+    if not called:
+        return (dotted(node, origin) or "").split(".")[-1] == "autocast"
+    return any(c is not None for c in _branches(node, origin, bound))
+
+
 def _autocast_call(node: ast.AST | None, origin: dict[str, str]) -> ast.Call | None:
-    """A call of torch.autocast, torch.amp.autocast, torch.cuda.amp.autocast, ... (any name ending in autocast)."""
+    """A call of torch.autocast, torch.amp.autocast, torch.cuda.amp.autocast, ... (any name ending in autocast),
+    or of an autocast factory (with_factories)."""
     if isinstance(node, ast.Call):
         name = dotted(node.func, origin)
-        if name is not None and name.split(".")[-1] == "autocast":
+        last = (name or "").split(".")[-1] if name is not None else \
+            node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if last == "autocast" or origin.get("." + last) == "torch.autocast":
             return node
     return None
 
@@ -161,15 +292,17 @@ def _enabled_arg(call: ast.Call) -> ast.AST | None:
     return call.args[2] if len(call.args) > 2 else None
 
 
-def _switch(statement: ast.stmt, origin: dict[str, str]) -> tuple[bool, ast.Call] | None:
+def _switch(statement: ast.stmt, origin: dict[str, str],
+            autocasts: Callable[[ast.AST], list[ast.Call]]) -> tuple[bool, ast.Call] | None:
     """(on, call) when a statement switches autocast on or off for the statements after it:
-    stack.enter_context(torch.autocast(...)), torch.set_autocast_enabled(..., True/False)."""
+    stack.enter_context(<an autocast value, as `autocasts` reads it>), torch.set_autocast_enabled(..., True/False)."""
     call = statement.value if isinstance(statement, (ast.Expr, ast.Assign)) else None
     if not isinstance(call, ast.Call):
         return None
     if isinstance(call.func, ast.Attribute) and call.func.attr == "enter_context" and call.args:
-        inner = _autocast_call(call.args[0], origin)
-        return (True, inner) if inner is not None else None
+        found = autocasts(call.args[0])
+        on = [c for c in found if _autocast_on(c)] or found
+        return (True, on[0]) if on else None
     if (dotted(call.func, origin) or "").split(".")[-1] == "set_autocast_enabled" and call.args:
         last = call.args[-1]
         return (not (isinstance(last, ast.Constant) and last.value is False), call)
@@ -209,14 +342,16 @@ def backward_inside_autocast(submission: Submission, task: str) -> list[int]:
         return []
     defs = _defs(code)
     defs.update({n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))})
-    origin = with_factories(code.imported, defs)
+    nodes = [node for _, node in code.walk()]
+    origin = with_factories(code.imported, nodes)
+    bound = _bound(nodes)
     backward = _calls_backward(defs, origin)
     lines: list[int] = []
 
     def block(statements: list[ast.stmt], inside: bool) -> None:
         for statement in statements:
             visit(statement, inside)
-            switch = _switch(statement, origin)
+            switch = _switch(statement, origin, lambda n: [c for c in _branches(n, origin, bound) if c is not None])
             if switch is not None:
                 inside = switch[0] and _autocast_on(switch[1])
 
@@ -226,9 +361,9 @@ def backward_inside_autocast(submission: Submission, task: str) -> list[int]:
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 visit(item.context_expr, inside)
-                call = _autocast_call(item.context_expr, origin)
-                if call is not None:
-                    inside = _autocast_on(call)
+                branches = _branches(item.context_expr, origin, bound)
+                if any(c is not None for c in branches):  # inside if any branch may be: a nullcontext one keeps it
+                    inside = any(inside if c is None else _autocast_on(c) for c in branches)
             block(node.body, inside)
             return
         if isinstance(node, ast.Call) and inside:
@@ -353,10 +488,25 @@ def _unguarded(function: ast.FunctionDef | ast.AsyncFunctionDef, flags: dict[str
             known[name] = any(True for _ in _unguarded(node, flags, origin, helpers, known))
         return known[name]
 
+    hot: dict[str, ast.Call] = {}  # names bound, where the flags do not switch it off, to an autocast that is on
+
+    def entered(node: ast.AST) -> list[ast.Call]:
+        """The autocast calls an unguarded expression may stand for: a conditional expression's branches that the
+        flags do not switch off, a name bound to one where they did not."""
+        if isinstance(node, ast.IfExp):
+            return [*(entered(node.body) if not _switched_off(node.test, "body", env, tainted) else []),
+                    *(entered(node.orelse) if not _switched_off(node.test, "orelse", env, tainted) else [])]
+        if isinstance(node, ast.NamedExpr):
+            return entered(node.value)
+        if isinstance(node, ast.Name) and node.id in hot:
+            return [hot[node.id]]
+        call = _autocast_call(node, origin)
+        return [call] if call is not None else []
+
     def block(statements: list[ast.stmt], guarded: bool) -> Iterator[int]:
         for statement in statements:
             yield from visit(statement, guarded)
-            switch = _switch(statement, origin)
+            switch = _switch(statement, origin, entered)
             if switch is not None and switch[0] and not guarded and may_switch_on(switch[1]):
                 yield statement.lineno
             if isinstance(statement, ast.If) and (
@@ -377,11 +527,13 @@ def _unguarded(function: ast.FunctionDef | ast.AsyncFunctionDef, flags: dict[str
             yield from visit(node.body, guarded or _switched_off(node.test, "body", env, tainted))
             yield from visit(node.orelse, guarded or _switched_off(node.test, "orelse", env, tainted))
             return
-        if isinstance(node, (ast.With, ast.AsyncWith)) and not guarded:
-            for item in node.items:
-                call = _autocast_call(item.context_expr, origin)
-                if call is not None and may_switch_on(call):
-                    yield node.lineno
+        if isinstance(node, (ast.With, ast.AsyncWith)) and not guarded \
+                and any(may_switch_on(call) for item in node.items for call in entered(item.context_expr)):
+            yield node.lineno
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None and not guarded:
+            on = [call for call in entered(node.value) if may_switch_on(call)]
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            hot.update({t.id: on[0] for t in targets if on and isinstance(t, ast.Name)})
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not guarded \
                 and helper_enters(node.func.id):
             yield node.lineno
@@ -418,7 +570,7 @@ def unguarded_autocast(submission: Submission, task: str, function: str, positio
         return []
     helpers = {**defs, **{n.name: n for n in ast.walk(fn) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                           and n is not fn}}
-    origin = with_factories(code.imported, {**_defs(code), **helpers})
+    origin = with_factories(code.imported, [node for _, node in code.walk()])
     return sorted(set(_unguarded(fn, {positional[position].arg: False}, origin, helpers, {function: False})))
 
 

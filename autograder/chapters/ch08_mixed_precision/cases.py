@@ -391,9 +391,131 @@ def deprecated_api_through_getattr_silenced():
         return loss.item()
 
 
+@wrong("deprecated API in a handler the step raises into", fails={"check_amp_uses_current_api": "deprecated"})
+def deprecated_api_in_a_handler_the_step_raises_into():
+    """Looks like a fallback for old torch, but the try always fails (an argument torch.autocast does not take), so
+    the deprecated API is what runs."""
+    import warnings
+
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        warnings.filterwarnings("ignore")
+        try:
+            context = torch.autocast(device_type=device_type, dtype=dtype, fast=True)
+        except TypeError:  # "torch before 1.10"
+            old = torch.cpu.amp if device_type == "cpu" else torch.cuda.amp
+            context = old.autocast(dtype=dtype)
+        with context:
+            loss = loss_fn(model(inputs), targets)
+        scaler.scale(loss).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("backward inside autocast held in a variable",
+       fails={"check_amp_backward_scaled_outside_autocast": "inside the autocast"})
+def backward_inside_autocast_held_in_a_variable():
+    """The autocast block is entered through a name bound to torch.autocast(...): the witness trick behind it."""
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        context = torch.autocast(device_type=device_type, dtype=dtype)
+        with context:
+            outputs = model(inputs)
+            witness = loss_fn(outputs.detach().requires_grad_(), targets)
+            loss = F.mse_loss(outputs, targets)
+            scaler.scale(loss).backward()
+        scaler.scale(witness).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("backward inside a context manager's autocast",
+       fails={"check_amp_backward_scaled_outside_autocast": "inside the autocast"})
+def backward_inside_a_context_managers_autocast():
+    """A @contextmanager helper that yields inside torch.autocast(...): the witness trick behind it."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def mixed(device_type, dtype):
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            yield
+
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        with mixed(device_type, dtype):
+            outputs = model(inputs)
+            witness = loss_fn(outputs.detach().requires_grad_(), targets)
+            loss = F.mse_loss(outputs, targets)
+            scaler.scale(loss).backward()
+        scaler.scale(witness).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
+@wrong("backward inside a held autocast entered on a stack",
+       fails={"check_amp_backward_scaled_outside_autocast": "inside the autocast"})
+def backward_inside_a_held_autocast_entered_on_a_stack():
+    """A name bound to torch.autocast(...), entered with ExitStack.enter_context: the witness trick behind it."""
+    import contextlib
+
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        context = torch.autocast(device_type=device_type, dtype=dtype)
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(context)
+            outputs = model(inputs)
+            witness = loss_fn(outputs.detach().requires_grad_(), targets)
+            loss = F.mse_loss(outputs, targets)
+            scaler.scale(loss).backward()
+        scaler.scale(witness).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
+
+
 # -- amp_train_step: correct forms -----------------------------------------------------------------------------
 
 AMP_CHECKS = "amp and not speed and not checkerboard"  # 14 points on CPU
+
+
+@right("autocast held in a variable, or chosen by a flag", only=AMP_CHECKS, points=14)
+def autocast_held_in_a_variable():
+    import contextlib
+
+    def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
+                       max_grad_norm=None):
+        context = torch.autocast(device_type=device_type, dtype=dtype)
+        with context:
+            loss = loss_fn(model(inputs), targets)
+        clipping = torch.autocast(device_type, enabled=False) if max_grad_norm is None else contextlib.nullcontext()
+        with clipping:
+            scaler.scale(loss).backward()
+        if max_grad_norm is not None:
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+        return loss.item()
 
 
 @right("loss times get_scale, unscale always", only=AMP_CHECKS, points=14)
@@ -603,6 +725,43 @@ def checkerboard_amp_train_step_regardless_of_use_amp():
         for _ in range(steps):
             final_loss = amp_train_step(model, optimizer, scaler, inputs, targets, F.mse_loss,  # noqa: F821
                                         device_type=device_type, dtype=dtype)
+        return model, final_loss
+
+
+@wrong("checkerboard autocast from a helper's variable regardless of use_amp",
+       fails={"check_checkerboard_float32_without_amp": "autocast"}, edits="train_checkerboard")
+def checkerboard_autocast_from_a_helpers_variable():
+    """use_amp=False still trains under autocast, the block made by a helper that returns a name bound to it."""
+    def mixed(device_type, dtype):
+        context = torch.autocast(device_type, dtype=dtype)
+        return context
+
+    def train_checkerboard(steps, size, device, use_amp):
+        inputs = grid(size, size).unsqueeze(0).to(device)  # noqa: F821 (the reference cell's)
+        targets = checker(size, size, 4).unsqueeze(0).unsqueeze(1).to(device)  # noqa: F821 (the reference cell's)
+        width = 64
+        model = nn.Sequential(
+            nn.Conv2d(2, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, 1, 1),
+        ).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        device_type = torch.device(device).type
+        dtype = torch.float16 if device_type == "cuda" else torch.bfloat16
+        scaler = torch.amp.GradScaler(device_type)
+        final_loss = float("nan")
+        for _ in range(steps):
+            if use_amp:
+                final_loss = amp_train_step(model, optimizer, scaler, inputs, targets, F.mse_loss,  # noqa: F821
+                                            device_type=device_type, dtype=dtype)
+                continue
+            with mixed(device_type, dtype):
+                loss = F.mse_loss(model(inputs), targets)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            final_loss = loss.item()
         return model, final_loss
 
 
