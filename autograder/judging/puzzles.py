@@ -3,10 +3,10 @@ which call expect_puzzle_rule and expect_puzzle_random (as GPU MODE's reference 
 make_match_reference).
 
 A puzzle's rule (its body is one `return <expression>` over operators, indexing, its parameters and the
-operations `PuzzleRule.allowed` names) is read from the task's own cell by source.puzzle_breaks; a break voids every
-check of the task (breaks_rule). Its answers are compared with the oracle by the chapter's own `compare`, since
-chapters tell a wrong answer differently (named mistakes as a problem or as the hint, tolerances, how a call is
-shown).
+operations `PuzzleRule.allowed` names) is read from the task's own cell, and what the code it reaches binds its
+names to, by static.rules.puzzle_breaks; a break voids every check of the task (breaks_rule). Its answers are
+compared with the oracle by the chapter's own `compare`, since chapters tell a wrong answer differently (named
+mistakes as a problem or as the hint, tolerances, how a call is shown).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from autograder.judging.notebook import Submission
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.static.rules import puzzle_breaks, task_code
 
-ALLOWED = frozenset({"torch.arange", "torch.where", ".shape", "ones"})
+ALLOWED = frozenset({"torch.arange", "torch.where", ".shape", "ones", "len"})
 
 
 def breaks(source: str, name: str) -> list[str]:
@@ -51,6 +51,14 @@ def test_allowed_forms_break_nothing(source: str) -> None:
     ("from torch import ones as o\ndef ones(n):\n    return o(n)\n", "o = torch.ones"),
     ("full = torch.ones\ndef ones(n):\n    return full(n)\n", "full = torch.ones"),
     ("import torch.nn.functional as F\ndef ones(n):\n    return F.pad(n, (1, 1))\n", "torch.nn.functional.pad"),
+    # every binding of the name counts: the alias map kept the assignment, the later import runs
+    ("ar = torch.arange\nfrom torch import ones as ar\ndef ones(n):\n    return ar(n)\n", "ar: bound 2 times"),
+    ("def setup():\n    global ar\n    ar = torch.ones\nsetup()\ndef ones(n):\n    return ar(n)\n", "ar: not among"),
+    ("class torch:\n    arange = 1\ndef ones(n):\n    return torch.arange(n)\n", "torch: bound 2 times"),
+    ("len = torch.ones\ndef ones(n):\n    return len(n)\n", "len = torch.ones"),  # an allowed plain name rebound
+    # an allowed operation patched at load is no longer the one the rule allows
+    ("torch.arange = torch.ones\ndef ones(n):\n    return torch.arange(n)\n", "patches a library"),
+    ("torch.Tensor.shape = property(torch.ones_like)\ndef ones(x):\n    return x.shape\n", "patches a library"),
 ])
 def test_each_way_out_of_the_rule_is_named(source: str, named: str) -> None:
     found = breaks(source, "ones")

@@ -65,6 +65,13 @@ HIDDEN = {
     "importlib": "import importlib\nm = importlib.import_module('torch')",
     "namespace dict": "f = torch.__dict__['exp']",
     "vars": "f = vars(torch)['exp']",
+    "attrgetter imported by another name": "from operator import attrgetter as ag\nf = ag(input())(torch)",
+    "code run from a string by a profiler": "import cProfile\ncProfile.run('y = 1')",
+    "typing's own evaluation of a string": "import typing\n"
+                                           "f = typing._type_convert('torch.exp')._evaluate({}, None, set())",
+    "an annotation bound to a computed string": "import functools\nK = ''.join(reversed('xamtfos.hcrot'))\n"
+                                               "@functools.singledispatch\ndef f(a):\n    return a\n"
+                                               "@f.register\ndef _(a: K):\n    return a",
 }
 
 
@@ -114,3 +121,28 @@ def test_annotations_that_only_name_types_are_no_use_but_code_in_them_is() -> No
     hidden = "def helper(x: torch.optim.SGD([torch.zeros(1)], lr=1.0).step()):\n    return x\n"
     code = task_code(submission(softmax_cross_entropy=xent, helper=hidden), "softmax_cross_entropy")
     assert [str(u) for u in names_used(code, ("optim",))] == ["cell 'helper', line 1: torch.optim"]
+
+
+SPELLED = {
+    "a concatenated string": "def _(kind: 'torch.nn.' + 'Softmax'):\n    return kind",
+    "a string in a variable": "KIND = 'torch.nn.' + 'Softmax'\ndef _(kind: KIND):\n    return kind",
+    "a string in a type alias": "KIND = list['torch.nn.Softmax']\ndef _(kind: KIND):\n    return kind",
+    "a string in a class body": "class H:\n    KIND = 'torch.nn.Softmax'\n\n"
+                                "    def _(self, kind: KIND):\n        return kind",
+}
+
+
+@pytest.mark.parametrize("form", SPELLED)
+def test_strings_an_annotation_evaluates_are_read_as_the_code_they_spell(form: str) -> None:
+    """functools.singledispatch's register evaluates a string annotation and keeps the class it names; so do
+    typing.get_type_hints and friends. The string's code is read as if written (issue 34)."""
+    code = task_code(submission(softmax=SPELLED[form] + "\ndef softmax(x, dim=-1):\n    return x\n"), "softmax")
+    assert "torch.nn.Softmax" in [u.text for u in names_used(code, FORBIDDEN)], form
+
+
+def test_type_variables_and_aliases_in_annotations_are_readable() -> None:
+    honest = ("import typing\nT = typing.TypeVar('T')\nVec = list[float]\n"
+              "def softmax(x: T, dim: int = -1, sizes: Vec = ()) -> T:\n"
+              "    e = (x - x.amax(dim, keepdim=True)).exp()\n    return e / e.sum(dim, keepdim=True)\n")
+    code = task_code(submission(softmax=honest), "softmax")
+    assert not names_used(code, FORBIDDEN) and not unreadable(code)

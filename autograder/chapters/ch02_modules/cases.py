@@ -253,6 +253,31 @@ def optim_inside():
                 [optimizer.state[c]["momentum_buffer"].clone() for c in copies])
 
 
+@wrong("torch.optim.SGD named by a string concatenated in an annotation",
+       fails={"check_sgd_momentum_step_by_hand": "torch.optim.SGD"})
+def optim_from_a_concatenated_annotation():
+    import functools
+
+    @functools.singledispatch
+    def _maker(kind):
+        raise TypeError(kind)
+
+    @_maker.register
+    def _(kind: "torch.optim." + "SGD"):  # noqa: F722, F821
+        return kind
+
+    def sgd_momentum_step(params, grads, velocities, lr, momentum):
+        make = next(k for k in _maker.registry if k is not object)
+        copies = [p.detach().clone().requires_grad_(True) for p in params]
+        optimizer = make(copies, lr=lr, momentum=momentum)
+        for c, g, v in zip(copies, grads, velocities, strict=True):
+            c.grad = g.clone()
+            optimizer.state[c]["momentum_buffer"] = v.clone()
+        optimizer.step()
+        return ([c.detach() for c in copies],
+                [optimizer.state[c]["momentum_buffer"].clone() for c in copies])
+
+
 @wrong("torch.optim.SGD named only in a string annotation", fails={"check_sgd_momentum_step_by_hand": "torch.optim"})
 def optim_from_a_string_annotation():
     import functools

@@ -251,6 +251,26 @@ def lower_mask_tril_alias():
         return lower(torch.arange(n)[:, None] + torch.arange(n)[None] >= 0)  # noqa: F821
 
 
+@wrong("lower_mask: torch.tril imported under another name",
+       fails={"check_lower_mask_rule": "torch.tril: not among the allowed"})
+def lower_mask_tril_imported():
+    from torch import tril as lower
+
+    def lower_mask(n):
+        return lower(torch.arange(n)[:, None] + torch.arange(n)[None] >= 0)
+
+
+@wrong("lower_mask: a name bound to torch.arange, then imported as torch.tril",
+       fails={"check_lower_mask_rule": "lower: bound 2 times"})
+def lower_mask_name_rebound():
+    """The judge's alias map kept the assignment (torch.arange, allowed); the later import wins when it runs."""
+    lower = torch.arange
+    from torch import tril as lower  # noqa: F811
+
+    def lower_mask(n):
+        return lower(torch.arange(n)[:, None] + torch.arange(n)[None] >= 0)
+
+
 @right("lower_mask as >=", only="lower_mask", points=3)
 def lower_mask_ge():
     def lower_mask(n):

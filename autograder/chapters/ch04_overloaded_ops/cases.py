@@ -412,6 +412,38 @@ def running_diff_library():
         return torch.diff(x, dim=-1)
 
 
+@cell("row_sum")
+def diff_bound_beside_row_sum():
+    d = torch.diff  # noqa: F841 (read by running_diff, another cell)
+
+    def row_sum(x):
+        return x.sum(dim=0)
+
+
+@wrong("running_diff: torch.diff bound to a name in another cell", also=[diff_bound_beside_row_sum],
+       fails={"check_running_diff_rule": "d = torch.diff: not among the allowed"})
+def running_diff_assigned_elsewhere():
+    def running_diff(x):
+        return d(x, dim=-1)  # noqa: F821
+
+
+@cell("row_sum")
+def tensor_t_patched_beside_row_sum():
+    torch.Tensor.T = property(lambda self: torch.diff(self, dim=-1))
+
+    def row_sum(x):
+        return x.sum(dim=0)
+
+
+@wrong("running_diff: x.T, with Tensor.T patched into torch.diff in another cell",
+       also=[tensor_t_patched_beside_row_sum],
+       fails={"check_running_diff_rule": "torch.Tensor.T: patches a library"})
+def running_diff_patched_attribute():
+    """An allowed operation patched at load is no longer the operation the rule allows."""
+    def running_diff(x):
+        return x.T
+
+
 @wrong("running_diff: torch.diff imported by a bare name",
        fails={"check_running_diff_rule": "torch.diff: not among the allowed"})
 def running_diff_bare_import():

@@ -9,7 +9,8 @@ vectorized reference, timed in the same interleaved run. A loop over the shorter
 axis runs one step on the timed inputs, so the same checks also read the no-loop
 rule from the code the task runs (loops_read). The operators a call
 issues (a trace made in the student's process) only shape the failure message.
-"No torch.cdist" is read from the source of the task's own cell, and so is each
+"No torch.cdist" is read from the source of the code the task reaches (its cell,
+and the other answer cells' code it uses or that runs at load), and so is each
 puzzle's rule (one expression over the stated operations: puzzles.py,
 autograder/judging/static/rules.py puzzle_breaks). Random inputs come from `rng`,
 seeded by the grading's secret seed.

@@ -259,6 +259,26 @@ def in_place_index_add_on_flat_offsets():
 # -- puzzles: other correct forms (any allowed expression) and named wrong ones -------------------------------------
 
 
+@wrong("pick_per_row: take_along_dim bound to a name by an assignment",
+       fails={"check_pick_per_row_rule": "pick = torch.take_along_dim: not among the allowed"})
+def pick_per_row_take_along_dim_assigned():
+    pick = torch.take_along_dim
+
+    def pick_per_row(x, idx):
+        return pick(x, idx[:, None], dim=1)[:, 0]
+
+
+@wrong("pick_per_row: a name bound to torch.gather, then imported as take_along_dim",
+       fails={"check_pick_per_row_rule": "pick: bound 2 times"})
+def pick_per_row_name_rebound():
+    """The judge's alias map kept the assignment (torch.gather, allowed); the later import wins when it runs."""
+    pick = torch.gather
+    from torch import take_along_dim as pick  # noqa: F811
+
+    def pick_per_row(x, idx):
+        return pick(x, idx[:, None], dim=1)[:, 0]
+
+
 @wrong("pick_per_row: take_along_dim imported under another name",
        fails={"check_pick_per_row_rule": "torch.take_along_dim: not among the allowed"})
 def pick_per_row_take_along_dim_alias():

@@ -166,6 +166,28 @@ def softmax_from_an_annotation_elsewhere():
         return cls(dim)(logits)
 
 
+@wrong("nn.Softmax named by a string built in a variable, read as an annotation",
+       fails={"check_softmax_by_hand": "torch.nn.Softmax"})
+def softmax_from_a_computed_annotation():
+    """The annotation's value is the string "torch.nn.Softmax"; register evaluates it, as a written one."""
+    import functools
+
+    KIND = "torch.nn." + "Soft" + "max"
+
+    @functools.singledispatch
+    def _layer(kind):
+        raise TypeError(kind)
+
+    def _(kind: KIND):
+        return kind
+
+    _layer.register(_)
+
+    def softmax(logits, dim=-1):
+        cls = next(k for k in _layer.registry if k is not object)
+        return cls(dim)(logits)
+
+
 @wrong("Categorical's probabilities", fails={"check_softmax_by_hand": "distributions"})
 def categorical_probabilities():
     def softmax(logits, dim=-1):

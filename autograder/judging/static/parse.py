@@ -64,19 +64,38 @@ def _annotation_slots(node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
         yield node, "annotation"
 
 
-class _StringsRead(ast.NodeTransformer):
-    """Strings within an annotation (list["torch.nn.Softmax"] too) parsed as the expressions they spell."""
+# Marks a Name read in an annotation: what it is bound to may be a string that Python evaluates as code.
+IN_ANNOTATION = "_judge_in_annotation"
 
-    def visit_Constant(self, node: ast.Constant) -> ast.AST:
-        if not isinstance(node.value, str):
-            return node
-        try:
-            spelled = ast.parse(node.value.strip(), mode="eval").body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return node
-        for part in ast.walk(spelled):  # its place is the string's: a message names that line
-            ast.copy_location(part, node)
-        return self.visit(spelled)
+
+def in_annotation(node: ast.AST) -> bool:
+    return bool(getattr(node, IN_ANNOTATION, False))
+
+
+def spelled(text: str, where: ast.AST) -> ast.expr | None:
+    """The expression a string spells, placed where the string is (a message names that line); None when it
+    spells none (evaluating it would fail as well)."""
+    try:
+        expression = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for part in ast.walk(expression):
+        ast.copy_location(part, where)
+    return expression
+
+
+class _StringsRead(ast.NodeTransformer):
+    """Strings within an annotation (list["torch.nn.Softmax"] too, and strings built from constants:
+    "torch.nn." + "Softmax") parsed as the expressions they spell; each Name left marked IN_ANNOTATION."""
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        text = folded(node)
+        if text is not None:
+            expression = spelled(text, node)
+            return node if expression is None else self.visit(expression)
+        if isinstance(node, ast.Name):
+            setattr(node, IN_ANNOTATION, True)
+        return super().visit(node)
 
 
 @functools.lru_cache(maxsize=1)  # the review and the rule checks of one grading read the same cells
@@ -143,7 +162,7 @@ def import_names(node: ast.AST) -> dict[str, str]:
     return names
 
 
-def _path(node: ast.AST) -> tuple[ast.AST, list[str]]:
+def attribute_path(node: ast.AST) -> tuple[ast.AST, list[str]]:
     """chain, reading getattr with a constant name as an attribute: getattr(a.b, "c").d -> (Name a, [b, c, d])."""
     attrs: list[str] = []
     while True:
@@ -165,7 +184,7 @@ def aliases(nodes: Iterable[ast.AST]) -> dict[str, str]:
     for node in nodes:
         origin.update(import_names(node))
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            root, attrs = _path(node.value)
+            root, attrs = attribute_path(node.value)
             if isinstance(root, ast.Name):
                 assigned.append((node.targets[0].id, root, attrs))
     for _ in range(3):  # aliases of aliases
@@ -204,6 +223,39 @@ def bound_by(node: ast.AST) -> list[str]:
     if isinstance(node, DEFINITIONS):
         return [node.name]
     return list(import_names(node))
+
+
+def scope_bindings(tree: ast.AST, classes: bool = False) -> Iterator[tuple[str, ast.AST, ast.expr | None]]:
+    """(name, binding node, value) of every name a module binds in its own scope: at its top level (not in the
+    bodies of its functions, lambdas and classes, which are scopes of their own), and in any function that
+    declares the name `global`; with `classes`, in the bodies of its classes too (a method's annotations are
+    evaluated there). `value` is what a plain assignment (x = ..., x: T = ...) binds, else None."""
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            if not isinstance(node, ast.Lambda):
+                yield node.name, node, None
+                declared = {n for g in ast.walk(node) if isinstance(g, ast.Global) for n in g.names}
+                for inner in ast.walk(node) if declared else ():
+                    yield from ((name, inner, None) for name in bound_by(inner) if name in declared
+                                and inner is not node)
+            # what the definition runs in this scope: decorators, defaults, annotations, bases
+            if isinstance(node, ast.ClassDef):
+                todo += [*node.decorator_list, *node.bases, *node.keywords, *(node.body if classes else [])]
+            elif isinstance(node, ast.Lambda):
+                todo.append(node.args)
+            else:
+                todo += [*node.decorator_list, node.args, *([node.returns] if node.returns else [])]
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and node.value is not None:
+                yield targets[0].id, node, node.value
+                todo.append(node.value)
+                continue
+        yield from ((name, node, None) for name in bound_by(node) if not isinstance(node, ast.arg))
+        todo.extend(ast.iter_child_nodes(node))
 
 
 def binding_counts(nodes: Iterable[ast.AST]) -> dict[str, int]:

@@ -11,6 +11,10 @@ there can patch torch or fill a table the task reads); and every function or
 class it uses from other answer cells, transitively. It costs that task alone (a
 check declared `@check(..., rule=True)`, autograder/judging/plugin.py).
 
+A string that Python evaluates as code is read as the code it spells: one in an
+annotation, or bound to a name read in one (functools.singledispatch's register
+and typing.get_type_hints evaluate them, and keep what they name).
+
 Names the judge cannot read (an attribute looked up by a computed string, exec,
 __import__, a star import, the tools that find objects by a name in a string,
 and every construct the review flags, autograder/judging/static/review.py) would
@@ -33,10 +37,15 @@ from autograder.judging.static.parse import (
     DYNAMIC,
     TOO_DEEP,
     aliases,
+    attribute_path,
     chain,
     constant_loops,
     folded,
+    import_names,
+    in_annotation,
     parse_cells,
+    scope_bindings,
+    spelled,
 )
 from autograder.judging.static.review import scan_cells
 
@@ -44,13 +53,16 @@ RUNS_STRINGS = {"exec", "eval", "compile", "__import__", "globals", "locals", "v
 NAMESPACES = {"__dict__", "__getattribute__", "__getattr__", "__builtins__", "__globals__", "__annotations__"}
 MATCH_ARGS = "__match_args__"  # the attribute names a class pattern looks up, as strings
 # Modules, and names anywhere, that find an object from a name in a string or data (beyond what the review scan
-# flags: gc, inspect, importlib, pickle, ...), or list every function of a library to pick one by behaviour.
+# flags: gc, inspect, importlib, pickle, ...), run code from strings (cProfile.run, doctest, sympy's parser, the
+# benchmark Timer's stmt, typing's evaluation of annotations), or list every function of a library to pick one by
+# behaviour.
 RESOLVER_MODULES = {"pydoc", "pkgutil", "runpy", "code", "codeop", "timeit", "shelve", "types", "unittest", "logging",
-                    "string", "torch.load", "torch.serialization", "torch.jit", "torch.hub", "torch.package",
+                    "string", "cProfile", "profile", "doctest", "sympy", "pkg_resources", "torch.utils.benchmark",
+                    "torch.load", "torch.serialization", "torch.jit", "torch.hub", "torch.package",
                     "torch.utils.cpp_extension", "torch.overrides", "numpy.load"}
 RESOLVERS = {"getattr_static", "getmembers", "resolve_name", "locate", "run_path", "run_module", "get_type_hints",
              "ForwardRef", "CompilationUnit", "load_inline", "get_overridable_functions", "get_testing_overrides",
-             "get_ignored_functions", "load", "loads"}
+             "get_ignored_functions", "load", "loads", "get_annotations", "_evaluate", "_eval_type", "_type_convert"}
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
@@ -88,7 +100,61 @@ class TaskCode:
 
     @functools.cached_property
     def nodes(self) -> list[tuple[str, ast.AST]]:
-        return [(cell, node) for cell, tree in self.cells for node in ast.walk(tree)]
+        """Every node of the reached code, and of the code that strings it names in annotations spell (x: KIND,
+        KIND = "torch.nn." + "Softmax": Python evaluates such a string when asked, as a written one)."""
+        written = [(cell, node) for cell, tree in self.cells for node in ast.walk(tree)]
+        spelled_too = [(cell, part) for cell, node in written
+                       if isinstance(node, ast.Name) and in_annotation(node)
+                       for _, value in self.annotation_bindings.get(node.id, ()) if value is not None
+                       for text in _strings(value)
+                       for expression in [spelled(text, node)] if expression is not None
+                       for part in ast.walk(expression)]
+        return written + spelled_too
+
+    @functools.cached_property
+    def annotation_bindings(self) -> dict[str, list[tuple[ast.AST, ast.expr | None]]]:
+        """As bindings, with the bindings of class bodies: the scopes where an annotation's names are looked up."""
+        found: dict[str, list[tuple[ast.AST, ast.expr | None]]] = {}
+        for _, tree in self.cells:
+            for name, node, value in scope_bindings(tree, classes=True):
+                found.setdefault(name, []).append((node, value))
+        return found
+
+    @functools.cached_property
+    def bindings(self) -> dict[str, list[tuple[ast.AST, ast.expr | None]]]:
+        """Every binding of each name in the module scope of the reached code and the preamble (parse.
+        scope_bindings): (the binding node, the value a plain assignment binds, else None)."""
+        try:
+            preamble = [ast.parse(self.preamble)]
+        except SyntaxError:
+            preamble = []
+        found: dict[str, list[tuple[ast.AST, ast.expr | None]]] = {}
+        for tree in [*preamble, *(tree for _, tree in self.cells)]:
+            for name, node, value in scope_bindings(tree):
+                found.setdefault(name, []).append((node, value))
+        return found
+
+    def unbound_but_by_own(self, name: str) -> bool:
+        """Nothing binds the global name but the student's own defs and classes, if anything (a builtin)."""
+        return all(isinstance(node, DEFINITIONS) for node, _ in self.bindings.get(name, ()))
+
+    def meanings(self, name: str, seen: frozenset[str] = frozenset()) -> set[str | None]:
+        """What a global name can stand for when the code runs, from each of its bindings: the dotted name an
+        import binds or an assignment aliases (lower = torch.tril), the name itself where nothing binds it (a
+        builtin); None for anything else (a value, a def or class of the student's own)."""
+        if name not in self.bindings:
+            return {name}
+        found: set[str | None] = set()
+        for node, value in self.bindings[name]:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.add(import_names(node)[name])
+            elif value is not None and isinstance(root := attribute_path(value)[0], ast.Name) \
+                    and root.id not in seen | {name}:
+                attrs = attribute_path(value)[1]
+                found |= {None if m is None else ".".join([m, *attrs]) for m in self.meanings(root.id, seen | {name})}
+            else:
+                found.add(None)
+        return found
 
     def walk(self) -> Iterator[tuple[str, ast.AST]]:
         yield from self.nodes
@@ -133,6 +199,31 @@ class TaskCode:
 
 def _statement(node: ast.expr) -> ast.stmt:
     return ast.copy_location(ast.Expr(value=node), node)
+
+
+def _strings(value: ast.expr) -> list[str]:
+    """The strings a value bound to a name read in an annotation makes Python evaluate as code: the value's own
+    (KIND = "torch.nn." + "Softmax"), or those in a type expression (KIND = list["torch.nn.Softmax"])."""
+    text = folded(value)
+    if text is not None:
+        return [text]
+    return [t for n in ast.walk(value) for t in [folded(n)] if t is not None] if _type_expression(value) else []
+
+
+TYPE_MAKERS = {"TypeVar", "NewType", "ParamSpec", "TypeVarTuple"}  # what they make names no class to evaluate
+
+
+def _unread_annotation(code: TaskCode, name: str) -> bool:
+    """The name, read in an annotation, is bound to a value the judge cannot read: neither a string it reads as
+    code (_strings), nor a type expression, an import, a def or a class. Python may evaluate it as code."""
+    for node, value in code.annotation_bindings.get(name, ()):
+        if isinstance(node, (ast.Import, ast.ImportFrom, *DEFINITIONS)):
+            continue
+        func = value.func if isinstance(value, ast.Call) else None
+        maker = (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) in TYPE_MAKERS
+        if value is None or not (folded(value) is not None or _type_expression(value) or maker):
+            return True
+    return False
 
 
 def _type_expression(node: ast.expr) -> bool:
@@ -200,11 +291,11 @@ def _loaded(tree: ast.AST) -> set[str]:
 
 def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozenset()) -> TaskCode:
     """The task's own cell, whole; from the other answer cells, the code that runs when they load; and every
-    top-level function or class, in any answer cell, that binds a name the reached code loads or the task's own
-    name (which a later cell may define again), transitively. The names in `stop` (ones the grading replaces
-    while the task runs) are not followed from code that runs when the task is called; they are from code that
-    runs at load, which sees the student's own. A cell that does not parse is left out: it fails to load, and
-    every check of its task fails with it."""
+    top-level function or class, in any answer cell, that binds a name the reached code loads (its own name, or a
+    global it declares) or the task's own name (which a later cell may define again), transitively. The names in
+    `stop` (ones the grading replaces while the task runs) are not followed from code that runs when the task is
+    called; they are from code that runs at load, which sees the student's own. A cell that does not parse is
+    left out: it fails to load, and every check of its task fails with it."""
     sources = tuple((cell["id"], cell["source"]) for cell in submission.cells)
     trees, unread = parse_cells(sources)
     preamble = submission.chapter.preamble
@@ -218,15 +309,16 @@ def task_code(submission: Submission, task: str, stop: AbstractSet[str] = frozen
             at_load += _load_time(node)
             if name != task:
                 taken.setdefault(name, []).extend(_load_time(node))
-            if isinstance(node, DEFINITIONS):
-                definitions.setdefault(node.name, []).append((name, node))
+            if isinstance(node, DEFINITIONS):  # by its name, and by each global it binds when it runs
+                for bound in {node.name} | {n for g in ast.walk(node) if isinstance(g, ast.Global) for n in g.names}:
+                    definitions.setdefault(bound, []).append((name, node))
 
     def follow(wanted: set[str], todo: list[ast.AST], followed: set[str]) -> None:
         while wanted or todo:
             wanted = (wanted | {n for t in todo for n in _loaded(t)}) - followed
             found = [(where, node) for name in wanted for where, node in definitions.get(name, [])]
             for where, node in found:
-                if where != task:  # the task's own cell is taken whole
+                if where != task and all(node is not t for t in taken.get(where, [])):  # own cell: taken whole
                     taken.setdefault(where, []).append(node)
             todo = [node for _, node in found]
             followed |= wanted
@@ -257,11 +349,19 @@ def _names_one(name: str, wanted: tuple[tuple[str, ...], ...]) -> bool:
     return any(words[i:i + len(w)] == w for w in wanted for i in range(len(words) - len(w) + 1))
 
 
-def _lookup_names(node: ast.Call, loops: dict[str, tuple[str, ...]]) -> list[str | None]:
+def _called(node: ast.Call, imported: dict[str, str]) -> str:
+    """The name of the function a call calls, through the names imports and aliases bind (from operator import
+    attrgetter as ag: ag is attrgetter)."""
+    func = node.func
+    if isinstance(func, ast.Name):
+        return imported.get(func.id, func.id).split(".")[-1]
+    return func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _lookup_names(node: ast.Call, loops: dict[str, tuple[str, ...]], imported: dict[str, str]) -> list[str | None]:
     """The attribute names a getattr-like call looks up (None: computed at run time); a name that only loops over
     constant strings (for name in ("amax", "exp"): getattr(torch, name)) looks each of them up."""
-    func = node.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    name = _called(node, imported)
     if name in {"attrgetter", "methodcaller"}:
         args = node.args[:1] if name == "methodcaller" else node.args
     elif name in DYNAMIC and len(node.args) > 1:
@@ -294,7 +394,8 @@ def names_used(code: TaskCode, names: Iterable[str]) -> list[Use]:
         elif isinstance(node, ast.Name) and node.id in imported and named(imported[node.id]):
             hits.append(f"{node.id} (imported as {imported[node.id]})")
         elif isinstance(node, ast.Call):
-            hits += [_unparsed(node) for looked in _lookup_names(node, loops) if looked is not None and named(looked)]
+            hits += [_unparsed(node) for looked in _lookup_names(node, loops, imported)
+                     if looked is not None and named(looked)]
         elif isinstance(node, ast.MatchClass):  # case object(softmax=f) looks f up as an attribute
             hits += [f"case ...({a}=...)" for a in node.kwd_attrs if _names_one(a, wanted)]
         found += [Use(cell, getattr(node, "lineno", 0), _short(text)) for text in hits]
@@ -311,13 +412,14 @@ def unreadable(code: TaskCode) -> list[Use]:
     for cell, node in code.walk():
         text = None
         if isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            looked = _lookup_names(node, loops)
+            name = _called(node, imported)
+            looked = _lookup_names(node, loops, imported)
             if any(n is None for n in looked) and id(node) not in code.own_lookups:
                 text = f"{_unparsed(node)}: an attribute name computed at run time"
             elif name in RUNS_STRINGS:
                 text = f"{_unparsed(node)}: code or names from strings"
+        elif isinstance(node, ast.Name) and in_annotation(node) and _unread_annotation(code, node.id):
+            text = f"{node.id} in an annotation: bound to a value the judge cannot read, which Python may evaluate"
         elif isinstance(node, ast.Attribute) and node.attr in NAMESPACES:
             text = f"{_unparsed(node)}: a namespace used as a dictionary"
         elif MATCH_ARGS in {getattr(node, "id", None), getattr(node, "attr", None)}:
@@ -528,7 +630,9 @@ def puzzle_breaks(code: TaskCode, name: str, allowed: AbstractSet[str]) -> list[
     calls and every attribute it reads is allowed. `allowed` holds dotted names of module functions
     ("torch.arange"), method and attribute names with a leading dot (".shape", ".sum") and plain names ("len",
     an earlier puzzle). Operators, indexing, slicing, constants and the function's parameters are always
-    allowed. A missing function is a break; so is anything `unreadable`."""
+    allowed. A global name is judged by every binding of it in the reached code (TaskCode.meanings): bound to
+    different things, it breaks the rule. A missing function is a break; so is anything `unreadable` anywhere in
+    the reached code (a patched library operation among it)."""
     own = [(cell, n) for cell, n in code.walk() if cell == code.task and isinstance(n, ast.FunctionDef)
            and n.name == name]
     if len(own) != 1:
@@ -539,7 +643,6 @@ def puzzle_breaks(code: TaskCode, name: str, allowed: AbstractSet[str]) -> list[
     if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
         found.append(Use(cell, function.lineno, f"{name}: the body is not one `return <expression>`"))
     params = {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}
-    imported = code.imported
     inner: set[int] = set()  # the parts of a module's dotted name already judged whole (torch.nn.functional)
     a = function.args  # annotations are not operations: `x: torch.Tensor` is fine; defaults run, so they count
     read = [*function.body, *a.defaults, *(d for d in a.kw_defaults if d is not None), *function.decorator_list]
@@ -549,22 +652,37 @@ def puzzle_breaks(code: TaskCode, name: str, allowed: AbstractSet[str]) -> list[
             text = f"{_unparsed(node)}: not allowed in a puzzle"
         elif isinstance(node, ast.Attribute) and id(node) not in inner:
             root, attrs = chain(node)
-            if isinstance(root, ast.Name) and root.id in imported and root.id not in params:
+            if isinstance(root, ast.Name) and root.id not in params and not code.unbound_but_by_own(root.id):
                 inner |= {id(n) for n in ast.walk(node.value) if isinstance(n, (ast.Attribute, ast.Name))}
-                dotted = ".".join([imported[root.id], *attrs])
-                if dotted not in allowed:
-                    text = f"{dotted}: not among the allowed operations"
+                text = _meant(code, root.id, code.meanings(root.id), attrs, allowed)
             elif f".{node.attr}" not in allowed:
                 text = f".{node.attr}: not among the allowed operations"
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in params \
-                and node.id not in allowed and id(node) not in inner:
-            # A bare name bound by an import or an assignment at load (`from torch import diff`, `lower =
-            # torch.tril` in any reached cell) stands for what it names, and is judged as that.
-            if node.id not in imported:
-                text = f"{node.id}: not among the allowed operations and names"
-            elif imported[node.id] not in allowed:
-                text = f"{node.id} = {imported[node.id]}: not among the allowed operations"
+                and id(node) not in inner:
+            # A bare name stands for what every binding of it at load makes it (`from torch import diff`, `lower =
+            # torch.tril` in any reached cell), and is judged as that.
+            if code.unbound_but_by_own(node.id):
+                text = None if node.id in allowed else f"{node.id}: not among the allowed operations and names"
+            else:
+                text = _meant(code, node.id, code.meanings(node.id), [], allowed)
         if text:
             found.append(Use(cell, getattr(node, "lineno", function.lineno), _short(text)))
-    hidden = [u for u in unreadable(code) if u.cell == cell]
-    return _unique(found + hidden)
+    # Code the judge cannot read anywhere the task reaches (a library's operation patched at load among it) may
+    # change what an allowed operation does.
+    return _unique(found + unreadable(code))
+
+
+def _meant(code: TaskCode, name: str, meant: set[str | None], attrs: list[str], allowed: AbstractSet[str]
+           ) -> str | None:
+    """Why a global name (with `attrs` read from it) breaks a puzzle's rule: what its bindings make it is not one
+    allowed operation, or they make it different things; None when it is one."""
+    known = sorted(m for m in meant if m is not None)
+    if len(meant) == 1 and known:
+        dotted = ".".join([known[0], *attrs])
+        shown = dotted if attrs else f"{name} = {dotted}"
+        return None if dotted in allowed else f"{shown}: not among the allowed operations"
+    count = len(code.bindings.get(name, ()))
+    if count < 2:
+        return f"{name}: not among the allowed operations and names"
+    listed = ", ".join(known + (["a value"] if None in meant else []))
+    return f"{name}: bound {count} times at load (to {listed}): which one runs is not read"
