@@ -57,6 +57,7 @@ from autograder.judging.authoring import (
     names_used,
     python_loops,
     reference_process,
+    released_stub,
     show,
     task_code,
     unreadable,
@@ -377,8 +378,9 @@ def check_xent_stable(api: Api, rng: torch.Generator, device: str) -> None:
     """value and gradient against float64 on the notebook's example, logits of 1e4 and 1e30, and square and
     random batches of one-hot labels"""
     _expect_xent(api, *XENT_EXAMPLE, -1, device)
-    huge = torch.tensor([[1e30, 1e30, 0.0], [1e4, -1e4, 0.0], [-1e30, 0.0, 1e30]])
-    _expect_xent(api, torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.2, 0.3, 0.5]]), huge, -1, device)
+    huge = torch.tensor([[1e4, 0.0, -1e4], [1e30, 0.0, -1e30], [0.0, 1.0, 2.0], [-5000.0, -5001.0, -7000.0]])
+    soft = torch.tensor([[0.2, 0.3, 0.5], [0.5, 0.25, 0.25], [1.0, 0.0, 0.0], [0.1, 0.1, 0.8]])
+    _expect_xent(api, soft, huge, -1, device)
     for b, c in ((4, 4), (_int(rng, 2, 9), _int(rng, 2, 9))):
         logits = torch.randn(b, c, generator=rng, dtype=torch.float64).float() * 5
         labels = F.one_hot(torch.randint(0, c, (b,), generator=rng), c).float()
@@ -486,6 +488,9 @@ def check_amp_step_autocast(api: Api, rng: torch.Generator, device: str) -> None
     code = task_code(api.student.submission, "amp_step", stop={"softmax_cross_entropy", "SequenceClassifier"})
     used, hidden = names_used(code, ("autocast",)), unreadable(code)
     old = [u for u in used if "cuda.amp" in u.text or "cpu.amp" in u.text]
+    case = _step_case(rng, device, None)
+    if released_stub(code, "amp_step"):  # the untouched stub: its own error says "not implemented"
+        api.observe_step.using(call=_step_call(case, device), hint=STEP_HINT)(case, device)
     if hidden or old or not used:
         got = listed(hidden + old) if hidden or old else "no torch.autocast in the code"
         raise failure(call="the judge's reading of the code of `amp_step`",
@@ -493,7 +498,6 @@ def check_amp_step_autocast(api: Api, rng: torch.Generator, device: str) -> None
                       "function called by its name", got=got, problem="the notebook's rule asks for the current "
                       "autocast API, so none of this exercise's checks counts.", hint=AUTOCAST_HINT,
                       breaks_rule=True)
-    case = _step_case(rng, device, None)
     from autograder.chapters.ch09_capstone.harness import loss_and_grads
 
     got = api.observe_step.using(call=_step_call(case, device), hint=STEP_HINT)(case, device)
