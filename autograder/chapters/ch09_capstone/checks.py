@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from autograder.chapters.ch09_capstone.harness import Classifier
+from autograder.chapters.ch09_capstone.harness import Classifier, loss_and_grads
 from autograder.chapters.ch09_capstone.harness import reference_run as kit_reference_run
 from autograder.chapters.ch09_capstone.inputs import (
     CLASSES,
@@ -208,11 +208,12 @@ def _expect_stream(api: Api, rng: torch.Generator, n_shards: int, workers: int) 
     if not isinstance(dataset, RemoteObject):
         raise failure(call=call, expected="an IterableDataset", got=show(dataset), hint=DATASET_HINT)
     items = api.stream.using(call=call, hint=DATASET_HINT)(dataset, workers, STREAM_SECONDS, 4 * len(sequences))
-    got = [_key(item) for item in items]
-    bad = [k for k in got if isinstance(k, str)]
+    keys = [_key(item) for item in items]
+    bad = [k for k in keys if isinstance(k, str)]
     if bad:
         raise failure(call=call, expected="(tokens, label) pairs: an int64 tensor [L] and a Python int",
                       got=bad[0], hint=DATASET_HINT)
+    got = [k for k in keys if not isinstance(k, str)]
     want = [(tuple(t.tolist()), y) for t, y in sequences]
     if workers == 0 and got == want:
         return
@@ -446,8 +447,6 @@ def check_amp_step_updates(api: Api, rng: torch.Generator, device: str) -> None:
     """one step returns the batch's mean cross entropy (3 %), moves the weights as SGD on the float64 gradient
     would (35 %) and clears the gradients; a step whose gradients are not finite changes nothing and lowers
     the scale"""
-    from autograder.chapters.ch09_capstone.harness import loss_and_grads
-
     case = _step_case(rng, device, None)
     call = _step_call(case, device)
     got = api.observe_step.using(call=call, hint=STEP_HINT)(case, device)
@@ -492,14 +491,12 @@ def check_amp_step_autocast(api: Api, rng: torch.Generator, device: str) -> None
     if released_stub(code, "amp_step"):  # the untouched stub: its own error says "not implemented"
         api.observe_step.using(call=_step_call(case, device), hint=STEP_HINT)(case, device)
     if hidden or old or not used:
-        got = listed(hidden + old) if hidden or old else "no torch.autocast in the code"
+        found = listed(hidden + old) if hidden or old else "no torch.autocast in the code"
         raise failure(call="the judge's reading of the code of `amp_step`",
                       expected="torch.autocast (or torch.amp.autocast), no torch.cuda.amp or torch.cpu.amp, every "
-                      "function called by its name", got=got, problem="the notebook's rule asks for the current "
+                      "function called by its name", got=found, problem="the notebook's rule asks for the current "
                       "autocast API, so none of this exercise's checks counts.", hint=AUTOCAST_HINT,
                       breaks_rule=True)
-    from autograder.chapters.ch09_capstone.harness import loss_and_grads
-
     got = api.observe_step.using(call=_step_call(case, device), hint=STEP_HINT)(case, device)
     want = loss_and_grads(case)["loss"]
     if not (isinstance(got["returned"], float) and math.isclose(got["returned"], want, rel_tol=LOSS_RTOL)):

@@ -82,7 +82,8 @@ def kit_step(model: nn.Module, optimizer: Any, scaler: Any, batch: list[torch.Te
 
 def _built(case: dict[str, Any], weights: str) -> tuple[Classifier, torch.optim.AdamW, torch.amp.GradScaler]:
     device = case["batches"][0][0].device
-    model = Classifier(*case["sizes"], dropout=case["dropout"]).to(device)
+    vocab, dim, classes = case["sizes"]
+    model = Classifier(vocab, dim, classes, dropout=case["dropout"]).to(device)
     model.load_state_dict(case[weights])
     return (model, torch.optim.AdamW(model.parameters(), lr=case["lr"]),
             torch.amp.GradScaler(device.type, **case["scaler"]))
@@ -167,7 +168,8 @@ def observe_step(case: dict[str, Any], device_type: str) -> dict[str, Any]:
     """One call of the student's amp_step on the kit's model (no dropout) with the case's weights, SGD at the case's
     lr and a GradScaler(init_scale=case["scale"]); `poison` makes every gradient non-finite. What it left behind."""
     tokens, mask, labels = case["batch"]
-    model = Classifier(*case["sizes"], dropout=0.0).to(tokens.device)
+    vocab, dim, classes = case["sizes"]
+    model = Classifier(vocab, dim, classes, dropout=0.0).to(tokens.device)
     model.load_state_dict(case["weights"])
     model.poison = case["poison"]
     optimizer = torch.optim.SGD(model.parameters(), lr=case["lr"])
@@ -185,11 +187,13 @@ def observe_step(case: dict[str, Any], device_type: str) -> dict[str, Any]:
 def loss_and_grads(case: dict[str, Any]) -> dict[str, Any]:
     """The judge's oracle for observe_step: the float64 loss and gradients of the same model and batch."""
     tokens, mask, labels = (t.cpu() for t in case["batch"])
-    model = Classifier(*case["sizes"], dropout=0.0).double()
+    vocab, dim, classes = case["sizes"]
+    model = Classifier(vocab, dim, classes, dropout=0.0).double()
     model.load_state_dict({k: v.cpu().double() for k, v in case["weights"].items()})
     loss = F.cross_entropy(model(tokens, mask), labels)
     loss.backward()
-    return {"loss": loss.item(), "grads": {n: p.grad.detach().clone() for n, p in model.named_parameters()}}
+    return {"loss": loss.item(), "grads": {n: torch.zeros_like(p) if p.grad is None else p.grad.detach().clone()
+                                           for n, p in model.named_parameters()}}
 
 
 # -- the dataset -----------------------------------------------------------------------------------------------------
