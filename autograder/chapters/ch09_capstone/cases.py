@@ -418,6 +418,24 @@ def learning_rate_too_small():
         return checkpoint(model, optimizer, scaler, step)  # noqa: F821
 
 
+@wrong("ignores stop and resume, reports the step asked", fails={"check_train_resumes": "did not stop",
+                                                                "check_train_step_budget": "did not stop"},
+       edits="train")
+def ignores_stop_and_resume():
+    def train(paths, steps=STEPS, seed=0, device="cpu", resume=None, stop=None, losses=None):  # noqa: F821
+        torch.manual_seed(seed)
+        model = SequenceClassifier(VOCAB, DIM, CLASSES).to(device)  # noqa: F821
+        optimizer = torch.optim.AdamW(model.parameters(), lr=LR)  # noqa: F821
+        scaler = torch.amp.GradScaler(device, init_scale=2.0**10, growth_interval=16)
+        loader = DataLoader(SequenceDataset(paths), batch_size=BATCH, collate_fn=pad_collate,  # noqa: F821
+                            generator=torch.Generator().manual_seed(seed))
+        stream = (batch for _ in itertools.count() for batch in loader)
+        for tokens, mask, labels in itertools.islice(stream, STEPS):  # noqa: F821
+            amp_step(model, optimizer, scaler, tokens.to(device), mask.to(device), labels.to(device),  # noqa: F821
+                     device_type=device, dtype=torch.float16 if device == "cuda" else torch.bfloat16)
+        return checkpoint(model, optimizer, scaler, steps if stop is None else min(steps, stop))  # noqa: F821
+
+
 @right("a while loop over epochs, skipping by counting", only="train", points=6, edits="train")
 def while_loop_over_epochs():
     def train(paths, steps=STEPS, seed=0, device="cpu", resume=None, stop=None, losses=None):  # noqa: F821

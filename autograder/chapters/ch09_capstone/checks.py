@@ -721,8 +721,8 @@ def _expect_same(got: dict[str, Tensor], want: dict[str, Tensor], device: str, c
 
 @check(task="train", points=2)
 def check_train_resumes(api: Api, rng: torch.Generator, device: str) -> None:
-    """stopped with stop=k (not at an epoch's end), saved, loaded and resumed, the run ends with the uninterrupted
-    run's weights"""
+    """stopped with stop=k (not at an epoch's end: other weights than the whole run's), saved, loaded and resumed,
+    the run ends with the uninterrupted run's weights"""
     paths, seed = _shards(api, rng), _int(rng, 0, 1000)
     epoch = SEQUENCES // 32
     k = _int(rng, 1, STEPS // epoch) * epoch + _int(rng, 1, epoch)
@@ -731,14 +731,16 @@ def check_train_resumes(api: Api, rng: torch.Generator, device: str) -> None:
                           STEPS)
     call = f"part = {base}, stop={k}); torch.save and torch.load(part, weights_only=True); {base}, resume=part)"
     runs = api.run_resumed.using(call=call, hint=RESUME_HINT)(paths, device, seed, k)
-    _expect_result(runs["part"], f"{base}, stop={k})", k)
+    part = _expect_result(runs["part"], f"{base}, stop={k})", k)
+    _expect_moved(part, full, f"{base}, stop={k}) against {base})", f"stopped after {k} steps")
     _expect_same(_expect_result(runs["resumed"], call, STEPS), full, device, call,
                  f"the weights of the uninterrupted {base})", RESUME_HINT)
 
 
 @check(task="train", points=1)
 def check_train_step_budget(api: Api, rng: torch.Generator, device: str) -> None:
-    """the step budget: train(steps=k) takes k steps and returns the weights train(stop=k) stops with"""
+    """the step budget: train(steps=k) takes k steps and returns the weights train(stop=k) stops with, and other
+    weights than train(steps=k + 1)"""
     paths, seed = _shards(api, rng), _int(rng, 0, 1000)
     k = _int(rng, 5, STEPS // 2)
     base = f"train(paths, seed={seed}, device={device!r}"
@@ -749,3 +751,16 @@ def check_train_step_budget(api: Api, rng: torch.Generator, device: str) -> None
                              stop_call, k)
     _expect_same(short, stopped, device, f"{short_call} against {stop_call}",
                  f"the weights {stop_call} returns", BUDGET_HINT)
+    longer_call = f"{base}, steps={k + 1})"
+    longer = _expect_result(api.run_train.using(call=longer_call, hint=BUDGET_HINT)(paths, device, seed,
+                                                                                     steps=k + 1), longer_call, k + 1)
+    _expect_moved(short, longer, f"{short_call} against {longer_call}", f"{k} steps")
+
+
+def _expect_moved(got: dict[str, Tensor], other: dict[str, Tensor], call: str, what: str) -> None:
+    """Runs of different lengths end with different weights: a train that returns the same weights whatever it is
+    asked has not stopped where it says it did."""
+    if all(torch.equal(got[name], other[name]) for name in got):
+        raise failure(call=call, expected=f"other weights after {what} than after more steps",
+                      got="the same weights, bit for bit", problem="the run did not stop where its 'step' says.",
+                      hint=BUDGET_HINT)
