@@ -157,31 +157,35 @@ def _describe_batch(batch: list[Sequence]) -> str:
     return "[" + ", ".join(f"({t.tolist()}, {y})" for t, y in batch[:4]) + (", ...]" if len(batch) > 4 else "]")
 
 
-def _expect_collated(api: Api, batch: list[Sequence], device: str) -> None:
+def _expect_collated(api: Api, batch: list[Sequence]) -> None:
+    """pad_collate on CPU tensors on any device's grading: a DataLoader collates what its dataset yields, on the
+    CPU, before the batch moves to the GPU."""
     call = f"pad_collate({_describe_batch(batch)})"
-    got = api.pad_collate.using(call=call, hint=COLLATE_HINT)([(t.to(device), y) for t, y in batch])
+    got = api.pad_collate.using(call=call, hint=COLLATE_HINT)(batch)
     want = collate_oracle(batch)
     if not (isinstance(got, (tuple, list)) and len(got) == 3):
         raise failure(call=call, expected="a tuple (tokens, mask, labels)", got=show(got), hint=COLLATE_HINT)
     inputs = {"lengths": torch.tensor([len(t) for t, _ in batch])}
     for name, have, expected in zip(("tokens", "mask", "labels"), got, want, strict=True):
-        problem = {"tokens": "", "mask": " (the mask must be True exactly at the real tokens and False at the "
-                   "padding)", "labels": ""}[name]
-        expect_tensor(have, expected.to(device) if device == "cpu" else expected, call=f"{call}: the {name}",
-                      inputs=inputs, hint=f"The {name} are wrong{problem}. " + COLLATE_HINT, device=device)
+        problem = " (the mask must be True exactly at the real tokens and False at the padding)" if name == "mask" \
+            else ""
+        expect_tensor(have, expected, call=f"{call}: the {name}", inputs=inputs,
+                      hint=f"The {name} are wrong{problem}. " + COLLATE_HINT, device="cpu")
 
 
 @check(task="pad_collate", points=1, visible=True)
-def check_collate_example(api: Api, device: str) -> None:
+def check_collate_example(api: Api) -> None:
     """the notebook's example: [([5, 6, 7], 1), ([8], 0)] gives tokens [[5, 6, 7], [8, 0, 0]], its mask and [1, 0]"""
-    _expect_collated(api, COLLATE_EXAMPLE, device)
+    _expect_collated(api, COLLATE_EXAMPLE)
 
 
 @check(task="pad_collate", points=2)
-def check_collate_random(api: Api, rng: torch.Generator, device: str) -> None:
+def check_collate_random(api: Api, rng: torch.Generator) -> None:
     """random batches of 1 to 9 sequences of 1 to 12 tokens, equal lengths included: tokens, mask and labels"""
+    uneven = [(torch.randint(1, VOCAB, (n,), generator=rng), _int(rng, 0, CLASSES)) for n in (5, 1, 3)]
+    _expect_collated(api, uneven)
     for size, equal in ((1, False), (_int(rng, 2, 10), False), (_int(rng, 2, 10), True), (_int(rng, 2, 10), False)):
-        _expect_collated(api, random_batch(rng, size, equal=equal), device)
+        _expect_collated(api, random_batch(rng, size, equal=equal))
 
 
 # -- SequenceDataset -------------------------------------------------------------------------------------------------
