@@ -8,6 +8,7 @@ Not shipped to Gradescope (autograder/course/bundle.py).
 """
 
 import copy
+import io
 import itertools
 import math
 
@@ -57,6 +58,16 @@ def mask_from_the_padding_token():
         for i, (t, _) in enumerate(batch):
             tokens[i, :t.shape[0]] = t
         return tokens, tokens != PAD, torch.as_tensor([int(y) for _, y in batch], dtype=torch.int64)
+
+
+@right("the mask padded from rows of True", only="collate", points=3)
+def mask_padded_from_rows_of_true():
+    PAD = 0
+
+    def pad_collate(batch):
+        tokens = nn.utils.rnn.pad_sequence([t for t, _ in batch], batch_first=True, padding_value=PAD)
+        mask = nn.utils.rnn.pad_sequence([torch.ones_like(t, dtype=torch.bool) for t, _ in batch], batch_first=True)
+        return tokens, mask, torch.tensor([y for _, y in batch], dtype=torch.long)
 
 
 # -- SequenceDataset -------------------------------------------------------------------------------------------------
@@ -231,6 +242,20 @@ def amp_autocast_around_the_loss():
         return float(loss)
 
 
+@right("one-hot rows of an identity matrix, zero_grad(set_to_none=False)", only="amp_step", points=2)
+def identity_rows_and_zeroed_grads():
+    def amp_step(model, optimizer, scaler, tokens, mask, labels, device_type="cpu", dtype=torch.bfloat16):
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            logits = model(tokens, mask)
+        one_hot = torch.eye(logits.shape[1], device=logits.device)[labels]
+        loss = softmax_cross_entropy(one_hot, logits.float()).sum() / labels.shape[0]  # noqa: F821
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=False)
+        return loss.detach().item()
+
+
 # -- checkpoint and restore ------------------------------------------------------------------------------------------
 
 
@@ -307,6 +332,25 @@ def every_tensor_cloned():
         optimizer.load_state_dict(ckpt["optimizer"])
         scaler.load_state_dict(ckpt["scaler"])
         return ckpt["step"]
+
+
+@right("a snapshot through torch.save and torch.load", only="checkpoint", points=4)
+def snapshot_through_torch_save():
+    def checkpoint(model, optimizer, scaler, step):
+        buffer = io.BytesIO()
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict(),
+                    "step": step, "rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}, buffer)
+        buffer.seek(0)
+        return torch.load(buffer, weights_only=True)
+
+    def restore(model, optimizer, scaler, ckpt):
+        for target, key in ((model, "model"), (optimizer, "optimizer"), (scaler, "scaler")):
+            target.load_state_dict(ckpt[key])
+        torch.set_rng_state(ckpt["rng"])
+        if ckpt["cuda_rng"] is not None:
+            torch.cuda.set_rng_state_all(ckpt["cuda_rng"])
+        return int(ckpt["step"])
 
 
 # -- train -----------------------------------------------------------------------------------------------------------
@@ -462,4 +506,29 @@ def while_loop_over_epochs():
                     losses.append(loss)
                 step += 1
                 seen += 1
+        return checkpoint(model, optimizer, scaler, step)  # noqa: F821
+
+
+@right("epochs chained from a repeated loader, skipped with next()", only="train", points=6, edits="train")
+def chained_epochs():
+    def train(paths, steps=STEPS, seed=0, device="cpu", resume=None, stop=None, losses=None):  # noqa: F821
+        torch.manual_seed(seed)
+        model = SequenceClassifier(VOCAB, DIM, CLASSES).to(device)  # noqa: F821
+        optimizer = torch.optim.AdamW(model.parameters(), lr=LR)  # noqa: F821
+        scaler = torch.amp.GradScaler(device, init_scale=2.0**10, growth_interval=16)
+        low = {"cuda": torch.float16}.get(device, torch.bfloat16)
+        step = 0
+        if resume is not None:
+            step = restore(model, optimizer, scaler, resume)  # noqa: F821
+        loader = DataLoader(SequenceDataset(paths), batch_size=BATCH, collate_fn=pad_collate,  # noqa: F821
+                            generator=torch.Generator().manual_seed(seed))
+        batches = itertools.chain.from_iterable(itertools.repeat(loader))
+        for _ in range(step):
+            next(batches)
+        while step < (steps if stop is None else min(stop, steps)):
+            tokens, mask, labels = (t.to(device) for t in next(batches))
+            loss = amp_step(model, optimizer, scaler, tokens, mask, labels, device, low)  # noqa: F821
+            if losses is not None:
+                losses.append(loss)
+            step += 1
         return checkpoint(model, optimizer, scaler, step)  # noqa: F821
