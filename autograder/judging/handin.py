@@ -9,6 +9,13 @@ lstat and opened without following links (O_NOFOLLOW, each folder by the descrip
 can be swapped in between); the file is opened with O_NONBLOCK too (a FIFO cannot hang the open) and must be a
 regular file (fstat). What is copied is bounded in size.
 
+A hard link is no link on the way: it is the file itself under a second name, and a tar unpacked in submitted/
+makes one from a member of type "link" (the answer key's name, a classmate's notebook). No file system says
+which name came first, so a file with several names (st_nlink > 1) is the student's own only when every one of
+them is in the student's own folder (the first folder below the trusted one: submitted/<student>, or the trusted
+folder itself for a file directly in it), which a bounded walk of that folder counts. Otherwise it is refused, and
+so is the classmate's file a link was made to: both rows say so until the instructor removes the extra name.
+
 This module imports nothing of the kit but untrusted.py: grade-all's coordinator uses it without torch.
 """
 
@@ -24,6 +31,7 @@ from typing import BinaryIO
 from autograder.judging.untrusted import safe_name
 
 MAX_COPIED = 64 << 10  # timestamp.txt and submission_secret.txt hold a line each
+MAX_WALKED = 10_000  # entries of a student's folder looked at to find the names of a hard-linked file
 
 
 class NotOwnFile(Exception):
@@ -49,11 +57,37 @@ def refusal(name: str, mode: int, wanted: str = "file") -> str:
             f"the {wanted} itself (a zip or a repository can hold links; upload the notebook file).")
 
 
+def _names_within(folder: Path, st: os.stat_result) -> int:
+    """How many names the file `st` has in `folder` and below (links not followed); MAX_WALKED entries at most,
+    so a folder of a million files costs its student the row, not the batch its time."""
+    found, walked, todo = 0, 0, [folder]
+    while todo and walked < MAX_WALKED:
+        with os.scandir(todo.pop()) as entries:
+            for e in entries:
+                walked += 1
+                if e.is_dir(follow_symlinks=False):
+                    todo.append(Path(e.path))
+                elif e.inode() == st.st_ino and e.stat(follow_symlinks=False).st_dev == st.st_dev:
+                    found += 1
+    return found
+
+
+def _hard_link(path: Path, owner: Path, st: os.stat_result) -> str:
+    """Why the regular file `st` at `path` is not the student's own for its other names, or ""."""
+    if st.st_nlink <= 1 or _names_within(owner, st) >= st.st_nlink:
+        return ""
+    return (f"{safe_name(path.name)} is a hard link: the same file has {st.st_nlink} names, some outside "
+            f"{safe_name(owner.name)}/ (the answer key's, a classmate's?), so it is not read as the student's own. "
+            f"`find <course> -samefile {safe_name(str(path))}` lists them; remove the names that are not this "
+            "student's (a tar unpacked into submitted/ makes them).")
+
+
 @contextlib.contextmanager
 def open_own(path: Path, within: Path | None = None) -> Iterator[BinaryIO]:
     """`path` opened for reading, when every component of it below `within` (default: its folder) is a real folder
-    and the last a regular file; NotOwnFile otherwise (a link, a FIFO, a device, a path outside `within`), OSError
-    when it cannot be opened (missing, not readable)."""
+    and the last a regular file with no name outside the student's folder (a hard link, see the module); NotOwnFile
+    otherwise (a link, a FIFO, a device, a path outside `within`), OSError when it cannot be opened (missing, not
+    readable)."""
     within = path.parent if within is None else within
     try:
         parts = path.relative_to(within).parts
@@ -76,9 +110,12 @@ def open_own(path: Path, within: Path | None = None) -> Iterator[BinaryIO]:
                 raise NotOwnFile(refusal(name, mode, "file" if last else "folder")) from None
             os.close(fd)
             fd = inner
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotOwnFile(refusal(parts[-1], mode))
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotOwnFile(refusal(parts[-1], st.st_mode))
+        shared = _hard_link(path, within / parts[0] if len(parts) > 1 else within, st)
+        if shared:
+            raise NotOwnFile(shared)
         os.set_blocking(fd, True)
         f = os.fdopen(fd, "rb")
     except BaseException:
