@@ -49,9 +49,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from autograder.course.batch import discover, result_path
+from autograder.course.batch import discover, result_path, submitted_dir
 from autograder.course.reference import release_path
-from autograder.judging.handin import NotOwnFile, read_own
+from autograder.judging.handin import NotOwnFile, read_own, readers, write_private
 from autograder.judging.notebook import MAX_ANSWER_BYTES, NotebookError, load_submission
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean, csv_cell
@@ -103,11 +103,9 @@ class Found:
 # -- the answers, kept by grade-all -------------------------------------------------------------------------------
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_private(path, text.encode("utf-8"), mode)
 
 
 def save_answers(root: Path, graded: Path) -> int:
@@ -132,7 +130,8 @@ def save_answers(root: Path, graded: Path) -> int:
             target.unlink(missing_ok=True)
             continue
         cells = {c["id"]: c["source"] for c in sub.cells}
-        _write_atomic(target, json.dumps({"sha256": job.sha256, "assignment": sub.chapter.id, "cells": cells}))
+        _write_atomic(target, json.dumps({"sha256": job.sha256, "assignment": sub.chapter.id, "cells": cells}),
+                      readers(Path(job.notebook), submitted_dir(root)))  # the student's code: as private as theirs
         written += 1
     return written
 
@@ -146,7 +145,8 @@ def merge_answers(parts: Iterable[Path], out: Path) -> None:
             except (NotOwnFile, OSError):
                 continue
             if len(raw) <= MAX_ANSWERS_BYTES:
-                _write_atomic(out / ANSWERS / path.parent.name / path.name, raw.decode("utf-8", errors="replace"))
+                _write_atomic(out / ANSWERS / path.parent.name / path.name, raw.decode("utf-8", errors="replace"),
+                              readers(path, part))  # as private as the shard's copy
 
 
 def read_answers(graded: Path) -> dict[str, dict[str, dict[str, str]]]:

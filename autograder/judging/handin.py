@@ -131,13 +131,47 @@ def read_own(path: Path, limit: int, within: Path | None = None) -> bytes:
         return f.read(limit + 1)
 
 
+def readers(path: Path, within: Path) -> int:
+    """The mode of what the kit writes from the student's file or folder at `path` (a copy, a feedback page, the
+    answers kept): read and write for its owner; read for the group, and for others, only where they can read
+    `path`, through every folder from `within` down (a private submission stays private). Never more than the
+    0644 of nbgrader's own generate_feedback: nothing executable, nothing another user writes. Give it to
+    os.open, which takes the umask off too."""
+    mode, current = 0o644, within
+    for name in ("", *path.relative_to(within).parts):
+        current = current / name if name else current
+        try:
+            st = os.lstat(current)
+        except OSError:
+            return 0o600
+        if stat.S_ISDIR(st.st_mode) and current != path:
+            mode &= 0o600 | (st.st_mode & 0o011) << 2  # a folder lets them through with its x bits
+        elif stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+            mode &= 0o600 | st.st_mode  # the file itself (or the folder written from): its r bits
+        else:
+            return 0o600
+    return mode
+
+
+def write_private(dest: Path, data: bytes, mode: int) -> None:
+    """`data` into `dest`, replaced whole (a temporary file beside it, renamed), created with `mode` (readers):
+    a file that was readable by all and is written again for a submission made private becomes private."""
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.chmod(tmp, stat.S_IMODE(os.stat(tmp).st_mode) & mode)  # a leftover temporary file kept its old mode
+    os.replace(tmp, dest)
+
+
 def copy_own(path: Path, dest: Path, within: Path | None = None, limit: int = MAX_COPIED) -> None:
     """Copy the student's own file (open_own) of at most `limit` bytes to `dest`, a new file (never one that
-    exists, nor through a link) that only its owner reads: what a student hands in is never published by the
-    kit's copy. NotOwnFile when it is not the student's own or is larger."""
+    exists, nor through a link) no more readable than `path` (readers): what a student hands in is never
+    published by the kit's copy. NotOwnFile when it is not the student's own or is larger."""
+    within = path.parent if within is None else within
     data = read_own(path, limit, within)
     if len(data) > limit:
         raise NotOwnFile(f"{safe_name(path.name)} is larger than {limit >> 10} KiB: not copied")
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, readers(path, within))
     with os.fdopen(fd, "wb") as f:
         f.write(data)

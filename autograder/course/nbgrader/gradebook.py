@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judging import results as fmt
-from autograder.judging.handin import NotOwnFile, copy_own, open_own
+from autograder.judging.handin import NotOwnFile, copy_own, open_own, readers, write_private
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
 from autograder.judging.results import Results
@@ -323,9 +323,11 @@ def write_feedback(course: Path, results: list[Results]) -> Feedback:
             done.kept.append(str(page.relative_to(course)))
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        page.write_text(feedback_html(result), encoding="utf-8")
-        done.written += 1
         submitted = course / "submitted" / extra["student"] / (extra["assignment"] or "unknown")
+        notebook = submitted / extra["notebook"] if extra.get("notebook") else submitted
+        # the page shows the student's score and code: readable by whom could read what the student handed in
+        write_private(page, feedback_html(result).encode(), readers(notebook, course / "submitted"))
+        done.written += 1
         for name in RELEASE_FEEDBACK_READS:  # as nbgrader generate_feedback copies them, never over its own
             if not os.path.lexists(submitted / name) or os.path.lexists(folder / name):
                 continue
