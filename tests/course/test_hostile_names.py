@@ -1,0 +1,92 @@
+"""Names of files and folders in submitted/ are the students' (a zip, a tar or a repository they made): none of
+them may stop the batch. A folder name of 240 bytes crashed grade-all (OSError: File name too long) when it wrote
+the row's result file, `.<name>.json.<pid>.tmp`, and so on every rerun: nobody else's row was written."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from autograder.course import batch
+from autograder.course.batch import Job, discover, grade_all, result_path
+from autograder.judging.results import Results
+
+# No torch at the top: the pool's spawned workers import this module for quick_grade.
+CH = "07_numerical_stability"
+NAME_MAX = 255  # bytes in one file name on Linux and macOS
+
+
+def quick_grade(job: Job, out: str, device: str, junit: bool) -> batch.SummaryRow:
+    """A row as grade_job writes it, at once: the refusal for a refused job, full marks otherwise."""
+    result: Results = {"score": 0.0 if job.refused else 1.0, "max_score": 1.0, "execution_time": 0.0,
+                       "output": job.refused, "tests": [], "visibility": "visible",
+                       "extra_data": {"assignment": job.assignment_text, "student": job.student_text,
+                                      "sha256": job.sha256}}
+    batch._write_atomic(result_path(Path(out), job), json.dumps(result))
+    return batch.row(result)
+
+
+@pytest.fixture
+def course(tmp_path: Path) -> Path:
+    def hand_in(student: str, assignment: str, notebook: str) -> None:
+        folder = tmp_path / "course" / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        (folder / notebook).write_text("{}")
+
+    hand_in("ada", CH, f"{CH}.ipynb")
+    hand_in("eve", "a" * 240, "x.ipynb")
+    hand_in("é" * 127, CH, f"{CH}.ipynb")  # 254 bytes of UTF-8
+    hand_in("bob", CH, "b" * 249 + ".ipynb")
+    return tmp_path / "course"
+
+
+def test_a_long_folder_name_is_a_refused_row_of_bounded_names(course: Path, tmp_path: Path) -> None:
+    jobs = {j.student[:3]: j for j in discover(course)}
+    for key in ("eve", "ééé"):
+        job = jobs[key]
+        assert "bytes long" in job.refused and "Rename the folder" in job.refused, job
+        assert len(os.fsencode(f"{job.student}__{job.assignment}.xml")) <= NAME_MAX  # --junit's report
+        assert len(os.fsencode(f".{job.assignment}.json.4194304.tmp")) <= NAME_MAX
+    assert not jobs["ada"].refused and not jobs["bob"].refused
+    assert len({j.key for j in jobs.values()}) == 4
+    out = tmp_path / "graded"
+    assert grade_all(course, out, workers=1, work=quick_grade) == 0
+    rows = json.loads((out / "summary.json").read_text())
+    assert len(rows) == 4 and sum(r["score"] for r in rows) == 2
+
+
+def _result(student: str, assignment: str = CH) -> Results:
+    return {"score": 1.0, "max_score": 1.0, "execution_time": 0.0, "output": "", "tests": [], "visibility": "visible",
+            "extra_data": {"student": student, "assignment": assignment, "notebook": f"{CH}.ipynb"}}
+
+
+def test_feedback_pages_stay_in_feedback_and_one_bad_name_costs_its_page_alone(tmp_path: Path) -> None:
+    """Results name the folders their pages go in: one edited by hand or in a shard's folder before the merge
+    wrote its page anywhere (`../../x`), and a name whose escapes make it too long stopped every page after it."""
+    pytest.importorskip("nbgrader")
+    from autograder.course.nbgrader.gradebook import write_feedback
+
+    course = tmp_path / "course"
+    (course / "submitted").mkdir(parents=True)
+    forged = [_result("../../../escaped"), _result("eve", "../../x"), _result("/tmp/abs"),
+              _result("\\x01" * 100), _result("..")]
+    done = write_feedback(course, [*forged, _result("ada")])
+    assert done.written == 1 and (course / "feedback" / "ada" / CH / f"{CH}.html").is_file()
+    assert not (tmp_path / "escaped").exists() and not (course / "x").exists() and not Path("/tmp/abs").exists()
+    assert [p.name for p in (course / "feedback").iterdir()] == ["ada"]
+    assert len(done.refused) == len(forged)
+
+
+def test_merge_refuses_a_result_filed_under_another_students_name(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A result moved into another folder would give its student two rows, or the wrong student the score."""
+    part = tmp_path / "part1"
+    for folder, student in (("ada", "ada"), ("eve", "ada")):
+        (part / "results" / folder).mkdir(parents=True)
+        (part / "results" / folder / f"{CH}.json").write_text(json.dumps(_result(student)))
+    assert batch.merge([part], tmp_path / "merged") == 2
+    assert "eve" in capsys.readouterr().err
+    assert not (tmp_path / "merged" / "summary.json").exists()
