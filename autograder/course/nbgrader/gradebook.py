@@ -308,6 +308,11 @@ class Feedback:
     refused: list[str] = field(default_factory=list)  # a submission's file not copied beside its page, and why
 
 
+def _one_folder(name: str) -> bool:
+    """`name` names one entry of a folder: no separator, not . or .., short enough to be written beside."""
+    return name not in (".", "..") and "/" not in name and "\0" not in name and len(os.fsencode(name)) <= 200
+
+
 def write_feedback(course: Path, results: list[Results]) -> Feedback:
     """feedback/<student>/<assignment>/<assignment>.html, where `nbgrader release_feedback` looks. A page there
     that the kit did not write (nbgrader generate_feedback's, with the instructor's manual grades and comments)
@@ -317,16 +322,29 @@ def write_feedback(course: Path, results: list[Results]) -> Feedback:
         extra = result["extra_data"]
         if fmt.grader_error(result):
             continue
-        folder = course / "feedback" / extra["student"] / (extra["assignment"] or "unknown")
-        page = folder / f"{extra['assignment'] or 'unknown'}.html"
-        if page.exists() and KIT_PAGE not in page.read_text(encoding="utf-8", errors="replace")[:2000]:
-            done.kept.append(str(page.relative_to(course)))
+        student, assignment = extra["student"], extra["assignment"] or "unknown"
+        notebook = str(extra.get("notebook") or "")
+        # A result names the folders its page goes in: a result edited by hand, or in a shard's folder before the
+        # merge, could name any folder. Each name is one folder's, or the page is not written.
+        bad = [name for name in (student, assignment, notebook) if name and not _one_folder(name)]
+        if bad or not student:
+            done.refused.append(clean(f"{student}/{assignment}: {bad[0] if bad else student!r} is not the name of "
+                                      "a folder in submitted/: no feedback page written"))
             continue
-        folder.mkdir(parents=True, exist_ok=True)
-        submitted = course / "submitted" / extra["student"] / (extra["assignment"] or "unknown")
-        notebook = submitted / extra["notebook"] if extra.get("notebook") else submitted
-        # the page shows the student's score and code: readable by whom could read what the student handed in
-        write_private(page, feedback_html(result).encode(), readers(notebook, course / "submitted"))
+        folder = course / "feedback" / student / assignment
+        page = folder / f"{assignment}.html"
+        try:
+            if page.exists() and KIT_PAGE not in page.read_text(encoding="utf-8", errors="replace")[:2000]:
+                done.kept.append(str(page.relative_to(course)))
+                continue
+            folder.mkdir(parents=True, exist_ok=True)
+            submitted = course / "submitted" / student / assignment
+            # the page shows the student's score and code: readable by whom could read what the student handed in
+            mode = readers(submitted / notebook if notebook else submitted, course / "submitted")
+            write_private(page, feedback_html(result).encode(), mode)
+        except OSError as e:  # a name too long once escaped, a full disk: this page alone
+            done.refused.append(clean(f"{student}/{assignment}: no feedback page written: {e.strerror}"))
+            continue
         done.written += 1
         for name in RELEASE_FEEDBACK_READS:  # as nbgrader generate_feedback copies them, never over its own
             if not os.path.lexists(submitted / name) or os.path.lexists(folder / name):
