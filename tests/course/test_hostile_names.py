@@ -90,3 +90,42 @@ def test_merge_refuses_a_result_filed_under_another_students_name(tmp_path: Path
     assert batch.merge([part], tmp_path / "merged") == 2
     assert "eve" in capsys.readouterr().err
     assert not (tmp_path / "merged" / "summary.json").exists()
+
+
+def test_export_writes_no_formula_from_a_student_into_grades_csv(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`nbgrader export` writes the roster's ids and names as they are: a display name or an id of
+    "=HYPERLINK(...)" was a live formula in the grades.csv the instructor opens in a spreadsheet, and its comma
+    shifted every cell after it. The kit's exporter writes them guarded; `export` and the course's config use it."""
+    pytest.importorskip("nbgrader")
+    import csv
+    import subprocess
+
+    from nbgrader.api import Gradebook
+
+    from autograder.course.nbgrader import gradebook
+    from autograder.course.nbgrader.export import SafeCsvExport
+
+    gradebook.interpreter_bin_first()  # nbgrader makes the database with alembic from PATH
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}", "x") as gb:
+        gb.add_assignment(CH)
+        gb.add_student('=HYPERLINK("http://x","y")', first_name="@SUM(1)", last_name="+1", email="-2+3")
+        SafeCsvExport(to=str(tmp_path / "grades.csv")).export(gb)
+    with (tmp_path / "grades.csv").open(newline="", encoding="utf-8") as f:
+        header, *rows = list(csv.reader(f))
+    assert len(rows) == 1
+    cells = dict(zip(header, rows[0], strict=True))
+    assert cells["student_id"] == '\'=HYPERLINK("http://x","y")' and cells["email"] == "'-2+3"
+    assert not [c for c in rows[0] if c.startswith(("=", "+", "-", "@"))]
+    assert float(cells["score"]) == 0.0  # numbers stay numbers
+
+    ran: list[list[str]] = []
+
+    def run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        ran.append(args)
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    (tmp_path / "nbgrader_config.py").write_text("")
+    assert gradebook.export(tmp_path) == 0 and f"--exporter={gradebook.EXPORTER}" in ran[0]
+    assert gradebook.EXPORTER in (Path(gradebook.__file__).parents[3] / "nbgrader_config.py").read_text()

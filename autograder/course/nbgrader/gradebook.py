@@ -33,6 +33,7 @@ from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
 from autograder.judging.results import Results
 
+EXPORTER = "autograder.course.nbgrader.export.SafeCsvExport"  # grades.csv with no formula from a student
 REGISTER = ".venv/bin/nbgrader generate_assignment {assignment} --force"
 # What nbgrader's Gradebook.add_submission makes SQLAlchemy say for every submission (nbgrader_config.py says why).
 SESSION_WARNING = r"Object of type <\w+> not in session, add operation along '[\w.]+' will not proceed"
@@ -89,7 +90,8 @@ def export(start: Path) -> int:
               file=sys.stderr)
         return 2
     interpreter_bin_first()
-    done = subprocess.run([sys.executable, "-m", "nbgrader", "export"], cwd=root, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "export", f"--exporter={EXPORTER}"], cwd=root,
+                          capture_output=True, text=True)
     if done.returncode != 0:
         print(clean(f"error: nbgrader export failed in {root}:\n{done.stdout}{done.stderr}"), file=sys.stderr)
         return 1
