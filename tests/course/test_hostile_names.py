@@ -129,3 +129,34 @@ def test_export_writes_no_formula_from_a_student_into_grades_csv(tmp_path: Path,
     (tmp_path / "nbgrader_config.py").write_text("")
     assert gradebook.export(tmp_path) == 0 and f"--exporter={gradebook.EXPORTER}" in ran[0]
     assert gradebook.EXPORTER in (Path(gradebook.__file__).parents[3] / "nbgrader_config.py").read_text()
+
+
+@pytest.mark.parametrize("damage", ["locked", "not a database"])
+def test_a_locked_or_damaged_gradebook_is_a_message_not_a_traceback(tmp_path: Path, damage: str) -> None:
+    """grade-all --gradebook while Formgrader holds gradebook.db, or with a gradebook.db that is not one, stopped
+    with sqlite's exception (OperationalError: database is locked; DatabaseError: file is not a database)."""
+    pytest.importorskip("nbgrader")
+    import sqlite3
+
+    from nbgrader.api import Gradebook
+
+    from autograder.course.nbgrader.gradebook import interpreter_bin_first, record
+
+    interpreter_bin_first()
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text('c = get_config()\nc.CourseDirectory.course_id = "x"\n')
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "x") as gb:
+        gb.add_assignment(CH)
+    out = course / "graded"
+    (out / "results" / "ada").mkdir(parents=True)
+    (out / "results" / "ada" / f"{CH}.json").write_text(json.dumps({**_result("ada"), "extra_data": {
+        **_result("ada")["extra_data"], "sha256": "ab"}}))
+    holder = sqlite3.connect(course / "gradebook.db", isolation_level=None)
+    if damage == "locked":
+        holder.execute("BEGIN EXCLUSIVE")
+    else:
+        (course / "gradebook.db").write_bytes(b"not sqlite " * 100)
+    with pytest.raises(SystemExit, match=f"gradebook.db.*{damage}.*nothing more recorded"):
+        record(course, out)
+    holder.close()

@@ -177,7 +177,19 @@ def record(course: Path, out: Path) -> Recorded:
 
     A submission already recorded from the same notebook, with the submitted timestamp, is left alone
     (manual grades stay unflagged). Raises SystemExit naming the command to run when an assignment
-    is not registered in gradebook.db."""
+    is not registered in gradebook.db, and saying what to do when gradebook.db is locked or damaged."""
+    from sqlalchemy.exc import DatabaseError
+
+    try:
+        return _record(course, out)
+    except (DatabaseError, sqlite3.DatabaseError) as e:  # sqlite's, alone or through nbgrader's Gradebook
+        why = e.orig if isinstance(e, DatabaseError) else e
+        raise SystemExit(f"{course / 'gradebook.db'}: {why}: nothing more recorded (what was recorded before "
+                         "stays). Locked: Formgrader or another nbgrader command is writing it; rerun when it is "
+                         "done. Not a database: restore it from a backup.") from None
+
+
+def _record(course: Path, out: Path) -> Recorded:
     import nbformat
     from nbgrader.api import Gradebook, MissingEntry
     from sqlalchemy.exc import SAWarning
