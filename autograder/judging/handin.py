@@ -125,6 +125,38 @@ def open_own(path: Path, within: Path | None = None) -> Iterator[BinaryIO]:
         yield f
 
 
+def own_folder(folder: Path, within: Path) -> None:
+    """NotOwnFile naming the first entry of `folder` (a submission, every file of it, at any depth) that is not
+    the student's own: a link, a special file, a file with a name outside the student's folder; and for a folder
+    on the way from `within` that is a link. nbgrader's autograde copies every file of a submission into
+    autograded/ following links (the kit has the submission refused first: course/nbgrader). At most MAX_WALKED
+    entries are looked at; more are refused, unread."""
+    parts = folder.relative_to(within).parts
+    current = within
+    for name in parts:
+        current = current / name
+        mode = os.lstat(current).st_mode
+        if not stat.S_ISDIR(mode):
+            raise NotOwnFile(refusal(name, mode, "folder"))
+    owner = within / parts[0] if parts else within
+    walked, todo = 0, [folder]
+    while todo:
+        with os.scandir(todo.pop()) as entries:
+            for e in entries:
+                walked += 1
+                if walked > MAX_WALKED:
+                    raise NotOwnFile(f"{safe_name(str(folder.relative_to(within)))} holds more than {MAX_WALKED} "
+                                     "files and folders: not read")
+                st = e.stat(follow_symlinks=False)
+                shown = safe_name(str(Path(e.path).relative_to(folder)))
+                if stat.S_ISDIR(st.st_mode):
+                    todo.append(Path(e.path))
+                elif not stat.S_ISREG(st.st_mode):
+                    raise NotOwnFile(refusal(shown, st.st_mode))
+                elif _hard_link(Path(e.path), owner, st):
+                    raise NotOwnFile(_hard_link(Path(e.path), owner, st))
+
+
 def read_own(path: Path, limit: int, within: Path | None = None) -> bytes:
     """At most `limit` + 1 bytes of the student's own file (open_own): one more than `limit` says it is larger."""
     with open_own(path, within) as f:

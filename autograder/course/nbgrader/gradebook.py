@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judging import results as fmt
-from autograder.judging.handin import NotOwnFile, copy_own, open_own, readers, write_private
+from autograder.judging.handin import NotOwnFile, copy_own, open_own, own_folder, readers, write_private
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
 from autograder.judging.results import Results
@@ -241,8 +241,10 @@ def _record(course: Path, out: Path) -> Recorded:
             submitted = Path(api.coursedir.format_path(api.coursedir.submitted_directory, student, assignment),
                              extra["notebook"])
             try:  # nbgrader's autograde copies a submission's files following links: it never sees a refused one
-                with open_own(submitted, Path(api.coursedir.root, api.coursedir.submitted_directory)):
+                within = Path(api.coursedir.root, api.coursedir.submitted_directory)
+                with open_own(submitted, within):
                     pass
+                own_folder(submitted.parent, within)
             except (NotOwnFile, OSError) as e:
                 done.failed.append(f"{student}/{assignment}: {e}{stale(student, assignment)}")
                 continue
