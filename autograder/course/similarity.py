@@ -37,6 +37,7 @@ step says how to install it. Student code is hostile text: the page escapes ever
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import html
 import io
@@ -147,6 +148,16 @@ def merge_answers(parts: Iterable[Path], out: Path) -> None:
             if len(raw) <= MAX_ANSWERS_BYTES:
                 _write_atomic(out / ANSWERS / path.parent.name / path.name, raw.decode("utf-8", errors="replace"),
                               readers(path, part))  # as private as the shard's copy
+
+
+def answers_mode(graded: Path) -> int:
+    """The mode of a page or file that may show any student's answers (pairs.json, the class report): private
+    when one student's kept answers are (save_answers gives them their submission's readers)."""
+    mode = 0o644
+    for path in (graded / ANSWERS).glob("*/*.json"):
+        with contextlib.suppress(OSError):
+            mode &= os.lstat(path).st_mode | 0o600
+    return mode
 
 
 def read_answers(graded: Path) -> dict[str, dict[str, dict[str, str]]]:
@@ -269,7 +280,7 @@ def write(graded: Path) -> Found:
     """Find the pairs and write graded/similarity/pairs.json (the page's data) and pairs.csv."""
     found = find(graded)
     folder = graded / FOLDER
-    _write_atomic(folder / "pairs.json", json.dumps(asdict(found)))
+    _write_atomic(folder / "pairs.json", json.dumps(asdict(found)), answers_mode(graded))
     tmp = folder / f".pairs.csv.{os.getpid()}.tmp"
     with tmp.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)

@@ -94,3 +94,18 @@ def test_kept_answers_are_no_more_readable_than_the_submission(course: Path, tmp
     for student, mode in EXPECTED.items():
         path = graded / "answers" / student / f"{CH}.json"
         assert _mode(path) == mode, (student, oct(_mode(path)))
+
+
+def test_the_class_report_holding_a_private_students_code_is_private(course: Path, tmp_path: Path) -> None:
+    """The report's similarity section shows the answers of pairs of students side by side."""
+    from autograder.course.report import write_report
+    from autograder.course.similarity import save_answers
+
+    graded = tmp_path / "graded"
+    for job in discover(course):
+        _write_atomic(result_path(graded, job), json.dumps(_result(job.student)))
+    save_answers(course, graded)
+    assert _mode(write_report(graded)) == 0o600
+    for student in ("eve", "mal"):
+        (graded / "answers" / student / f"{CH}.json").unlink()
+    assert _mode(write_report(graded)) == 0o644
