@@ -160,3 +160,21 @@ def test_a_locked_or_damaged_gradebook_is_a_message_not_a_traceback(tmp_path: Pa
     with pytest.raises(SystemExit, match=f"gradebook.db.*{damage}.*nothing more recorded"):
         record(course, out)
     holder.close()
+
+
+def test_a_folder_named_as_a_pattern_is_not_handed_to_nbgrader(tmp_path: Path) -> None:
+    """nbgrader finds a submission by globbing submitted/<student>/<assignment>: a student folder named "*" (or
+    "ad[a]") had grade-all --gradebook autograde, with force, every classmate it matches (ada's manual grades
+    flagged again), under a name that is not theirs."""
+    pytest.importorskip("nbgrader")
+    from autograder.course.nbgrader.gradebook import record
+
+    out = tmp_path / "graded"
+    for student in ("*", "ad[a]", "b?b"):
+        result = _result(student)
+        result["extra_data"]["sha256"] = "ab"
+        (out / "results" / student).mkdir(parents=True)
+        (out / "results" / student / f"{CH}.json").write_text(json.dumps(result))
+    done = record(tmp_path, out)  # no gradebook here: nothing may reach nbgrader
+    assert not done.recorded and len(done.failed) == 3
+    assert all("pattern" in line for line in done.failed)

@@ -196,11 +196,17 @@ def _record(course: Path, out: Path) -> Recorded:
 
     interpreter_bin_first()
     todo: dict[str, list[tuple[str, Results]]] = {}
+    done = Recorded()
     for path in sorted((out / "results").glob("*/*.json")):
         result = fmt.load(path)
-        if result["extra_data"].get("sha256") and not fmt.grader_error(result):  # a notebook, graded
-            todo.setdefault(path.stem, []).append((path.parent.name, result))
-    done = Recorded()
+        if not result["extra_data"].get("sha256") or fmt.grader_error(result):  # no notebook graded
+            continue
+        if set("*?[") & set(path.parent.name + path.stem):  # nbgrader globs for submitted/<student>/<assignment>
+            done.failed.append(clean(f"{path.parent.name}/{path.stem}: nbgrader reads this folder name as a "
+                                     "pattern, which matches other students' folders: not recorded. Rename the "
+                                     "folder without * ? or [ and rerun"))
+            continue
+        todo.setdefault(path.stem, []).append((path.parent.name, result))
     for assignment in [a for a in todo if a not in CHAPTERS]:  # a misspelled folder: no command registers it
         near = difflib.get_close_matches(assignment, list(CHAPTERS), n=1)
         advice = f"did you mean {near[0]}? " if near else ""
