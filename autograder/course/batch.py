@@ -35,6 +35,7 @@ from typing import Any, TypedDict
 from autograder.course import shards
 from autograder.judging import results as fmt
 from autograder.judging.handin import NotOwnFile, open_own, read_own, refusal
+from autograder.judging.notebook import MAX_NOTEBOOK_BYTES, too_large
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean, csv_cell
 from autograder.judging.results import Results, SubmissionStatus
@@ -70,10 +71,12 @@ def submitted_dir(path: Path) -> Path:
 
 
 def file_sha256(path: Path, within: Path | None = None) -> str:
-    """The sha256 of the student's own file (handin.open_own: NotOwnFile for a link or a FIFO on the way from
-    `within`)."""
+    """The sha256 of the student's own notebook (handin.open_own: NotOwnFile for a link or a FIFO on the way from
+    `within`, and for a file larger than the grader reads, which a sparse file can be by terabytes)."""
     digest = hashlib.sha256()
     with open_own(path, within) as f:
+        if os.fstat(f.fileno()).st_size > MAX_NOTEBOOK_BYTES:
+            raise NotOwnFile(too_large(safe_name(path.name)))
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

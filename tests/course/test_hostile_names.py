@@ -178,3 +178,24 @@ def test_a_folder_named_as_a_pattern_is_not_handed_to_nbgrader(tmp_path: Path) -
     done = record(tmp_path, out)  # no gradebook here: nothing may reach nbgrader
     assert not done.recorded and len(done.failed) == 3
     assert all("pattern" in line for line in done.failed)
+
+
+def test_a_huge_sparse_notebook_costs_no_time_at_discovery(tmp_path: Path) -> None:
+    """A tar keeps sparse files (GNU tar -S): a notebook of 1 TB that takes a few bytes of the upload had
+    discovery hash the whole terabyte, for hours, before anyone was graded; grading reads 50 MB of it at most
+    and refuses it. Discovery refuses it at once, with the grader's reason, and nbgrader never opens it."""
+    import subprocess
+    import sys
+
+    from tests.kit import ROOT
+
+    folder = tmp_path / "submitted" / "eve" / CH
+    folder.mkdir(parents=True)
+    with (folder / f"{CH}.ipynb").open("wb") as f:
+        f.truncate(1 << 40)
+    code = ("import sys; from pathlib import Path; from autograder.course.batch import discover\n"
+            "print(discover(Path(sys.argv[1]))[0].refused)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert "larger than 50 MB" in done.stdout

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autograder.course.batch import file_sha256
 from autograder.judging import results as fmt
-from autograder.judging.handin import NotOwnFile, copy_own, open_own, own_folder, readers, write_private
+from autograder.judging.handin import NotOwnFile, copy_own, own_folder, readers, write_private
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
 from autograder.judging.results import Results
@@ -248,8 +249,7 @@ def _record(course: Path, out: Path) -> Recorded:
                              extra["notebook"])
             try:  # nbgrader's autograde copies a submission's files following links: it never sees a refused one
                 within = Path(api.coursedir.root, api.coursedir.submitted_directory)
-                with open_own(submitted, within):
-                    pass
+                file_sha256(submitted, within)  # nor one larger than the grader reads, for nbformat to load whole
                 own_folder(submitted.parent, within)
             except (NotOwnFile, OSError) as e:
                 done.failed.append(f"{student}/{assignment}: {e}{stale(student, assignment)}")
