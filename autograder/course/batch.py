@@ -159,6 +159,9 @@ def discover(root: Path) -> list[Job]:
                 jobs.append(Job(student, assignment, str(nb) if nb else "", file_sha256(nb, base) if nb else ""))
             except NotOwnFile as e:
                 jobs.append(_refused(student, assignment, str(nb), str(e)))
+            except OSError as e:  # not readable by the grader (a mode of 000 kept by tar): that row, not the batch
+                name = safe_name(nb.name) if nb else assignment
+                jobs.append(_refused(student, assignment, str(nb), f"{name} cannot be read: {e.strerror}"))
     return jobs
 
 

@@ -74,8 +74,14 @@ def _names_within(folder: Path, st: os.stat_result) -> int:
 
 def _hard_link(path: Path, owner: Path, st: os.stat_result) -> str:
     """Why the regular file `st` at `path` is not the student's own for its other names, or ""."""
-    if st.st_nlink <= 1 or _names_within(owner, st) >= st.st_nlink:
+    if st.st_nlink <= 1:
         return ""
+    try:
+        if _names_within(owner, st) >= st.st_nlink:
+            return ""
+    except OSError as e:  # a tree deeper than a path can name, a folder not readable
+        return (f"{safe_name(path.name)} is a hard link, and {safe_name(owner.name)}/ could not be searched for its "
+                f"other names ({e.strerror}): it is not read as the student's own.")
     return (f"{safe_name(path.name)} is a hard link: the same file has {st.st_nlink} names, some outside "
             f"{safe_name(owner.name)}/ (the answer key's, a classmate's?), so it is not read as the student's own. "
             f"`find <course> -samefile {safe_name(str(path))}` lists them; remove the names that are not this "

@@ -199,3 +199,43 @@ def test_a_huge_sparse_notebook_costs_no_time_at_discovery(tmp_path: Path) -> No
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert "larger than 50 MB" in done.stdout
+
+
+def test_a_folder_too_deep_to_walk_is_a_row_not_a_crash(tmp_path: Path) -> None:
+    """A tar can hold a folder tree deeper than a path can name (4096 bytes): looking for the other names of a
+    hard-linked notebook there raised OSError (File name too long) out of discovery, and grade-all stopped."""
+    folder = tmp_path / "submitted" / "eve" / CH
+    folder.mkdir(parents=True)
+    notebook = folder / f"{CH}.ipynb"
+    notebook.write_text("{}")
+    os.link(notebook, folder / "copy.ipynb")  # two names, both hers: her own file
+    fds = [os.open(folder, os.O_RDONLY)]
+    try:
+        for _ in range(2100):  # 4200 bytes of d/d/d...
+            os.mkdir("d", dir_fd=fds[-1])
+            fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+        jobs = discover(tmp_path)
+        assert len(jobs) == 1 and "could not be searched" in jobs[0].refused
+    finally:  # bottom up: shutil.rmtree (pytest's clean-up of old folders) recurses once per level and would fail
+        for parent in reversed(fds[:-1]):
+            os.close(fds.pop())
+            os.rmdir("d", dir_fd=parent)
+        os.close(fds.pop())
+
+
+def test_a_notebook_the_grader_cannot_read_is_a_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tar run by the instructor keeps a mode of 000 from the archive: opening the notebook raised PermissionError
+    out of discovery, and grade-all (not run as root) stopped before grading anyone."""
+    for student in ("ada", "eve"):
+        (tmp_path / "submitted" / student / CH).mkdir(parents=True)
+        (tmp_path / "submitted" / student / CH / f"{CH}.ipynb").write_text("{}")
+    real = batch.file_sha256
+
+    def as_a_user(path: Path, within: Path | None = None) -> str:  # root reads a file of mode 000: not a user
+        if "eve" in path.parts:
+            raise PermissionError(13, "Permission denied")
+        return real(path, within)
+
+    monkeypatch.setattr(batch, "file_sha256", as_a_user)
+    jobs = {j.student: j for j in discover(tmp_path)}
+    assert not jobs["ada"].refused and "cannot be read: Permission denied" in jobs["eve"].refused
