@@ -159,8 +159,8 @@ def own_folder(folder: Path, within: Path) -> None:
                     todo.append(Path(e.path))
                 elif not stat.S_ISREG(st.st_mode):
                     raise NotOwnFile(refusal(shown, st.st_mode))
-                elif _hard_link(Path(e.path), owner, st):
-                    raise NotOwnFile(_hard_link(Path(e.path), owner, st))
+                elif shared := _hard_link(Path(e.path), owner, st):
+                    raise NotOwnFile(shared)
 
 
 def read_own(path: Path, limit: int, within: Path | None = None) -> bytes:
