@@ -43,6 +43,8 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.KitAutograde.device = "cpu"
+# `nbgrader export` writes grades.csv with the csv module, no student's id or name a spreadsheet formula.
+c.ExportApp.plugin_class = "autograder.course.nbgrader.export.SafeCsvExport"
 c.Autograde.sanitize_preprocessors = [  # nbgrader's, with OverwriteCells replaced (see the module's docstring)
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",

@@ -35,6 +35,7 @@ from typing import Any, TypedDict
 from autograder.course import shards
 from autograder.judging import results as fmt
 from autograder.judging.handin import NotOwnFile, open_own, read_own, refusal
+from autograder.judging.notebook import MAX_NOTEBOOK_BYTES, too_large
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean, csv_cell
 from autograder.judging.results import Results, SubmissionStatus
@@ -70,10 +71,12 @@ def submitted_dir(path: Path) -> Path:
 
 
 def file_sha256(path: Path, within: Path | None = None) -> str:
-    """The sha256 of the student's own file (handin.open_own: NotOwnFile for a link or a FIFO on the way from
-    `within`)."""
+    """The sha256 of the student's own notebook (handin.open_own: NotOwnFile for a link or a FIFO on the way from
+    `within`, and for a file larger than the grader reads, which a sparse file can be by terabytes)."""
     digest = hashlib.sha256()
     with open_own(path, within) as f:
+        if os.fstat(f.fileno()).st_size > MAX_NOTEBOOK_BYTES:
+            raise NotOwnFile(too_large(safe_name(path.name)))
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -93,6 +96,33 @@ def _linked_folder(path: Path, mode: int) -> bool:
     return stat.S_ISLNK(mode) and path.is_dir()
 
 
+# The result file of a row is named after its folders (results/<student>/<assignment>.json, written through
+# .<assignment>.json.<pid>.tmp; --junit's <student>__<assignment>.xml): a longer folder name (a file name holds
+# 255 bytes) is a refused row under a cut name, or writing its row would stop the batch.
+MAX_NAME_BYTES = 120
+LONG_STUDENT = "(folder name too long)"  # the assignment of the one row of a student folder so named
+
+
+def _long(name: str) -> str:
+    """Why a folder of this name is not graded, or "" when its name fits."""
+    size = len(os.fsencode(name))
+    return "" if size <= MAX_NAME_BYTES else (
+        f"the folder name {safe_name(name[:40])}... is {size} bytes long, more than the {MAX_NAME_BYTES} the kit "
+        "names its files after: it is not graded. Rename the folder to the student's id or the assignment's name.")
+
+
+def _cut(name: str) -> str:
+    """A name that fits MAX_NAME_BYTES, the same for the same name: its beginning and a hash of the whole."""
+    if len(os.fsencode(name)) <= MAX_NAME_BYTES:
+        return name
+    kept = ""
+    for char in name:
+        if len(os.fsencode(kept + char)) > MAX_NAME_BYTES - 12:
+            break
+        kept += char
+    return f"{kept}~{hashlib.sha256(os.fsencode(name)).hexdigest()[:10]}"
+
+
 def _refused(student: str, assignment: str, notebook: str, why: str) -> Job:
     # sha256 of the reason: the refused row is kept until the submission changes, as a graded one is
     return Job(student, assignment, notebook, hashlib.sha256(why.encode(errors="surrogateescape")).hexdigest(), why)
@@ -100,20 +130,26 @@ def _refused(student: str, assignment: str, notebook: str, why: str) -> Job:
 
 def discover(root: Path) -> list[Job]:
     """One job per <student>/<assignment> folder, even when it holds no notebook. A student or assignment
-    folder that is a link, or a notebook that is not the student's own regular file (handin.open_own), is a
-    refused job: read nowhere, never graded."""
+    folder that is a link or whose name is too long for the kit's files (MAX_NAME_BYTES), or a notebook that is
+    not the student's own regular file (handin.open_own), is a refused job: read nowhere, never graded."""
     base = submitted_dir(root)
     jobs = []
     for student, mode in _entries(base):
         if _linked_folder(base / student, mode):
-            jobs.append(_refused(student, LINKED_STUDENT, "", refusal(student, mode, "folder")))
+            jobs.append(_refused(_cut(student), LINKED_STUDENT, "", refusal(student, mode, "folder")))
         if not stat.S_ISDIR(mode):
+            continue
+        if _long(student):
+            jobs.append(_refused(_cut(student), LONG_STUDENT, "", _long(student)))
             continue
         for assignment, amode in _entries(base / student):
             folder = base / student / assignment
             if _linked_folder(folder, amode):
-                jobs.append(_refused(student, assignment, "", refusal(assignment, amode, "folder")))
+                jobs.append(_refused(student, _cut(assignment), "", refusal(assignment, amode, "folder")))
             if not stat.S_ISDIR(amode):
+                continue
+            if _long(assignment):
+                jobs.append(_refused(student, _cut(assignment), "", _long(assignment)))
                 continue
             # every .ipynb name but folders: a link or a FIFO so named is refused, not passed over for another
             notebooks = [folder / n for n, m in _entries(folder) if n.endswith(".ipynb") and not stat.S_ISDIR(m)]
@@ -123,6 +159,9 @@ def discover(root: Path) -> list[Job]:
                 jobs.append(Job(student, assignment, str(nb) if nb else "", file_sha256(nb, base) if nb else ""))
             except NotOwnFile as e:
                 jobs.append(_refused(student, assignment, str(nb), str(e)))
+            except OSError as e:  # not readable by the grader (a mode of 000 kept by tar): that row, not the batch
+                name = safe_name(nb.name) if nb else assignment
+                jobs.append(_refused(student, assignment, str(nb), f"{name} cannot be read: {e.strerror}"))
     return jobs
 
 
@@ -456,8 +495,14 @@ def merge(parts: list[Path], out: Path) -> int:
                       "grade-all writes is; nothing merged", file=sys.stderr)
                 return 2
             text = raw.decode("utf-8", errors="replace")
+            result = fmt.parse(json.loads(text))
+            if result["extra_data"].get("student") != safe_name(path.parent.name):  # grade-all files it so
+                print(f"error: {safe_name(str(path))} is the result of student "
+                      f"{safe_name(str(result['extra_data'].get('student')))!r}, not of the folder it is in; "
+                      "nothing merged", file=sys.stderr)
+                return 2
             _write_atomic(out / "results" / path.parent.name / path.name, text)
-            results.append(fmt.parse(json.loads(text)))
+            results.append(result)
     write_summaries(out, results)
     print(f"merged {len(results)} results from {len(parts)} parts into {out}", file=sys.stderr)
     return 0

@@ -37,6 +37,7 @@ step says how to install it. Student code is hostile text: the page escapes ever
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import html
 import io
@@ -49,9 +50,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from autograder.course.batch import discover, result_path
+from autograder.course.batch import discover, result_path, submitted_dir
 from autograder.course.reference import release_path
-from autograder.judging.handin import NotOwnFile, read_own
+from autograder.judging.handin import NotOwnFile, read_own, readers, write_private
 from autograder.judging.notebook import MAX_ANSWER_BYTES, NotebookError, load_submission
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean, csv_cell
@@ -103,11 +104,9 @@ class Found:
 # -- the answers, kept by grade-all -------------------------------------------------------------------------------
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_private(path, text.encode("utf-8"), mode)
 
 
 def save_answers(root: Path, graded: Path) -> int:
@@ -132,7 +131,8 @@ def save_answers(root: Path, graded: Path) -> int:
             target.unlink(missing_ok=True)
             continue
         cells = {c["id"]: c["source"] for c in sub.cells}
-        _write_atomic(target, json.dumps({"sha256": job.sha256, "assignment": sub.chapter.id, "cells": cells}))
+        _write_atomic(target, json.dumps({"sha256": job.sha256, "assignment": sub.chapter.id, "cells": cells}),
+                      readers(Path(job.notebook), submitted_dir(root)))  # the student's code: as private as theirs
         written += 1
     return written
 
@@ -146,7 +146,18 @@ def merge_answers(parts: Iterable[Path], out: Path) -> None:
             except (NotOwnFile, OSError):
                 continue
             if len(raw) <= MAX_ANSWERS_BYTES:
-                _write_atomic(out / ANSWERS / path.parent.name / path.name, raw.decode("utf-8", errors="replace"))
+                _write_atomic(out / ANSWERS / path.parent.name / path.name, raw.decode("utf-8", errors="replace"),
+                              readers(path, part))  # as private as the shard's copy
+
+
+def answers_mode(graded: Path) -> int:
+    """The mode of a page or file that may show any student's answers (pairs.json, the class report): private
+    when one student's kept answers are (save_answers gives them their submission's readers)."""
+    mode = 0o644
+    for path in (graded / ANSWERS).glob("*/*.json"):
+        with contextlib.suppress(OSError):
+            mode &= os.lstat(path).st_mode | 0o600
+    return mode
 
 
 def read_answers(graded: Path) -> dict[str, dict[str, dict[str, str]]]:
@@ -269,7 +280,7 @@ def write(graded: Path) -> Found:
     """Find the pairs and write graded/similarity/pairs.json (the page's data) and pairs.csv."""
     found = find(graded)
     folder = graded / FOLDER
-    _write_atomic(folder / "pairs.json", json.dumps(asdict(found)))
+    _write_atomic(folder / "pairs.json", json.dumps(asdict(found)), answers_mode(graded))
     tmp = folder / f".pairs.csv.{os.getpid()}.tmp"
     with tmp.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)

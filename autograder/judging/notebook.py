@@ -43,6 +43,11 @@ REPAIR = ("It was probably damaged while editing or uploading: download your las
           "Notebook to Checkpoint) or re-download the release and copy your answers in.")
 
 
+def too_large(name: str) -> str:
+    return (f"{name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB, too large to grade. Clear its outputs (Edit > "
+            "Clear All Outputs), save it and submit it again.")
+
+
 def read_notebook(path: Path, within: Path | None = None) -> dict[str, Any]:
     """The notebook's JSON, checked for every field the grader reads; NotebookError says what is wrong, and that
     it is not the student's own file (handin.open_own: a link, a FIFO, on the way from `within`, default its
@@ -55,8 +60,7 @@ def read_notebook(path: Path, within: Path | None = None) -> dict[str, Any]:
     except OSError as e:
         raise NotebookError(f"cannot read {name}: {e.strerror}") from None
     if len(raw) > MAX_NOTEBOOK_BYTES:
-        raise NotebookError(f"{name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB, too large to grade. Clear "
-                            "its outputs (Edit > Clear All Outputs), save it and submit it again.")
+        raise NotebookError(too_large(name))
     try:
         nb = json.loads(raw.decode("utf-8"))
     except RecursionError:

@@ -220,3 +220,58 @@ def test_summary_rows_and_the_class_report_show_names_on_one_line(tmp_path: Path
     path.write_text("{ damaged")
     sub = read_submission(path)
     assert "\n" not in sub.student and "\t" not in sub.assignment
+
+
+HARD = "a hard link"
+
+
+@pytest.fixture
+def hard_links(tmp_path: Path) -> Path:
+    """Hard links, as a tar unpacked in submitted/ makes them (a member of type "link" names another member):
+    eve's notebook is the answer key, mal's is ada's, and gil's folder holds two names of his own notebook."""
+    course = tmp_path / "course"
+    (course / "source" / CH).mkdir(parents=True)
+    key = solved(course / "source" / CH, CH)
+    solved(_folder(course, "ada"), CH)
+    os.link(key, _folder(course, "eve") / f"{CH}.ipynb")
+    os.link(course / "submitted" / "ada" / CH / f"{CH}.ipynb", _folder(course, "mal") / f"{CH}.ipynb")
+    own = solved(_folder(course, "gil"), CH)
+    (own.parent / "backup").mkdir()
+    os.link(own, own.parent / "backup" / "copy.ipynb")
+    return course
+
+
+def test_a_hard_link_to_a_file_outside_the_students_folder_is_refused(hard_links: Path) -> None:
+    jobs = {j.student: j for j in discover(hard_links)}
+    for student in ("eve", "mal", "ada"):  # ada's file is mal's too: which name came first no file system says
+        assert HARD in jobs[student].refused and "find " in jobs[student].refused, student
+    assert not jobs["gil"].refused  # every name of gil's file is in gil's folder: his own
+
+
+def test_grade_and_the_nbgrader_preprocessor_refuse_a_hard_link(hard_links: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder.judging.notebook import NotebookError, read_notebook
+
+    with pytest.raises(NotebookError, match=HARD):
+        read_notebook(hard_links / "submitted" / "eve" / CH / f"{CH}.ipynb")
+    nbformat = pytest.importorskip("nbformat")
+    from autograder.course.nbgrader.autograde import KitAutograde, KitGradingError
+
+    coursedir = SimpleNamespace(root=str(hard_links), submitted_directory="submitted",
+                                format_path=lambda kind, s, a: str(hard_links / kind / s / a))
+    monkeypatch.setattr(KitAutograde, "_coursedir", lambda self: coursedir)
+    pre = KitAutograde(results_dir="graded", grade_missing=False)
+    nb = nbformat.read(str(hard_links / "source" / CH / f"{CH}.ipynb"), as_version=4)
+    with pytest.raises(KitGradingError, match=HARD):
+        pre.preprocess(nb, {"nbgrader": {"student": "mal", "assignment": CH, "notebook": CH}})
+
+
+def test_feedback_copies_no_hard_link_to_the_gradebook(hard_links: Path) -> None:
+    pytest.importorskip("nbgrader")
+    from autograder.course.nbgrader.gradebook import write_feedback
+
+    (hard_links / "gradebook.db").write_text("the gradebook")
+    os.link(hard_links / "gradebook.db", hard_links / "submitted" / "eve" / CH / "timestamp.txt")
+    done = write_feedback(hard_links, [_result("eve")])
+    assert not (hard_links / "feedback" / "eve" / CH / "timestamp.txt").exists()
+    assert HARD in "\n".join(done.refused)

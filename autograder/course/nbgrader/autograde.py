@@ -43,7 +43,7 @@ from traitlets import Bool, Enum, Unicode
 
 from autograder.course.batch import Job, file_sha256, grade_submission, stored_result
 from autograder.judging import results as fmt
-from autograder.judging.handin import NotOwnFile
+from autograder.judging.handin import NotOwnFile, own_folder
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
 from autograder.judging.results import Results, TestResult
@@ -277,8 +277,12 @@ class KitAutograde(NbGraderPreprocessor):
             raise KitGradingError(f"the submitted notebook {safe_name(str(submitted))} is gone")
         # nbgrader has read the notebook through any link already: raising removes what it made of it (the
         # answer key, a classmate's work) from autograded/ and records no score
+        # ... and has copied the submission's other files into autograded/ following links (a link to the
+        # gradebook, to /proc/self/environ): failing the submission has nbgrader remove those copies too
+        within = Path(coursedir.root, coursedir.submitted_directory)
         try:
-            sha256 = file_sha256(submitted, Path(coursedir.root, coursedir.submitted_directory))
+            sha256 = file_sha256(submitted, within)
+            own_folder(submitted.parent, within)
         except NotOwnFile as e:
             raise KitGradingError(f"not graded: {e}") from None
         job = Job(info["student"], info["assignment"], str(submitted), sha256)

@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autograder.course.batch import file_sha256
 from autograder.judging import results as fmt
-from autograder.judging.handin import NotOwnFile, copy_own, open_own
+from autograder.judging.handin import NotOwnFile, copy_own, own_folder, readers, write_private
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.report import clean
 from autograder.judging.results import Results
 
+EXPORTER = "autograder.course.nbgrader.export.SafeCsvExport"  # grades.csv with no formula from a student
 REGISTER = ".venv/bin/nbgrader generate_assignment {assignment} --force"
 # What nbgrader's Gradebook.add_submission makes SQLAlchemy say for every submission (nbgrader_config.py says why).
 SESSION_WARNING = r"Object of type <\w+> not in session, add operation along '[\w.]+' will not proceed"
@@ -89,7 +91,8 @@ def export(start: Path) -> int:
               file=sys.stderr)
         return 2
     interpreter_bin_first()
-    done = subprocess.run([sys.executable, "-m", "nbgrader", "export"], cwd=root, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "export", f"--exporter={EXPORTER}"], cwd=root,
+                          capture_output=True, text=True)
     if done.returncode != 0:
         print(clean(f"error: nbgrader export failed in {root}:\n{done.stdout}{done.stderr}"), file=sys.stderr)
         return 1
@@ -175,18 +178,36 @@ def record(course: Path, out: Path) -> Recorded:
 
     A submission already recorded from the same notebook, with the submitted timestamp, is left alone
     (manual grades stay unflagged). Raises SystemExit naming the command to run when an assignment
-    is not registered in gradebook.db."""
+    is not registered in gradebook.db, and saying what to do when gradebook.db is locked or damaged."""
+    from sqlalchemy.exc import DatabaseError
+
+    try:
+        return _record(course, out)
+    except (DatabaseError, sqlite3.DatabaseError) as e:  # sqlite's, alone or through nbgrader's Gradebook
+        why = e.orig if isinstance(e, DatabaseError) else e
+        raise SystemExit(f"{course / 'gradebook.db'}: {why}: nothing more recorded (what was recorded before "
+                         "stays). Locked: Formgrader or another nbgrader command is writing it; rerun when it is "
+                         "done. Not a database: restore it from a backup.") from None
+
+
+def _record(course: Path, out: Path) -> Recorded:
     import nbformat
     from nbgrader.api import Gradebook, MissingEntry
     from sqlalchemy.exc import SAWarning
 
     interpreter_bin_first()
     todo: dict[str, list[tuple[str, Results]]] = {}
+    done = Recorded()
     for path in sorted((out / "results").glob("*/*.json")):
         result = fmt.load(path)
-        if result["extra_data"].get("sha256") and not fmt.grader_error(result):  # a notebook, graded
-            todo.setdefault(path.stem, []).append((path.parent.name, result))
-    done = Recorded()
+        if not result["extra_data"].get("sha256") or fmt.grader_error(result):  # no notebook graded
+            continue
+        if set("*?[") & set(path.parent.name + path.stem):  # nbgrader globs for submitted/<student>/<assignment>
+            done.failed.append(clean(f"{path.parent.name}/{path.stem}: nbgrader reads this folder name as a "
+                                     "pattern, which matches other students' folders: not recorded. Rename the "
+                                     "folder without * ? or [ and rerun"))
+            continue
+        todo.setdefault(path.stem, []).append((path.parent.name, result))
     for assignment in [a for a in todo if a not in CHAPTERS]:  # a misspelled folder: no command registers it
         near = difflib.get_close_matches(assignment, list(CHAPTERS), n=1)
         advice = f"did you mean {near[0]}? " if near else ""
@@ -227,8 +248,9 @@ def record(course: Path, out: Path) -> Recorded:
             submitted = Path(api.coursedir.format_path(api.coursedir.submitted_directory, student, assignment),
                              extra["notebook"])
             try:  # nbgrader's autograde copies a submission's files following links: it never sees a refused one
-                with open_own(submitted, Path(api.coursedir.root, api.coursedir.submitted_directory)):
-                    pass
+                within = Path(api.coursedir.root, api.coursedir.submitted_directory)
+                file_sha256(submitted, within)  # nor one larger than the grader reads, for nbformat to load whole
+                own_folder(submitted.parent, within)
             except (NotOwnFile, OSError) as e:
                 done.failed.append(f"{student}/{assignment}: {e}{stale(student, assignment)}")
                 continue
@@ -308,6 +330,11 @@ class Feedback:
     refused: list[str] = field(default_factory=list)  # a submission's file not copied beside its page, and why
 
 
+def _one_folder(name: str) -> bool:
+    """`name` names one entry of a folder: no separator, not . or .., short enough to be written beside."""
+    return name not in (".", "..") and "/" not in name and "\0" not in name and len(os.fsencode(name)) <= 200
+
+
 def write_feedback(course: Path, results: list[Results]) -> Feedback:
     """feedback/<student>/<assignment>/<assignment>.html, where `nbgrader release_feedback` looks. A page there
     that the kit did not write (nbgrader generate_feedback's, with the instructor's manual grades and comments)
@@ -317,15 +344,30 @@ def write_feedback(course: Path, results: list[Results]) -> Feedback:
         extra = result["extra_data"]
         if fmt.grader_error(result):
             continue
-        folder = course / "feedback" / extra["student"] / (extra["assignment"] or "unknown")
-        page = folder / f"{extra['assignment'] or 'unknown'}.html"
-        if page.exists() and KIT_PAGE not in page.read_text(encoding="utf-8", errors="replace")[:2000]:
-            done.kept.append(str(page.relative_to(course)))
+        student, assignment = extra["student"], extra["assignment"] or "unknown"
+        notebook = str(extra.get("notebook") or "")
+        # A result names the folders its page goes in: a result edited by hand, or in a shard's folder before the
+        # merge, could name any folder. Each name is one folder's, or the page is not written.
+        bad = [name for name in (student, assignment, notebook) if name and not _one_folder(name)]
+        if bad or not student:
+            done.refused.append(clean(f"{student}/{assignment}: {bad[0] if bad else student!r} is not the name of "
+                                      "a folder in submitted/: no feedback page written"))
             continue
-        folder.mkdir(parents=True, exist_ok=True)
-        page.write_text(feedback_html(result), encoding="utf-8")
+        folder = course / "feedback" / student / assignment
+        page = folder / f"{assignment}.html"
+        try:
+            if page.exists() and KIT_PAGE not in page.read_text(encoding="utf-8", errors="replace")[:2000]:
+                done.kept.append(str(page.relative_to(course)))
+                continue
+            folder.mkdir(parents=True, exist_ok=True)
+            submitted = course / "submitted" / student / assignment
+            # the page shows the student's score and code: readable by whom could read what the student handed in
+            mode = readers(submitted / notebook if notebook else submitted, course / "submitted")
+            write_private(page, feedback_html(result).encode(), mode)
+        except OSError as e:  # a name too long once escaped, a full disk: this page alone
+            done.refused.append(clean(f"{student}/{assignment}: no feedback page written: {e.strerror}"))
+            continue
         done.written += 1
-        submitted = course / "submitted" / extra["student"] / (extra["assignment"] or "unknown")
         for name in RELEASE_FEEDBACK_READS:  # as nbgrader generate_feedback copies them, never over its own
             if not os.path.lexists(submitted / name) or os.path.lexists(folder / name):
                 continue

@@ -27,7 +27,6 @@ characters and HTML-escaped, and CSV cells cannot start a spreadsheet formula.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from autograder.course.nbgrader.formgrader import find_gradebook, read_gradebook
@@ -37,6 +36,8 @@ from autograder.course.report.page import SECTIONS, render
 from autograder.course.report.plots import plots
 from autograder.course.report.read import read_class, read_submission, results_dir
 from autograder.course.report.tables import write_csvs
+from autograder.course.similarity import answers_mode
+from autograder.judging.handin import write_private
 
 __all__ = ["SECTIONS", "Report", "analyse", "failure_key", "find_gradebook", "normalize", "plots", "read_class",
            "read_gradebook", "read_submission", "render", "results_dir", "write_csvs", "write_report"]
@@ -51,8 +52,7 @@ def write_report(graded: Path, out: Path | None = None, gradebook: Path | None =
     files = write_csvs(report, out)
     images, no_plots = plots(report)
     page = out / "report.html"
-    tmp = page.with_name(f".{page.name}.{os.getpid()}.tmp")
-    tmp.write_text(render(report, images, no_plots, files), encoding="utf-8")
-    os.replace(tmp, page)
+    # its similarity section shows students' answers side by side: as private as the most private of them
+    write_private(page, render(report, images, no_plots, files).encode("utf-8"), answers_mode(graded))
     return page
 
