@@ -363,15 +363,16 @@ def check_grad_of_leaves_x_grad_alone(api: Api, rng: torch.Generator, device: st
                           problem="grad_of wrote into the caller's x.grad.", hint=X_GRAD_HINT)
         _expect_grad(out, analytic_grad("sin_dot", x, w), "sin_dot", x, w, device)
     xs = _several_inputs(rng, "product")
-    stale_pair: tuple[Tensor | None, ...] = (_randn(rng, list(xs[0].shape)), None)
+    stale_a = _randn(rng, list(xs[0].shape))
+    stale_pair: tuple[Tensor | None, ...] = (stale_a, None)
     out = api.grad_of.using(hint=SEVERAL_HINT)("product", xs, torch.zeros(()), requires_grad=(True, True),
                                                grad=stale_pair)
     after_pair = out["x_grad"]
     kept_pair = (isinstance(after_pair, tuple) and isinstance(after_pair[0], Tensor)
-                 and torch.equal(after_pair[0], stale_pair[0]) and after_pair[1] is None)
+                 and torch.equal(after_pair[0], stale_a) and after_pair[1] is None)
     if not kept_pair:
         raise failure(call=_describe_several("product", 2), inputs=_state(xs, (True, True), stale_pair),
-                      expected=f"a.grad = {show(stale_pair[0])} and b.grad = None after the call",
+                      expected=f"a.grad = {show(stale_a)} and b.grad = None after the call",
                       got=f"a.grad = {show(after_pair[0])} and b.grad = {show(after_pair[1])}",
                       problem="grad_of wrote into the caller's .grad.", hint=X_GRAD_HINT)
     _expect_several(out, "product", xs, device)
