@@ -182,7 +182,8 @@ def test_squeeze_without_a_dim_is_caught_only_by_the_batch(tmp_path: Path) -> No
     N (b's [1] puts the axis back), so only the batched N = 1 case can fail it: it loses that check's point alone,
     with a message that names squeeze(), and keeps the other four."""
     a, b = torch.randn(1, 1), torch.randn(1)
-    assert torch.equal(squeezed_everything(a, b), paired_sums_oracle(a, b))  # the unbatched trap cannot show
+    unbatched = squeezed_everything(a, b)
+    assert unbatched is not None and torch.equal(unbatched, paired_sums_oracle(a, b))  # the trap cannot show
     squeezed = solved(tmp_path, CH, paired_sums="def paired_sums(a, b):\n    return a.squeeze() + b\n")
     results = by_name(grade_fast(squeezed, only="paired_sums"))
     lost = {name: r.output for name, r in results.items() if r.status != "passed"}
