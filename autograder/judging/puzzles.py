@@ -77,7 +77,7 @@ def mistake_id(p: Puzzle, what: str) -> str:
 def expect_puzzle(api: StudentApi, p: Puzzle, args: tuple[Any, ...], device: str | None, example: bool = False
                   ) -> None:
     """The student's `p` on `args` against its oracle, by the chapter's comparison; on `device` only where an
-    argument is a tensor (a puzzle like causal_mask(n) makes its own)."""
+    argument is a tensor (a puzzle like 03's lower_mask(n) makes its own)."""
     on = device if any(isinstance(a, Tensor) for a in args) else None
     p.compare(api, p, args, on, example)
 

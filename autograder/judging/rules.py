@@ -59,12 +59,13 @@ class NotARule:
 # exercise whose rule is read from the code states that rule again, where its chapter's audit maps it.
 HOW_GRADED = (
     NotARule("Every point comes from evidence the grader gathers itself", "how grading works"),
-    NotARule("**results**: your functions run on fresh inputs", "how grading works"),
-    NotARule("**timings** on the grader's clock", "how grading works"),
-    NotARule("**its own reading of your code**, only where an exercise states a rule",
-             "how grading works: each such exercise states its rule"),
-    NotARule("The grader also lists, for your instructor to read", "how grading works: listed lines cost no points"),
+    NotARule("**a wrong result**: your functions run on fresh inputs", "how grading works"),
+    NotARule("Lines of your answer cells that reach into code that is not yours are listed",
+             "how grading works: listed lines cost no points"),
+    NotARule("While your code or the reference is timed, the other is paused", "how grading works"),
+    NotARule("The grader lists, for your instructor to read", "how grading works: listed lines cost no points"),
     NotARule("**A listed line costs no points**", "how grading works"),
     NotARule("such a line inside that exercise's code breaks the rule",
              "how grading works: each exercise whose rule is read from the code states it again"),
+    NotARule("Ordinary Python on your own objects is never listed", "how grading works: what is never listed"),
 )

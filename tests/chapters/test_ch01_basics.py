@@ -21,10 +21,11 @@ _base = torch._C.TensorBase
 _rg, _grad = _base.__dict__["requires_grad"], _base.__dict__["grad"]
 _before, _returned = {}, set()
 
-def remember(x):  # the caller's x of this call only: ids of freed tensors are used again
+def remember(*xs):  # the caller's inputs of this call only: ids of freed tensors are used again
     _before.clear()
     _returned.clear()
-    _before[id(x)] = (_rg.__get__(x), _grad.__get__(x))
+    for x in xs:
+        _before[id(x)] = (_rg.__get__(x), _grad.__get__(x))
 
 def returned(t):
     _returned.add(id(t))
@@ -44,11 +45,14 @@ torch.Tensor.grad = property(_get_grad, lambda t, v: _grad.__set__(t, v), lambda
 
 GRAD_OF = LIES + """
 def grad_of(fn, x):
-    remember(x)
-    x.requires_grad_(True)
-    x.grad = None
-    fn(x).backward()
-    return _grad.__get__(x)
+    inputs = x if isinstance(x, tuple) else (x,)
+    remember(*inputs)
+    for t in inputs:
+        t.requires_grad_(True)
+        t.grad = None
+    fn(*inputs).backward()
+    grads = tuple(torch.zeros_like(t) if _grad.__get__(t) is None else _grad.__get__(t) for t in inputs)
+    return grads if isinstance(x, tuple) else grads[0]
 """
 
 HVP = LIES + """

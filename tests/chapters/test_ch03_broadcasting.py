@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
+from autograder.chapters.ch03_broadcasting.checks import paired_sums_oracle, squeezed_everything
 from autograder.sandbox import control
 from tests.kit import by_name, grade_fast, limits_for, solved
 
@@ -173,3 +175,17 @@ def test_without_a_v2_group_the_loop_is_read_from_each_processs_cpu_time(tmp_pat
     looped = solved(tmp_path, CH, additive_scores=ADDITIVE_TILERS["padding filled in a loop, in another thread"])
     r = by_name(grade_fast(looped, limits=limits_for(CH), only=check))[check]
     assert r.score == 0 and "loops in Python" in r.output, r.output
+
+
+def test_squeeze_without_a_dim_is_caught_only_by_the_batch(tmp_path: Path) -> None:
+    """Section 4 warns that squeeze() drops an axis at N = 1. Without a batch, `a.squeeze() + b` is right at every
+    N (b's [1] puts the axis back), so only the batched N = 1 case can fail it: it loses that check's point alone,
+    with a message that names squeeze(), and keeps the other four."""
+    a, b = torch.randn(1, 1), torch.randn(1)
+    unbatched = squeezed_everything(a, b)
+    assert unbatched is not None and torch.equal(unbatched, paired_sums_oracle(a, b))  # the trap cannot show
+    squeezed = solved(tmp_path, CH, paired_sums="def paired_sums(a, b):\n    return a.squeeze() + b\n")
+    results = by_name(grade_fast(squeezed, only="paired_sums"))
+    lost = {name: r.output for name, r in results.items() if r.status != "passed"}
+    assert list(lost) == ["check_paired_sums_single_pair"], lost
+    assert "squeeze() without a dim" in lost["check_paired_sums_single_pair"]

@@ -89,5 +89,5 @@ def test_every_form_of_loop_is_found_with_its_line(form: str) -> None:
 
 
 def test_a_loop_in_a_function_the_task_does_not_use_is_not_its() -> None:
-    other = solution_cells(CH)["momentum_step_"] + "\n\ndef unused(x):\n    return [r for r in x]\n"
-    assert read("row_sum", momentum_step_=other) == []
+    other = solution_cells(CH)["repeat_each"] + "\n\ndef unused(x):\n    return [r for r in x]\n"
+    assert read("row_sum", repeat_each=other) == []

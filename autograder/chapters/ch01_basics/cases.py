@@ -19,16 +19,23 @@ from autograder.judging.authoring import right, wrong
 @wrong("backward() fills x.grad", fails={"check_grad_of_leaves_x_grad_alone": "x.grad"})
 def backward_fills_x_grad():
     def grad_of(fn, x):
+        if isinstance(x, tuple):
+            copies = tuple(t.detach().requires_grad_(True) for t in x)
+            fn(*copies).backward()
+            return tuple(torch.zeros_like(t) if t.grad is None else t.grad for t in copies)
         x.requires_grad_(True)
         fn(x).backward()
         return x.grad
 
 
-@wrong("requires_grad left on", fails={"check_grad_of_keeps_requires_grad": "x.requires_grad is True"})
+@wrong("requires_grad left on", fails={"check_grad_of_keeps_requires_grad": "requires_grad is True"})
 def requires_grad_left_on():
     def grad_of(fn, x):
-        x.requires_grad_(True)
-        return torch.autograd.grad(fn(x), x)[0]
+        inputs = x if isinstance(x, tuple) else (x,)
+        for t in inputs:
+            t.requires_grad_(True)
+        grads = torch.autograd.grad(fn(*inputs), inputs, allow_unused=True, materialize_grads=True)
+        return grads if isinstance(x, tuple) else grads[0]
 
 
 @wrong("finite differences", fails={"check_grad_of_analytic": "values differ"}, example="ben")
@@ -47,8 +54,123 @@ def finite_differences():
 @wrong("float32 gradient", fails={"check_grad_of_matches_torch_func": "dtype torch.float32"})
 def float32_gradient():
     def grad_of(fn, x):
-        x_ = x.detach().float().requires_grad_(True)
-        return torch.autograd.grad(fn(x_), x_)[0]
+        inputs = x if isinstance(x, tuple) else (x,)
+        copies = tuple(t.detach().float().requires_grad_(True) for t in inputs)
+        grads = torch.autograd.grad(fn(*copies), copies, allow_unused=True, materialize_grads=True)
+        return grads if isinstance(x, tuple) else grads[0]
+
+
+@wrong("a single tensor only", fails={"check_grad_of_guide_example": "'tuple' object has no attribute 'detach'"})
+def single_tensor_only():
+    """The exercise as it was: one tensor x, nothing else."""
+    def grad_of(fn, x):
+        x_ = x.detach().requires_grad_(True)
+        (grad,) = torch.autograd.grad(fn(x_), x_)
+        return grad
+
+
+@wrong("fn called with the tuple", fails={"check_grad_of_guide_example": "fn(*x)"})
+def fn_called_with_the_tuple():
+    def grad_of(fn, x):
+        inputs = x if isinstance(x, tuple) else (x,)
+        copies = tuple(t.detach().requires_grad_(True) for t in inputs)
+        grads = torch.autograd.grad(fn(copies if isinstance(x, tuple) else copies[0]), copies, allow_unused=True,
+                                    materialize_grads=True)
+        return grads if isinstance(x, tuple) else grads[0]
+
+
+@wrong("always a tuple", fails={"check_grad_of_guide_example": "a tuple for a single tensor x"})
+def always_a_tuple():
+    def grad_of(fn, x):
+        inputs = x if isinstance(x, tuple) else (x,)
+        copies = tuple(t.detach().requires_grad_(True) for t in inputs)
+        return torch.autograd.grad(fn(*copies), copies, allow_unused=True, materialize_grads=True)
+
+
+@wrong("a list back", fails={"check_grad_of_several_inputs": "a list of"})
+def a_list_back():
+    def grad_of(fn, x):
+        inputs = x if isinstance(x, tuple) else (x,)
+        copies = [t.detach().requires_grad_(True) for t in inputs]
+        grads = [g if g is not None else torch.zeros_like(t)
+                 for g, t in zip(torch.autograd.grad(fn(*copies), copies, allow_unused=True), inputs, strict=True)]
+        return grads if isinstance(x, tuple) else grads[0]
+
+
+@wrong("unused input raises", fails={"check_grad_of_unused_inputs": "allow_unused=True"})
+def unused_input_raises():
+    def grad_of(fn, x):
+        inputs = x if isinstance(x, tuple) else (x,)
+        copies = tuple(t.detach().requires_grad_(True) for t in inputs)
+        grads = torch.autograd.grad(fn(*copies), copies)
+        return grads if isinstance(x, tuple) else grads[0]
+
+
+@wrong("None for an unused input", fails={"check_grad_of_unused_inputs": "None in place of input"})
+def none_for_an_unused_input():
+    def grad_of(fn, x):
+        inputs = x if isinstance(x, tuple) else (x,)
+        copies = tuple(t.detach().requires_grad_(True) for t in inputs)
+        grads = torch.autograd.grad(fn(*copies), copies, allow_unused=True)
+        return grads if isinstance(x, tuple) else grads[0]
+
+
+@wrong("float32 zeros for an unused input", fails={"check_grad_of_unused_inputs": "dtype torch.float32"})
+def float32_zeros_for_an_unused_input():
+    def grad_of(fn, x):
+        inputs = x if isinstance(x, tuple) else (x,)
+        copies = tuple(t.detach().requires_grad_(True) for t in inputs)
+        grads = torch.autograd.grad(fn(*copies), copies, allow_unused=True)
+        grads = tuple(torch.zeros(t.shape) if g is None else g for g, t in zip(grads, inputs, strict=True))
+        return grads if isinstance(x, tuple) else grads[0]
+
+
+@wrong("one copy per call, not per input", fails={"check_grad_of_keeps_requires_grad": "changed the caller's tensors"})
+def first_input_copied_only():
+    """Copies the first input and flips the flag on the others in place."""
+    def grad_of(fn, x):
+        if not isinstance(x, tuple):
+            x_ = x.detach().requires_grad_(True)
+            return torch.autograd.grad(fn(x_), x_)[0]
+        copies = (x[0].detach().requires_grad_(True), *(t.requires_grad_(True) for t in x[1:]))
+        return torch.autograd.grad(fn(*copies), copies, allow_unused=True, materialize_grads=True)
+
+
+# -- grad_of: correct forms ----------------------------------------------------------------------------------------
+
+
+@right("grad_of: None replaced by zeros_like", only="grad_of", points=8)
+def none_replaced_by_zeros():
+    def grad_of(fn, x):
+        if isinstance(x, torch.Tensor):
+            return grad_of(lambda t: fn(t), (x,))[0]
+        copies = tuple(t.detach().requires_grad_(True) for t in x)
+        grads = torch.autograd.grad(fn(*copies), copies, allow_unused=True)
+        return tuple(torch.zeros_like(t) if g is None else g for g, t in zip(grads, x, strict=True))
+
+
+@right("grad_of: torch.func.grad with argnums", only="grad_of", points=8)
+def torch_func_argnums():
+    def grad_of(fn, x):
+        if isinstance(x, tuple):
+            return torch.func.grad(fn, argnums=tuple(range(len(x))))(*(t.detach() for t in x))
+        return torch.func.grad(fn)(x.detach())
+
+
+@right("grad_of: backward() on private copies", only="grad_of", points=8)
+def backward_on_copies():
+    def grad_of(fn, x):
+        inputs = x if isinstance(x, tuple) else (x,)
+        copies = [t.detach().clone().requires_grad_(True) for t in inputs]
+        fn(*copies).backward()
+        grads = tuple(torch.zeros_like(t) if t.grad is None else t.grad for t in copies)
+        return grads if isinstance(x, tuple) else grads[0]
+
+
+@right("grad_of: torch.autograd.functional.vjp", only="grad_of", points=8)
+def functional_vjp():
+    def grad_of(fn, x):
+        return torch.autograd.functional.vjp(fn, x)[1]
 
 
 # -- fit_polynomial ------------------------------------------------------------------------------------------------

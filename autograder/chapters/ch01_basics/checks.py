@@ -1,7 +1,8 @@
 """Hidden checks for 01_basics: grad_of and fit_polynomial.
 
 grad_of runs in the child through the harness (autograder/chapters/ch01_basics/harness.py),
-which builds the function by name and reports x's autograd state after the call.
+which builds the function by name and reports the autograd state of x (or of each input of a
+tuple) after the call.
 The judge computes every expected gradient itself: analytic formulas, and
 torch.func.grad on its own copy of the function table, in float64. Polynomial
 fits are judged against the true coefficients, or the float64 least-squares
@@ -25,8 +26,8 @@ from autograder.judging.authoring import StudentApi, answer, check, expect_tenso
 
 class GradOf(TypedDict):
     grad: Any  # what the student's grad_of returned
-    requires_grad: bool  # x.requires_grad after the call
-    x_grad: Tensor | None  # x.grad after the call
+    requires_grad: Any  # x.requires_grad after the call (a tuple of them for a tuple x)
+    x_grad: Any  # x.grad after the call (a tuple of them for a tuple x)
 
 
 class Hvp(TypedDict):
@@ -38,9 +39,11 @@ class Hvp(TypedDict):
 
 class Api(StudentApi):
     @harness()
-    def grad_of(self, name: str, x: Tensor, w: Tensor, requires_grad: bool = False, grad: Tensor | None = None
-                ) -> GradOf:
-        """The student's grad_of(FUNCTIONS[name], x), with x's requires_grad and .grad set up beforehand."""
+    def grad_of(self, name: str, x: Tensor | tuple[Tensor, ...], w: Tensor,
+                requires_grad: bool | tuple[bool, ...] = False,
+                grad: Tensor | tuple[Tensor | None, ...] | None = None) -> GradOf:
+        """The student's grad_of(FUNCTIONS[name], x), or grad_of(SEVERAL[name], x) for a tuple x, with each
+        input's requires_grad and .grad set up beforehand."""
 
     @answer
     def fit_polynomial(self, x: Tensor, y: Tensor, degree: int = 2, steps: int = 1000, lr: float = 0.1) -> Tensor:
@@ -75,6 +78,20 @@ FUNCTIONS: dict[str, tuple[str, Fn]] = {
                                   lambda x, w: x.reshape(-1)[0] ** 2 + (w * x).sum()),
 }
 
+# The harness's SEVERAL table, for grad_of on a tuple of inputs, with the text students see in messages.
+SEVERAL: dict[str, tuple[str, Callable[..., Tensor]]] = {
+    "product": ("lambda a, b: (a * b).sum()", lambda a, b: (a * b).sum()),
+    "one_input": ("lambda a: (a * a).sum()", lambda a: (a * a).sum()),
+    "sin_times_plus_square": ("lambda a, b, c: (torch.sin(a) * b).sum() + (c * c).sum()",
+                              lambda a, b, c: (torch.sin(a) * b).sum() + (c * c).sum()),
+    "logsumexp_matvec": ("lambda m, v: torch.logsumexp(m @ v, 0)", lambda m, v: torch.logsumexp(m @ v, 0)),
+    "mixed_dtypes": ("lambda a, b: (a.to(b.dtype) ** 2).sum() * b.mean()",
+                     lambda a, b: (a.to(b.dtype) ** 2).sum() * b.mean()),
+    "second_unused": ("lambda a, b: (a * a).sum()", lambda a, b: (a * a).sum()),
+    "only_middle_used": ("lambda a, b, c: torch.tanh(b).sum()", lambda a, b, c: torch.tanh(b).sum()),
+    "first_unused_float64": ("lambda a, b: torch.logsumexp(b, 0)", lambda a, b: torch.logsumexp(b, 0)),
+}
+
 # Gradients worked out by hand.
 ANALYTIC: dict[str, Fn] = {
     "neg_square": lambda x, w: -2 * x,
@@ -91,6 +108,14 @@ def analytic_grad(name: str, x: Tensor, w: Tensor) -> Tensor:
 def func_grad(name: str, x: Tensor, w: Tensor) -> Tensor:
     fn = FUNCTIONS[name][1]
     return torch.func.grad(lambda t: fn(t, w.double()))(x.double()).to(x.dtype)
+
+
+def several_grads(name: str, xs: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+    """The gradient with respect to each input, by torch.func.grad in float64 (zeros for an unused one), each
+    in its own input's dtype."""
+    fn = SEVERAL[name][1]
+    grads = torch.func.grad(fn, argnums=tuple(range(len(xs))))(*(t.double() for t in xs))
+    return tuple(g.to(t.dtype) for g, t in zip(grads, xs, strict=True))
 
 
 def poly_features(x: Tensor, degree: int) -> Tensor:
@@ -110,8 +135,15 @@ FIT_RTOL, FIT_ATOL = 1e-2, 1e-2
 # do: over 100 seeds each, a fit that ignores `steps` fails every time and the reference passes every time.
 FAR = (12.0, 16.0)
 
-GRAD_HINT = ("Differentiate with torch.autograd.grad(fn(x_), x_)[0], where x_ = x.detach().requires_grad_(True). "
-             "It returns a tensor of x's shape; do not approximate with finite differences.")
+GRAD_HINT = ("Differentiate with autograd (torch.autograd.grad, for one) on a detached copy of x that requires "
+             "grad. A tensor x gets one tensor of x's shape back; do not approximate with finite differences.")
+SEVERAL_HINT = ("For a tuple x = (a, b, ...), call fn(a, b, ...) (fn(*x), on detached copies that require grad) "
+                "and return a tuple of the same length: the gradient with respect to each input, in its shape "
+                "and dtype. torch.autograd.grad takes a tuple of inputs and returns a tuple.")
+UNUSED_HINT = ("An input fn does not use has a gradient of zeros. torch.autograd.grad raises for such an input "
+               "unless you pass allow_unused=True, and then it gives None in its place: replace that None by "
+               "zeros of the input's shape, dtype and device (torch.zeros_like), or ask for them with "
+               "materialize_grads=True.")
 REQUIRES_GRAD_HINT = ("Do not call x.requires_grad_() on the caller's tensor. Differentiate with respect to "
                       "a detached copy instead: x_ = x.detach().requires_grad_(True).")
 X_GRAD_HINT = ("loss.backward() writes into x.grad, adding to whatever was there. torch.autograd.grad returns "
@@ -142,9 +174,42 @@ def _describe(name: str) -> str:
     return f"grad_of(f, x) with f = lambda x: {FUNCTIONS[name][0]}"
 
 
+def _describe_several(name: str, n: int) -> str:
+    names = "abc"[:n] if name != "logsumexp_matvec" else "mv"
+    return f"grad_of(f, ({', '.join(names)}{',' * (n == 1)})) with f = {SEVERAL[name][0]}"
+
+
+def _expect_several(out: GradOf, name: str, xs: tuple[Tensor, ...], device: str, hint: str = SEVERAL_HINT) -> None:
+    """A tuple of len(xs) gradients, each matching torch.func.grad within its dtype's tolerance."""
+    call = _describe_several(name, len(xs))
+    names = "abc" if name != "logsumexp_matvec" else "mv"
+    inputs = dict(zip(names, xs, strict=False))
+    want = several_grads(name, xs)
+    got = out["grad"]
+    if not isinstance(got, tuple) or len(got) != len(xs):
+        what = (f"a {type(got).__name__} of {len(got)}" if isinstance(got, (list, tuple)) else
+                "one tensor" if isinstance(got, Tensor) else show(got))
+        raise failure(call=call, inputs=[f"{k} = {show(v)}" for k, v in inputs.items()],
+                      expected=f"a tuple of {len(xs)} gradient{'s' * (len(xs) != 1)}, one per input", got=what,
+                      problem=f"not a tuple of {len(xs)}: a tuple of inputs gets a tuple of gradients back.",
+                      hint=hint)
+    for i, (g, wg, t) in enumerate(zip(got, want, xs, strict=True)):
+        rtol, atol = GRAD_TOL[t.dtype]
+        if g is None:
+            raise failure(call=call, inputs=[f"{k} = {show(v)}" for k, v in inputs.items()],
+                          expected=f"zeros of shape {list(t.shape)} ({t.dtype}) for input {i}, which f does not "
+                                   "use", got="None", problem=f"None in place of input {i}'s gradient.",
+                          hint=UNUSED_HINT)
+        expect_tensor(g, wg, call=f"{call}, its gradient number {i}", inputs=inputs, hint=hint, rtol=rtol,
+                      atol=atol, device=device)
+
+
 def _expect_grad(out: GradOf, want: Tensor, name: str, x: Tensor, w: Tensor, device: str) -> None:
     rtol, atol = GRAD_TOL[x.dtype]
     inputs = {"x": x, "w": w} if re.search(r"\bw\b", FUNCTIONS[name][0]) else {"x": x}
+    if isinstance(out["grad"], (tuple, list)):
+        fail(_describe(name), inputs, want, out["grad"],
+             f"a {type(out['grad']).__name__} for a single tensor x: only a tuple x gets a tuple back.", GRAD_HINT)
     expect_tensor(out["grad"], want, call=_describe(name), inputs=inputs, hint=GRAD_HINT, rtol=rtol, atol=atol,
                   device=device)
 
@@ -187,14 +252,17 @@ def _expect_coefficients(got: Any, want: Tensor, call: str, x: Tensor, y: Tensor
 
 @check(task="grad_of", points=1, visible=True)
 def check_grad_of_guide_example(api: Api, device: str) -> None:
-    """the guide's -x*x has gradient -2 at x = 1, and (x * x).sum() has gradient 2x"""
+    """the guide's -x*x has gradient -2 at x = 1, (x * x).sum() has gradient 2x, and the notebook's pair
+    (a * b).sum() has gradients (b, a)"""
     x, w = torch.tensor(1.0), torch.tensor(0.0)
     _expect_grad(api.grad_of("neg_square", x, w), torch.tensor(-2.0), "neg_square", x, w, device)
     x, w = torch.tensor([1.0, 2.0, 3.0]), torch.zeros(3)
     _expect_grad(api.grad_of("sum_of_squares", x, w), 2 * x, "sum_of_squares", x, w, device)
+    pair = (torch.tensor([1.0, 2.0]), torch.tensor([3.0, -1.0]))
+    _expect_several(api.grad_of.using(hint=SEVERAL_HINT)("product", pair, w), "product", pair, device)
 
 
-@check(task="grad_of", points=2)
+@check(task="grad_of", points=1)
 def check_grad_of_analytic(api: Api, rng: torch.Generator, device: str) -> None:
     """matches hand-derived gradients for scalar, vector, matrix and rank-3 inputs"""
     for rank in (0, 1, 2, 3):
@@ -204,7 +272,7 @@ def check_grad_of_analytic(api: Api, rng: torch.Generator, device: str) -> None:
             _expect_grad(api.grad_of(name, x, w), analytic_grad(name, x, w), name, x, w, device)
 
 
-@check(task="grad_of", points=2)
+@check(task="grad_of", points=1)
 def check_grad_of_matches_torch_func(api: Api, rng: torch.Generator, device: str) -> None:
     """matches torch.func.grad on other functions, in float32 and float64, keeping x's dtype"""
     for dtype in (torch.float32, torch.float64):
@@ -214,9 +282,51 @@ def check_grad_of_matches_torch_func(api: Api, rng: torch.Generator, device: str
             _expect_grad(api.grad_of(name, x, w), func_grad(name, x, w), name, x, w, device)
 
 
+def _several_inputs(rng: torch.Generator, name: str) -> tuple[Tensor, ...]:
+    """Random inputs for SEVERAL[name]: shapes and dtypes that differ between inputs where the function allows."""
+    n, k = (int(v) for v in torch.randint(2, 6, (2,), generator=rng))
+    f64 = torch.float64
+    shapes: dict[str, list[tuple[list[int], torch.dtype]]] = {
+        "product": [([n, k], torch.float32)] * 2,
+        "one_input": [([n, k], f64)],
+        "sin_times_plus_square": [([n], torch.float32), ([n], torch.float32), ([k, n, 2], f64)],
+        "logsumexp_matvec": [([n, k], f64), ([k], f64)],
+        "mixed_dtypes": [([n, k], torch.float32), ([k], f64)],
+        "second_unused": [([n], torch.float32), ([k, 2], f64)],
+        "only_middle_used": [([n], f64), ([k, n], torch.float32), ([], torch.float32)],
+        "first_unused_float64": [([n, k], f64), ([k], torch.float32)],
+    }
+    return tuple(_randn(rng, shape, dtype) for shape, dtype in shapes[name])
+
+
+@check(task="grad_of", points=2)
+def check_grad_of_several_inputs(api: Api, rng: torch.Generator, device: str) -> None:
+    """a tuple of one, two or three inputs, of different shapes and dtypes, gets a tuple of their gradients back,
+    each matching torch.func.grad in its input's shape and dtype"""
+    w = torch.zeros(())
+    for name in ("one_input", "product", "sin_times_plus_square", "logsumexp_matvec", "mixed_dtypes"):
+        xs = _several_inputs(rng, name)
+        _expect_several(api.grad_of.using(hint=SEVERAL_HINT)(name, xs, w), name, xs, device)
+
+
+@check(task="grad_of", points=1)
+def check_grad_of_unused_inputs(api: Api, rng: torch.Generator, device: str) -> None:
+    """an input fn does not use gets zeros of its shape and dtype, not None and not an error"""
+    w = torch.zeros(())
+    for name in ("second_unused", "only_middle_used", "first_unused_float64"):
+        xs = _several_inputs(rng, name)
+        _expect_several(api.grad_of.using(hint=UNUSED_HINT)(name, xs, w), name, xs, device, UNUSED_HINT)
+
+
+def _state(xs: tuple[Tensor, ...], flags: tuple[bool, ...], stale: tuple[Tensor | None, ...]) -> list[str]:
+    return [f"{n} = {show(t)} with {n}.requires_grad = {r}, {n}.grad = {show(g)}"
+            for n, t, r, g in zip("abc", xs, flags, stale, strict=False)]
+
+
 @check(task="grad_of", points=1)
 def check_grad_of_keeps_requires_grad(api: Api, rng: torch.Generator, device: str) -> None:
-    """x.requires_grad is the same after the call as before, False or True"""
+    """x.requires_grad is the same after the call as before, False or True, for a tensor and for each input of
+    a tuple"""
     for before in (False, True):
         x = _randn(rng, _shape(rng, 2))
         out = api.grad_of("sum_of_squares", x, x, requires_grad=before)
@@ -226,11 +336,19 @@ def check_grad_of_keeps_requires_grad(api: Api, rng: torch.Generator, device: st
                           got=f"x.requires_grad is {out['requires_grad']}",
                           problem="grad_of changed the caller's tensor.", hint=REQUIRES_GRAD_HINT)
         _expect_grad(out, 2 * x, "sum_of_squares", x, x, device)
+    xs, flags = _several_inputs(rng, "sin_times_plus_square"), (False, True, False)
+    out = api.grad_of.using(hint=SEVERAL_HINT)("sin_times_plus_square", xs, torch.zeros(()), requires_grad=flags)
+    if out["requires_grad"] != flags:
+        raise failure(call=_describe_several("sin_times_plus_square", 3), inputs=_state(xs, flags, (None,) * 3),
+                      expected=f"requires_grad still {flags} after the call", got=f"{out['requires_grad']}",
+                      problem="grad_of changed the caller's tensors.", hint=REQUIRES_GRAD_HINT)
+    _expect_several(out, "sin_times_plus_square", xs, device)
 
 
-@check(task="grad_of", points=2)
+@check(task="grad_of", points=1)
 def check_grad_of_leaves_x_grad_alone(api: Api, rng: torch.Generator, device: str) -> None:
-    """x.grad stays None, or keeps the gradient it held, and the result does not include it"""
+    """x.grad stays None, or keeps the gradient it held, and the result does not include it, for a tensor and
+    for each input of a tuple"""
     cases = [(False, None), (True, None), (True, _randn(rng, [4, 3]))]
     for requires_grad, stale in cases:
         x, w = _randn(rng, [4, 3]), _randn(rng, [4, 3])
@@ -244,6 +362,20 @@ def check_grad_of_leaves_x_grad_alone(api: Api, rng: torch.Generator, device: st
                           expected=f"x.grad is still {show(stale)} after the call", got=f"x.grad is {show(after)}",
                           problem="grad_of wrote into the caller's x.grad.", hint=X_GRAD_HINT)
         _expect_grad(out, analytic_grad("sin_dot", x, w), "sin_dot", x, w, device)
+    xs = _several_inputs(rng, "product")
+    stale_a = _randn(rng, list(xs[0].shape))
+    stale_pair: tuple[Tensor | None, ...] = (stale_a, None)
+    out = api.grad_of.using(hint=SEVERAL_HINT)("product", xs, torch.zeros(()), requires_grad=(True, True),
+                                               grad=stale_pair)
+    after_pair = out["x_grad"]
+    kept_pair = (isinstance(after_pair, tuple) and isinstance(after_pair[0], Tensor)
+                 and torch.equal(after_pair[0], stale_a) and after_pair[1] is None)
+    if not kept_pair:
+        raise failure(call=_describe_several("product", 2), inputs=_state(xs, (True, True), stale_pair),
+                      expected=f"a.grad = {show(stale_a)} and b.grad = None after the call",
+                      got=f"a.grad = {show(after_pair[0])} and b.grad = {show(after_pair[1])}",
+                      problem="grad_of wrote into the caller's .grad.", hint=X_GRAD_HINT)
+    _expect_several(out, "product", xs, device)
 
 
 # -- fit_polynomial --------------------------------------------------------------

@@ -1,10 +1,11 @@
 """Harness for 01_basics: runs grad_of on functions built here, in the student's process.
 
 Functions cannot cross the wire, so a check names one from FUNCTIONS and sends
-its weight `w` (same shape as `x`). `grad_of` sets up the autograd state of
-`x` (requires_grad and a stale .grad), calls the student's grad_of and returns
-that state: x.grad itself, which the judge compares with the tensor it sent, and
-x.requires_grad. The judge recomputes every gradient itself.
+its weight `w` (same shape as `x`), or one from SEVERAL with a tuple of inputs.
+`grad_of` sets up the autograd state of each input (requires_grad and a stale
+.grad), calls the student's grad_of and returns that state: .grad itself, which
+the judge compares with the tensor it sent, and requires_grad. The judge
+recomputes every gradient itself.
 
 torch.Tensor is a Python class, so student code can put properties on it that
 report another requires_grad or .grad. The state is read here through the C
@@ -57,13 +58,35 @@ FUNCTIONS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
 }
 
 
-def grad_of(name: str, x: torch.Tensor, w: torch.Tensor, requires_grad: bool = False,
-            grad: torch.Tensor | None = None) -> dict[str, Any]:
-    """The student's grad_of(FUNCTIONS[name], x) with x's state set up; returns the state after the call."""
+# name -> f(*inputs), a scalar function of several tensors, for grad_of on a tuple; some leave inputs unused.
+SEVERAL: dict[str, Callable[..., torch.Tensor]] = {
+    "product": lambda a, b: (a * b).sum(),
+    "one_input": lambda a: (a * a).sum(),
+    "sin_times_plus_square": lambda a, b, c: (torch.sin(a) * b).sum() + (c * c).sum(),
+    "logsumexp_matvec": lambda m, v: torch.logsumexp(m @ v, 0),
+    "mixed_dtypes": lambda a, b: (a.to(b.dtype) ** 2).sum() * b.mean(),
+    "second_unused": lambda a, b: (a * a).sum(),
+    "only_middle_used": lambda a, b, c: torch.tanh(b).sum(),
+    "first_unused_float64": lambda a, b: torch.logsumexp(b, 0),
+}
+
+
+def grad_of(name: str, x: torch.Tensor | tuple[torch.Tensor, ...], w: torch.Tensor,
+            requires_grad: bool | tuple[bool, ...] = False,
+            grad: torch.Tensor | tuple[torch.Tensor | None, ...] | None = None) -> dict[str, Any]:
+    """The student's grad_of(FUNCTIONS[name], x), or grad_of(SEVERAL[name], inputs) for a tuple x, with each
+    input's state set up; returns the state after the call (a tuple of states for a tuple x)."""
     if "grad_of" not in student:
         raise NameError("`grad_of` is not defined: keep the name and signature of the stub in its answer cell")
+    if isinstance(x, tuple):
+        flags = requires_grad if isinstance(requires_grad, tuple) else (requires_grad,) * len(x)
+        grads = grad if isinstance(grad, tuple) else (grad,) * len(x)
+        xs = tuple(_prepared(t, r, g) for t, r, g in zip(x, flags, grads, strict=True))
+        result = student["grad_of"](SEVERAL[name], xs)
+        return {"grad": result, "requires_grad": tuple(bool(_REQUIRES_GRAD(t)) for t in xs),
+                "x_grad": tuple(_GRAD(t) for t in xs)}
     fn = FUNCTIONS[name]
-    x = _prepared(x, requires_grad, grad)
+    x = _prepared(x, bool(requires_grad), grad if not isinstance(grad, tuple) else None)
     result = student["grad_of"](lambda t: fn(t, w), x)
     return {"grad": result, "requires_grad": bool(_REQUIRES_GRAD(x)), "x_grad": _GRAD(x)}
 

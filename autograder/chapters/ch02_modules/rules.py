@@ -29,9 +29,11 @@ RULES = [
          ('check_sgd_momentum_step_by_hand',), (SOURCE,)),
     Rule('sgd_momentum_step', 'leave the tensors you are given unchanged',
          ('check_sgd_momentum_step_float64',), (OUTCOME,)),
-    Rule('sgd_momentum_step', 'code): the cell may not name `torch.optim`',
+    Rule('sgd_momentum_step', 'your update may not use `torch.optim`',
          ('check_sgd_momentum_step_by_hand',), (SOURCE,)),
-    Rule('sgd_momentum_step', 'keep `torch.optim` inside function bodies there',
+    Rule('sgd_momentum_step', 'The cell may not name `torch.optim` anywhere',
+         ('check_sgd_momentum_step_by_hand',), (SOURCE,)),
+    Rule('sgd_momentum_step', 'The judge also reads the code that every other answer cell runs',
          ('check_sgd_momentum_step_by_hand',), (SOURCE,)),
     Rule('checkpoint', 'as if it never stopped:',
          ('check_checkpoint_resume_momentum', 'check_checkpoint_resume_adam'), (OUTCOME, OUTCOME)),
@@ -64,6 +66,8 @@ RULES = [
 
 NOT_RULES = [
     *HOW_GRADED,
+    NotARule('An annotation that only names a type, such as',
+             'says what the rule leaves out, not what the code must do'),
     NotARule('Optimisers, `parameters()` and `state_dict()` see',
              'lesson prose: how PyTorch behaves'),
     NotARule('What kind of object must an',

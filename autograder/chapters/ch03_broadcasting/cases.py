@@ -95,10 +95,53 @@ def all_pairs():
         return a + b
 
 
-@wrong("squeeze without dim", fails={"check_paired_sums_single_pair": "squeeze(1)"})
+@wrong("squeeze without dim", fails={"check_paired_sums_single_pair": "squeeze() without a dim"})
 def squeeze_without_dim():
+    """Right without a batch, even at N = 1 (b gives the [1] back); in a batch of N = 1 it makes a [B, B] table."""
     def paired_sums(a, b):
-        return (a + b.unsqueeze(1)).squeeze()
+        return a.squeeze() + b
+
+
+@wrong("sum squeezed without dim", fails={"check_paired_sums_single_pair": "squeeze() without a dim"})
+def sum_squeezed_without_dim():
+    def paired_sums(a, b):
+        return (a + b.unsqueeze(-1)).squeeze()
+
+
+@wrong("a[:, 0] in a batch", fails={"check_paired_sums_random": "Count from the right"})
+def first_column_in_a_batch():
+    def paired_sums(a, b):
+        return a[:, 0] + b
+
+
+@wrong("squeeze(1) in a batch", fails={"check_paired_sums_random": "Count from the right"})
+def squeeze_1_in_a_batch():
+    def paired_sums(a, b):
+        return a.squeeze(1) + b
+
+
+@right("paired_sums: a[..., 0]", only="paired_sums", points=5)
+def last_axis_indexed():
+    def paired_sums(a, b):
+        return a[..., 0] + b
+
+
+@right("paired_sums: b given the trailing axis, then removed by name", only="paired_sums", points=5)
+def b_unsqueezed_then_squeezed():
+    def paired_sums(a, b):
+        return (a + b.unsqueeze(-1)).squeeze(-1)
+
+
+@right("paired_sums: reshaped to b's shape", only="paired_sums", points=5)
+def reshaped_to_b():
+    def paired_sums(a, b):
+        return a.reshape(b.shape) + b
+
+
+@right("paired_sums: einsum over the size-1 axis", only="paired_sums", points=5)
+def einsum_size_one():
+    def paired_sums(a, b):
+        return torch.einsum("...nk->...n", a) + b
 
 
 # -- additive_scores -----------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from autograder.judging.authoring import (
     expect_puzzle_random,
     expect_puzzle_rule,
     expect_tensor,
+    fail,
     failure,
     harness,
     interleave,
@@ -147,7 +148,7 @@ def merge_oracle(ref: nn.Linear, a: Tensor, b: Tensor, activation: str | None = 
 
 
 def paired_sums_oracle(a: Tensor, b: Tensor) -> Tensor:
-    return (a[:, 0].double() + b.double()).to(a.dtype)
+    return (a[..., 0].double() + b.double()).to(a.dtype)
 
 
 STRUCTURE_HINT = ("Keep the guide's structure: in __init__, self.linear1 = nn.Linear(in_features1, out_features) "
@@ -164,9 +165,16 @@ TILING_HINT = ("Broadcasting does the tiling for free: apply linear1 to a and li
                "concatenate or expand-and-copy b (in torch, numpy or anything else): its tiled copy can be far "
                "larger than memory.")
 BROADCAST_HINT = ("a + b broadcasts a's [N, 1] against b's [N] to an [N, N] table of all pairs a[i, 0] + b[j]. "
-                  "Remove a's trailing axis first, naming it: a[:, 0] + b or a.squeeze(1) + b.")
-SQUEEZE_HINT = ("squeeze() with no dim removes every axis of size 1, so for N = 1 the [1, 1] input becomes a "
-                "0-d scalar and the result loses its [N] axis. Name the axis: a.squeeze(1) or a[:, 0].")
+                  "Remove a's trailing axis first, naming it from the right, so that a batch's leading axis "
+                  "does not move it: a[..., 0] + b or a.squeeze(-1) + b.")
+SQUEEZE_HINT = ("squeeze() without a dim removes every axis of size 1: for N = 1 a [1, 1] becomes a 0-d scalar, "
+                "and in a batch a [B, 1, 1] becomes [B], which broadcasts against b's [B, 1] to a [B, B] table. "
+                "Name the axis: a.squeeze(-1) or a[..., 0].")
+# additive_scores' [B, N, 1] scores, squeezed at N = 1 or M = 1
+SCORES_SQUEEZE_HINT = ("squeeze() with no dim removes every axis of size 1, so for N = 1 the [1, 1] input becomes "
+                       "a 0-d scalar and the result loses its [N] axis. Name the axis: a.squeeze(1) or a[:, 0].")
+BATCH_HINT = ("With a batch, a is [B, N, 1] and b is [B, N]: a[:, 0] picks a's N axis, not its last one, and "
+              "squeeze(1) squeezes N. Count from the right: a[..., 0] or a.squeeze(-1).")
 DTYPE_HINT = "Add the tensors directly; a result buffer made with torch.zeros(N) is float32 whatever the inputs."
 
 # aten operators (as TorchDispatchMode names them) that build a tiled or concatenated tensor: messages name them.
@@ -436,20 +444,42 @@ def check_paired_sums_guide_example(api: Api, device: str) -> None:
 
 @check(task="paired_sums", points=1)
 def check_paired_sums_random(api: Api, rng: torch.Generator, device: str) -> None:
-    """random a [N, 1] and b [N] give the [N] sums a[i, 0] + b[i]"""
+    """random a [N, 1] and b [N] give the [N] sums a[i, 0] + b[i]; batches [B, N, 1] and [B, N] give [B, N]"""
     # one small N, and two above 36 so that messages show the inputs compactly
     for n in sizes(rng, 1, 2, 7) + sizes(rng, 2, 37, 65):
         a, b = torch.randn(n, 1, generator=rng), torch.randn(n, generator=rng)
         _expect(api.paired_sums(a, b), paired_sums_oracle(a, b), "paired_sums(a, b)",
                 {"a": a, "b": b}, BROADCAST_HINT, device)
+    for batch, n in ((sizes(rng, 1, 2, 5)[0], sizes(rng, 1, 5, 9)[0]), (1, sizes(rng, 1, 2, 7)[0])):
+        a, b = torch.randn(batch, n, 1, generator=rng), torch.randn(batch, n, generator=rng)
+        _expect(api.paired_sums.using(hint=BATCH_HINT)(a, b), paired_sums_oracle(a, b), "paired_sums(a, b)",
+                {"a": a, "b": b}, BATCH_HINT, device)
+
+
+def squeezed_everything(a: Tensor, b: Tensor) -> Tensor | None:
+    """What `a.squeeze() + b` gives, the mistake section 4 warns about, or None where it raises."""
+    try:
+        return a.squeeze() + b
+    except RuntimeError:
+        return None
 
 
 @check(task="paired_sums", points=1, visible=True)
 def check_paired_sums_single_pair(api: Api, rng: torch.Generator, device: str) -> None:
-    """N = 1: a [1, 1] and b [1] give shape [1], not a 0-d scalar"""
-    a, b = torch.randn(1, 1, generator=rng), torch.randn(1, generator=rng)
-    _expect(api.paired_sums(a, b), paired_sums_oracle(a, b), "paired_sums(a, b)", {"a": a, "b": b},
-            SQUEEZE_HINT, device)
+    """N = 1: a [1, 1] and b [1] give shape [1]; in a batch, a [B, 1, 1] and b [B, 1] give [B, 1], not [B, B]"""
+    batch = sizes(rng, 1, 2, 6)[0]
+    for a, b in ((torch.randn(1, 1, generator=rng), torch.randn(1, generator=rng)),
+                 (torch.randn(batch, 1, 1, generator=rng), torch.randn(batch, 1, generator=rng))):
+        got = api.paired_sums.using(hint=SQUEEZE_HINT)(a, b)
+        want, inputs = paired_sums_oracle(a, b), {"a": a, "b": b}
+        squeezed = squeezed_everything(a, b)
+        if isinstance(got, Tensor) and got.shape != want.shape and squeezed is not None \
+                and got.shape == squeezed.shape and torch.equal(got, squeezed):
+            fail("paired_sums(a, b)", inputs, want, got,
+                 f"the result of a.squeeze() + b: squeeze() without a dim also dropped the axis N = 1, "
+                 f"leaving {list(a.squeeze().shape)}, which broadcasts against b {list(b.shape)}.", SQUEEZE_HINT,
+                 "paired_sums/squeeze-without-dim")
+        _expect(got, want, "paired_sums(a, b)", inputs, SQUEEZE_HINT, device)
 
 
 @check(task="paired_sums", points=1)
@@ -475,7 +505,7 @@ def check_paired_sums_gradient(api: Api, rng: torch.Generator, device: str) -> N
             BROADCAST_HINT, device)  # the value first
     with output_shape_checked():
         _, grads = api.paired_sums.vjp(g, wrt=(0, 1))(a, b)
-    for which, got, want in zip("ab", grads, (g.unsqueeze(1), g), strict=True):
+    for which, got, want in zip("ab", grads, (g.unsqueeze(-1), g), strict=True):
         _expect(got, want, f"gradient of paired_sums(a, b) with respect to {which}",
                 {"a": a, "b": b, "grad_output": g}, GRAD_HINT, device)
 
@@ -676,7 +706,7 @@ def check_additive_scores_sizes_of_one(api: Api, rng: torch.Generator, device: s
     for b, n_, m_ in ((2, 1, m), (2, n, 1), (1, n, m), (1, 1, 1)):
         lengths = [int(x) for x in torch.randint(0, m_ + 1, (b,), generator=rng)]
         lengths[0] = m_
-        _expect_additive(api, additive_inputs(rng, b, n_, m_, lengths), SQUEEZE_HINT + " " + PAIRS_HINT, device)
+        _expect_additive(api, additive_inputs(rng, b, n_, m_, lengths), SCORES_SQUEEZE_HINT + " " + PAIRS_HINT, device)
 
 
 @check(task="additive_scores", points=1)

@@ -637,98 +637,81 @@ def exactly_one_and():
         return (x > 0) & (y > 0)
 
 
-@right("causal_mask: columns against rows", only="check_causal_mask", points=2)
-def causal_mask_columns_first():
-    def causal_mask(n):
-        return torch.arange(n)[None, :] <= torch.arange(n)[:, None]
+@right("running_total: upper triangle times 1.0", only="check_running_total", points=2)
+def running_total_times_one():
+    def running_total(x):
+        return x @ (1.0 * (torch.arange(x.shape[-1], device=x.device)[:, None]
+                           <= torch.arange(x.shape[-1], device=x.device)))
 
 
-@right("causal_mask: not above", only="check_causal_mask", points=2)
-def causal_mask_not_above():
-    def causal_mask(n):
-        return ~(torch.arange(n)[:, None] < torch.arange(n))
+@right("running_total: lower triangle, transposed", only="check_running_total", points=2)
+def running_total_lower_transposed():
+    def running_total(x):
+        return x @ ((torch.arange(x.shape[-1], device=x.device)[:, None]
+                     >= torch.arange(x.shape[-1], device=x.device)) * 1.0).T
 
 
-@right("causal_mask: sign of the difference", only="check_causal_mask", points=2)
-def causal_mask_difference():
-    def causal_mask(n):
-        return torch.arange(n)[:, None] - torch.arange(n) >= 0
+@right("running_total: the mask as a sign of a difference", only="check_running_total", points=2)
+def running_total_difference():
+    def running_total(x):
+        return x @ ((torch.arange(x.shape[-1], device=x.device)
+                     - torch.arange(x.shape[-1], device=x.device)[:, None] >= 0) + 0.0)
 
 
-@wrong("causal_mask: upper triangle", fails={"check_causal_mask_rule": "the upper triangle",
-                                             "check_causal_mask_random": "the upper triangle"})
-def causal_mask_upper():
-    def causal_mask(n):
-        return torch.arange(n)[:, None] <= torch.arange(n)
+@wrong("running_total: suffix sums", fails={"check_running_total_rule": "the totals from the end",
+                                           "check_running_total_random": "the totals from the end"})
+def running_total_suffix():
+    def running_total(x):
+        return x @ (1.0 * (torch.arange(x.shape[-1])[:, None] >= torch.arange(x.shape[-1])))
 
 
-@wrong("causal_mask: no diagonal", fails={"check_causal_mask_rule": "the diagonal is missing",
-                                          "check_causal_mask_random": "the diagonal is missing"})
-def causal_mask_strict():
-    def causal_mask(n):
-        return torch.arange(n)[:, None] > torch.arange(n)
+@wrong("running_total: strict mask", fails={"check_running_total_rule": "misses its own entry",
+                                           "check_running_total_random": "misses its own entry"})
+def running_total_strict():
+    def running_total(x):
+        return x @ (1.0 * (torch.arange(x.shape[-1])[:, None] < torch.arange(x.shape[-1])))
 
 
-@wrong("causal_mask: a helper variable", fails={"check_causal_mask_rule": "not one `return <expression>`"})
-def causal_mask_variable():
-    def causal_mask(n):
-        i = torch.arange(n)
-        return i[:, None] >= i
+@wrong("running_total: bool mask", fails={"check_running_total_rule": "float != bool"})
+def running_total_bool_mask():
+    def running_total(x):
+        return x @ (torch.arange(x.shape[-1])[:, None] <= torch.arange(x.shape[-1]))
 
 
-# -- momentum_step_ ------------------------------------------------------------------------------------------------
+@wrong("running_total: torch.cumsum", fails={"check_running_total_rule": "torch.cumsum: not among the allowed"})
+def running_total_library():
+    def running_total(x):
+        return torch.cumsum(x, dim=-1)
 
 
-@right("momentum_step_: augmented assignment", only="momentum_step", points=2)
-def momentum_augmented():
-    def momentum_step_(p, v, lr, beta):
-        with torch.no_grad():
-            v *= beta
-            v += p.grad
-            p -= lr * v
+@right("repeat_each: arange over N * k, divided by k", only="check_repeat_each", points=2)
+def repeat_each_divided():
+    def repeat_each(x, k):
+        return x[torch.arange(k * x.shape[0], device=x.device) // k]
 
 
-@right("momentum_step_: through .data", only="momentum_step", points=2)
-def momentum_data():
-    def momentum_step_(p, v, lr, beta):
-        v.copy_(beta * v + p.grad)
-        p.data.add_(v, alpha=-lr)
+@right("repeat_each: the remainder taken off first", only="check_repeat_each", points=2)
+def repeat_each_remainder_off():
+    def repeat_each(x, k):
+        return x[(torch.arange(x.shape[0] * k, device=x.device) - torch.arange(x.shape[0] * k, device=x.device) % k)
+                 // k]
 
 
-@wrong("momentum_step_: v rebound", fails={"check_momentum_step_one_step": "the caller's v did not change"})
-def momentum_v_rebound():
-    def momentum_step_(p, v, lr, beta):
-        v = beta * v + p.grad
-        with torch.no_grad():
-            p -= lr * v
+@wrong("repeat_each: tiled", fails={"check_repeat_each_rule": "the whole of x repeated k times",
+                                    "check_repeat_each_random": "the whole of x repeated k times"})
+def repeat_each_tiled():
+    def repeat_each(x, k):
+        return x[torch.arange(x.shape[0] * k, device=x.device) % x.shape[0]]
 
 
-@wrong("momentum_step_: p rebound", fails={"check_momentum_step_one_step": "the caller's p did not change"})
-def momentum_p_rebound():
-    def momentum_step_(p, v, lr, beta):
-        with torch.no_grad():
-            v.mul_(beta).add_(p.grad)
-            p = p - lr * v
+@wrong("repeat_each: divided by N", fails={"check_repeat_each_rule": "divided by N = x.shape[0], not by k"})
+def repeat_each_by_n():
+    def repeat_each(x, k):
+        return x[torch.arange(x.shape[0] * k, device=x.device) // x.shape[0]]
 
 
-@wrong("momentum_step_: p with the old v", fails={"check_momentum_step_one_step": "p moved by the old velocity"})
-def momentum_old_velocity():
-    def momentum_step_(p, v, lr, beta):
-        with torch.no_grad():
-            p.sub_(lr * v)
-            v.mul_(beta).add_(p.grad)
-
-
-@wrong("momentum_step_: no torch.no_grad", fails={"check_momentum_step_one_step": "leaf Variable that requires grad"})
-def momentum_recorded():
-    def momentum_step_(p, v, lr, beta):
-        v.mul_(beta).add_(p.grad)
-        p.sub_(lr * v)
-
-
-@wrong("momentum_step_: returns p", fails={"check_momentum_step_three_steps": "returned a value"})
-def momentum_returns():
-    def momentum_step_(p, v, lr, beta):
-        with torch.no_grad():
-            v.mul_(beta).add_(p.grad)
-            return p.sub_(lr * v)
+@wrong("repeat_each: torch.repeat_interleave",
+       fails={"check_repeat_each_rule": "torch.repeat_interleave: not among the allowed"})
+def repeat_each_library():
+    def repeat_each(x, k):
+        return torch.repeat_interleave(x, k, dim=0)

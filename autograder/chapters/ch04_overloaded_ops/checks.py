@@ -1,5 +1,5 @@
-"""Hidden checks for 04_overloaded_ops: row_sum, pairwise_sq_distances, the operator puzzles, momentum_step_ and
-the stretch Dual.
+"""Hidden checks for 04_overloaded_ops: row_sum, pairwise_sq_distances, the operator puzzles and the stretch
+Dual.
 
 Oracles run in the judge in float64: torch.sum for row_sum and
 torch.cdist(x, y) ** 2 for pairwise_sq_distances. "Vectorized" is measured on
@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from autograder.chapters.ch04_overloaded_ops.harness import EXPRESSIONS, expression
-from autograder.chapters.ch04_overloaded_ops.puzzles import PUZZLES, same
+from autograder.chapters.ch04_overloaded_ops.puzzles import PUZZLES
 from autograder.judging.authoring import (
     RecordProperty,
     Remote,
@@ -44,7 +44,6 @@ from autograder.judging.authoring import (
     expect_puzzle_rule,
     expect_tensor,
     expect_within,
-    fail,
     failure,
     harness,
     listed,
@@ -60,15 +59,6 @@ from autograder.judging.authoring import (
 )
 
 # -- the API: what the notebook asks for, as the judge calls it -----------------
-
-class Momentum(TypedDict):
-    """What the caller holds after momentum_step_ ran (harness.momentum_steps)."""
-    p: Tensor
-    v: Tensor
-    leaf: bool
-    requires_grad: bool
-    returned: list[str]  # the type of each call's return value
-
 
 class DualResult(TypedDict, total=False):
     type: str  # "Dual" or the type the expression gave instead
@@ -115,17 +105,13 @@ class Api(StudentApi):
     def exactly_one_positive(self, x: Tensor, y: Tensor) -> Tensor:
         """A bool mask: exactly one of x, y is positive."""
 
-    @answer(example=PUZZLES["causal_mask"].example)
-    def causal_mask(self, n: int) -> Tensor:
-        """[n, n] bool, True where column <= row."""
+    @answer(example=PUZZLES["running_total"].example)
+    def running_total(self, x: Tensor) -> Tensor:
+        """The running totals along the last axis, through a matrix product."""
 
-    @answer
-    def momentum_step_(self, p: Tensor, v: Tensor, lr: float, beta: float) -> None:
-        """In place: v <- beta * v + p.grad, then p <- p - lr * v."""
-
-    @harness()
-    def momentum_steps(self, p0: Tensor, v0: Tensor, grads: list[Tensor], lr: float, beta: float) -> Momentum:
-        """momentum_step_ run once per gradient on the caller's own p (a leaf requiring grad) and v."""
+    @answer(example=PUZZLES["repeat_each"].example)
+    def repeat_each(self, x: Tensor, k: int) -> Tensor:
+        """Each row of x repeated k times in a row."""
 
     @harness()
     def row_sum_of_view(self, view: str, base: Tensor) -> Tensor:
@@ -456,82 +442,6 @@ def check_pairwise_large_clouds(api: Api, rng: torch.Generator, device: str) -> 
         _expect_pairwise(api, x, y, SQUARED_HINT, device)
 
 
-# -- momentum_step_: in-place updates -----------------------------------------------------------------------
-# The harness calls the student's momentum_step_ on tensors it holds, as an optimizer would, and reports them
-# afterwards; the oracle runs the same steps in float64 in the judge.
-
-IN_PLACE_HINT = ("Update the caller's tensors themselves: v.mul_(beta).add_(p.grad) (or v *= beta; v += p.grad) "
-                 "and p.sub_(lr * v) or p -= lr * v. `v = beta * v + p.grad` makes a new tensor bound to a local "
-                 "name, which the caller never sees. p is a leaf that requires grad: change it inside "
-                 "`with torch.no_grad():`, or autograd refuses the in-place operation.")
-MOMENTUM_TOL = {torch.float32: (1e-5, 1e-5), torch.float64: (1e-12, 1e-12)}
-
-
-def momentum_oracle(p0: Tensor, v0: Tensor, grads: list[Tensor], lr: float, beta: float) -> tuple[Tensor, Tensor]:
-    p, v = p0.double(), v0.double()
-    for g in grads:
-        v = beta * v + g.double()
-        p = p - lr * v
-    return p.to(p0.dtype), v.to(v0.dtype)
-
-
-def expect_momentum(api: Api, p0: Tensor, v0: Tensor, grads: list[Tensor], lr: float, beta: float,
-                    device: str) -> None:
-    steps = len(grads)
-    call = (f"momentum_step_(p, v, lr={lr}, beta={beta}) on the caller's p (a leaf with requires_grad=True, "
-            f"p.grad = g{'' if steps == 1 else '[k]'}) and v" + ("" if steps == 1 else f", {steps} times in a row"))
-    inputs = {"p": p0, "v": v0, **({"g": grads[0]} if steps == 1 else {f"g[{k}]": g for k, g in enumerate(grads)})}
-    got = api.momentum_steps.using(call=call, hint=IN_PLACE_HINT)(p0, v0, grads, lr, beta)
-    want_p, want_v = momentum_oracle(p0, v0, grads, lr, beta)
-    rtol, atol = MOMENTUM_TOL[p0.dtype]
-    if torch.equal(got["v"], v0):
-        fail(call + "; then the caller's v", inputs, want_v, got["v"],
-             "the caller's v did not change: a new tensor bound to the name v inside the function is lost when "
-             "it returns.", IN_PLACE_HINT)
-    if torch.equal(got["p"], p0):
-        fail(call + "; then the caller's p", inputs, want_p, got["p"],
-             "the caller's p did not change: `p = p - ...` binds a new tensor to a local name.", IN_PLACE_HINT)
-    if steps == 1 and same(got["p"], p0 - lr * v0):
-        fail(call + "; then the caller's p", inputs, want_p, got["p"],
-             "p moved by the old velocity: update v first, then p with the new v.", IN_PLACE_HINT)
-    expect_tensor(got["v"], want_v, call=call + "; then the caller's v", inputs=inputs, hint=IN_PLACE_HINT,
-                  rtol=rtol, atol=atol, device=device)
-    expect_tensor(got["p"], want_p, call=call + "; then the caller's p", inputs=inputs, hint=IN_PLACE_HINT,
-                  rtol=rtol, atol=atol, device=device)
-    if not (got["leaf"] and got["requires_grad"]):
-        raise failure(call=call, expected="p still a leaf tensor with requires_grad=True",
-                      got=f"is_leaf={got['leaf']}, requires_grad={got['requires_grad']}",
-                      problem="the parameter stopped being a trainable leaf, so later gradients never reach it.",
-                      hint=IN_PLACE_HINT)
-    if any(r != "NoneType" for r in got["returned"]):
-        raise failure(call=call, expected="None (the update is the effect on p and v)",
-                      got=", ".join(got["returned"]), problem="momentum_step_ returned a value.",
-                      hint="Return nothing: an in-place method's caller reads p and v themselves.")
-
-
-def _momentum_inputs(rng: torch.Generator, steps: int, dtype: torch.dtype) -> tuple[Tensor, Tensor, list[Tensor]]:
-    shape = _sizes(rng, 2, 2, 7)
-    p0 = torch.randn(*shape, generator=rng, dtype=dtype)
-    v0 = torch.randn(*shape, generator=rng, dtype=dtype)
-    return p0, v0, [torch.randn(*shape, generator=rng, dtype=dtype) for _ in range(steps)]
-
-
-@check(task="momentum_step_", points=1)
-def check_momentum_step_one_step(api: Api, rng: torch.Generator, device: str) -> None:
-    """one step on a random [N, D] parameter: the caller's v and p hold the new velocity and position"""
-    p0, v0, grads = _momentum_inputs(rng, 1, torch.float32)
-    expect_momentum(api, p0, v0, grads, 0.1, 0.9, device)
-
-
-@check(task="momentum_step_", points=1)
-def check_momentum_step_three_steps(api: Api, rng: torch.Generator, device: str) -> None:
-    """three steps in a row (float32 and float64): p stays a leaf that requires grad, and None is returned"""
-    for dtype in (torch.float32, torch.float64):
-        p0, v0, grads = _momentum_inputs(rng, 3, dtype)
-        expect_momentum(api, p0, v0, grads, 0.05, 0.8, device)
-
-
-
 # -- the operator puzzles (puzzles.py) -------------------------------------------------------------------
 # Each puzzle has a rule check (one expression over the stated operations, read from its cell; its point also
 # needs the notebook's example right) and a check on random shapes drawn from `rng`.
@@ -609,17 +519,28 @@ def check_exactly_one_positive_random(api: Api, rng: torch.Generator, device: st
     expect_puzzle_random(api, PUZZLES["exactly_one_positive"], rng, device)
 
 
-@check(task="causal_mask", points=1, rule=True)
-def check_causal_mask_rule(api: Api, device: str) -> None:
+@check(task="running_total", points=1, rule=True)
+def check_running_total_rule(api: Api, device: str) -> None:
     """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
-    expect_puzzle_rule(api, PUZZLES["causal_mask"], device)
+    expect_puzzle_rule(api, PUZZLES["running_total"], device)
 
 
-@check(task="causal_mask", points=1)
-def check_causal_mask_random(api: Api, rng: torch.Generator, device: str) -> None:
-    """random n from 2 to 19, and n = 1"""
-    expect_puzzle_random(api, PUZZLES["causal_mask"], rng, device)
+@check(task="running_total", points=1)
+def check_running_total_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random whole numbers of rank 1 to 3 (exact sums in float32), and one entry per row"""
+    expect_puzzle_random(api, PUZZLES["running_total"], rng, device)
 
+
+@check(task="repeat_each", points=1, rule=True)
+def check_repeat_each_rule(api: Api, device: str) -> None:
+    """rule: one expression over operators, indexing, .shape, .T, .device, torch.arange; and the example"""
+    expect_puzzle_rule(api, PUZZLES["repeat_each"], device)
+
+
+@check(task="repeat_each", points=1)
+def check_repeat_each_random(api: Api, rng: torch.Generator, device: str) -> None:
+    """random tensors of rank 1 to 3 with N != k, k = 1, and a single row"""
+    expect_puzzle_random(api, PUZZLES["repeat_each"], rng, device)
 
 
 # -- Dual (stretch, bonus) ------------------------------------------------------------

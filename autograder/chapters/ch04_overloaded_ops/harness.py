@@ -53,16 +53,3 @@ def dual_eval(case: str, values: list[torch.Tensor], tangents: list[torch.Tensor
     if not isinstance(out, dual):
         return {"type": type(out).__name__}
     return {"type": "Dual", "value": out.value, "tangent": out.tangent}
-
-
-def momentum_steps(p0: torch.Tensor, v0: torch.Tensor, grads: list[torch.Tensor], lr: float, beta: float) -> Any:
-    """The student's momentum_step_(p, v, lr, beta) called once per gradient on the caller's own p (a leaf that
-    requires grad, its .grad set to each gradient in turn) and v; then what the caller holds."""
-    step = globals()["student"]["momentum_step_"]  # the child puts the student's namespace here
-    p, v = p0.clone().requires_grad_(True), v0.clone()
-    returned = []
-    for g in grads:
-        p.grad = g.clone()
-        returned.append(type(step(p, v, lr, beta)).__name__)
-    return {"p": p.detach().clone(), "v": v.clone(), "leaf": p.is_leaf, "requires_grad": p.requires_grad,
-            "returned": returned}

@@ -3,8 +3,8 @@
 Each puzzle is a function whose body is one expression over Python's operators, indexing and slicing, .shape,
 .T and torch.arange (read from the source by autograder/judging/static/rules.py, puzzle_breaks). Inputs are drawn from
 the grading's seeded `rng`; oracles run in the judge, written with torch's own functions (flip, diff, sum,
-tril, logical_xor), not with the puzzles' expressions. A mistake is a wrong answer that students often give:
-when the student's output equals one, the failure names it.
+cumsum, logical_xor, repeat_interleave), not with the puzzles' expressions. A mistake is a wrong answer that
+students often give: when the student's output equals one, the failure names it.
 """
 
 from __future__ import annotations
@@ -200,24 +200,65 @@ EXACTLY_ONE = Puzzle(
 )
 
 
-# -- causal_mask: the lower triangle ------------------------------------------------------------------------------
+# -- running_total: cumsum by a triangular matrix product ---------------------------------------------------------
 
 
-def _causal_mask_calls(rng: torch.Generator) -> list[tuple[Any, ...]]:
-    return [(_size(rng, 2, 12),), (_size(rng, 12, 20),), (1,)]
+def _running_total_calls(rng: torch.Generator) -> list[tuple[Any, ...]]:
+    # small whole numbers, so that every order of summation gives the same float32 totals
+    shapes = [[_size(rng, 2, 12)], [_size(rng, 2, 6), _size(rng, 6, 12)], [*_shape(rng, 2, 2, 4), _size(rng, 4, 9)],
+              [3, 1]]
+    return [(torch.randint(-9, 10, s, generator=rng).float(),) for s in shapes]
 
 
-CAUSAL_MASK = Puzzle(
-    "causal_mask", ("n",), (4,),
-    lambda n: torch.ones(n, n, dtype=torch.bool).tril(), _causal_mask_calls,
-    "Entry [i, j] compares a row index with a column index: torch.arange(n)[:, None] is a column of row indices "
-    "i, torch.arange(n) a row of column indices j. Row i may see columns j <= i, the diagonal included.", RULE,
-    compare,
-    lambda n: [("the upper triangle (j >= i): row i sees columns j <= i", torch.ones(n, n, dtype=torch.bool).triu()),
-               ("the diagonal is missing (j < i): a row sees itself too",
-                torch.ones(n, n, dtype=torch.bool).tril(-1))],
+def _upper(n: int) -> Tensor:
+    return torch.ones(n, n).triu()
+
+
+RUNNING_TOTAL = Puzzle(
+    "running_total", ("x",), (torch.tensor([[1.0, 2.0, 3.0, 4.0], [5.0, -1.0, 0.0, 2.0]]),),
+    lambda x: torch.cumsum(x, dim=-1), _running_total_calls,
+    "out[..., j] adds x[..., i] for every i <= j: x @ M with an [N, N] matrix M holding 1 where i <= j (row "
+    "index <= column index, the diagonal included) and 0 elsewhere. Build M from torch.arange and a comparison; "
+    "a bool M must become x's float dtype before @ (multiply it by 1.0).", RULE, compare,
+    lambda x: [("the totals from the end (out[j] adds x[i] for i >= j): the ones of M belong where row <= column",
+                x @ _upper(x.shape[-1]).T),
+               ("each total misses its own entry (i < j): the diagonal of M belongs in",
+                x @ _upper(x.shape[-1]).triu(1))],
+)
+
+
+# -- repeat_each: repeat_interleave by arange arithmetic ------------------------------------------------------
+
+
+def _repeat_each_calls(rng: torch.Generator) -> list[tuple[Any, ...]]:
+    calls: list[tuple[Any, ...]] = []
+    for rank in (1, 2, 3):
+        k = _size(rng, 2, 5)
+        n = _size(rng, 2, 7)
+        n = n if n != k else n + 1  # N != k, so that // N and // k differ
+        calls.append((torch.randn(n, *_shape(rng, rank - 1, 1, 4), generator=rng), k))
+    calls.append((torch.randn(_size(rng, 2, 6), generator=rng), 1))
+    calls.append((torch.randn(1, 3, generator=rng), _size(rng, 2, 5)))
+    return calls
+
+
+def _repeat_each_mistakes(x: Tensor, k: int) -> list[tuple[str, Tensor]]:
+    rows = torch.arange(x.shape[0] * k)
+    found = [("the whole of x repeated k times (rows 0, 1, 2, 0, 1, 2, ...), not each row k times in a row (0, 0, "
+              "1, 1, ...): divide the row numbers by k instead of taking them modulo N", x[rows % x.shape[0]])]
+    if k <= x.shape[0]:  # otherwise this index is out of range and raises
+        found.append(("the row numbers divided by N = x.shape[0], not by k", x[rows // x.shape[0]]))
+    return found
+
+
+REPEAT_EACH = Puzzle(
+    "repeat_each", ("x", "k"), (torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), 2),
+    lambda x, k: torch.repeat_interleave(x, k, dim=0), _repeat_each_calls,
+    "Row r of the result is row r // k of x: index x with the N * k numbers torch.arange(x.shape[0] * k) "
+    "divided by k (integer division, //).", RULE, compare,
+    lambda x, k: _repeat_each_mistakes(x, k),
 )
 
 
 PUZZLES: dict[str, Puzzle] = {p.name: p for p in (RUNNING_DIFF, COLUMN_MEANS, BAND, REVERSE, POLYNOMIAL, EXACTLY_ONE,
-                                                  CAUSAL_MASK)}
+                                                  RUNNING_TOTAL, REPEAT_EACH)}
