@@ -15,13 +15,13 @@ one, and hides it (`hide`): one local variable inlined and one expression pulled
 every task, then every name of their own renamed, the definitions reordered, comments replaced. The other
 notebooks of a copier are their own.
 
-For each size it prints: the copies flagged (a task, the pair's whole notebook or their whole course), those a
-task alone flags (the step before whole submissions were compared), those among copies of a notebook with
-MIN_MATCH characters of tokens or more of its own (a copy of the class's common code has nothing to find); the
-honest pairs flagged (any pair but a copier and the one they copied, forced pairs apart), and by a task alone;
-the step's time per class (wall, and CPU: the machine is shared); the highest score of an honest pair of whole
-notebooks and the lowest of a copy, against WHOLE_THRESHOLD. Classes are drawn again with new seeds until
---copies copies have been planted at each size.
+For each size it prints: the copies flagged (a task, the pair's whole notebook or their whole course), and
+those a task alone flags (the step before whole submissions were compared); the honest pairs flagged (any pair
+but a copier and the one they copied, forced pairs apart, and two copiers of one notebook, whose same edits make
+them alike), and by a task alone; the step's time per class (wall, and CPU: the machine is shared); the highest
+score of an honest pair of whole notebooks and the lowest of a copy of a notebook with MIN_MATCH characters of
+tokens or more of its own (a copy of the class's common code has nothing to find), against WHOLE_THRESHOLD.
+Classes are drawn again with new seeds until --copies copies have been planted at each size.
 """
 
 from __future__ import annotations
@@ -197,8 +197,6 @@ class Rates:
     copies: int = 0
     found: int = 0  # copies flagged by the step
     found_by_task: int = 0  # copies a task alone flags
-    telling: int = 0  # copies of a notebook with MIN_MATCH characters of tokens or more of its own
-    telling_found: int = 0
     honest: int = 0
     flagged: int = 0  # honest pairs flagged by the step
     flagged_by_task: int = 0
@@ -234,14 +232,19 @@ def judge(cls: Class, rates: Rates) -> None:
     by_task = {frozenset(p.students) for p in found.pairs}
     anyhow = by_task | {frozenset(w.students) for w in found.wholes if w.score >= bar}
     copied = {frozenset((a, b)) for a, b, _ in cls.copies}
+    copiers = {(a, chapter) for a, _, chapter in cls.copies}
+
+    def honest(pair: frozenset[str]) -> bool:  # not a copy, not forced, not two copies of one notebook
+        a, b = tuple(pair)
+        return pair not in copied and pair not in cls.forced and not any(
+            (a, ch) in copiers and (b, ch) in copiers for ch in cls.answers[a])
+
     for copier, victim, chapter in cls.copies:
         if cls.own.get((victim, chapter), 0.0) >= similarity.MIN_MATCH:
-            rates.telling += 1
-            rates.telling_found += frozenset((copier, victim)) in anyhow
             rates.copy_low = min([rates.copy_low] + [w.score for w in found.wholes if w.scope == chapter
                                                      and set(w.students) == {copier, victim}] or [0.0])
     for w in found.wholes:
-        if frozenset(w.students) not in copied and frozenset(w.students) not in cls.forced:
+        if honest(frozenset(w.students)):
             rates.honest_high = max(rates.honest_high, w.score)
     for pair in map(frozenset, combinations(cls.answers, 2)):
         if pair in copied:
@@ -251,7 +254,7 @@ def judge(cls: Class, rates: Rates) -> None:
         elif pair in cls.forced:
             rates.forced += 1
             rates.forced_flagged += pair in anyhow
-        else:
+        elif honest(pair):
             rates.honest += 1
             rates.flagged += pair in anyhow
             rates.flagged_by_task += pair in by_task
@@ -274,13 +277,12 @@ def table(sizes: Iterable[int], copies: int, chapters: list[str]) -> None:
     print(f"{len(chapters)} assignment(s), {sum(map(len, ways.values()))} tasks, "
           f"{sum(len(f) for t in ways.values() for f in t.values())} families of forms "
           f"({time.perf_counter() - started:.0f} s to sort them); one copier in ten per class")
-    print(f"{'class':>5}  {'copies found':>14}  {'by a task alone':>15}  {'of code of its own':>18}  "
+    print(f"{'class':>5}  {'copies found':>14}  {'by a task alone':>15}  "
           f"{'honest pairs flagged':>22}  {'by a task alone':>18}  {'forced pairs flagged':>20}  "
           "s per class (CPU)  whole notebooks: highest honest / lowest copy")
     for size in sizes:
         r = measure(size, copies, ways)
         print(f"{size:>5}  {_rate(r.found, r.copies):>14}  {_rate(r.found_by_task, r.copies):>15}  "
-              f"{_rate(r.telling_found, r.telling):>18}  "
               f"{_rate(r.flagged, r.honest):>22}  {_rate(r.flagged_by_task, r.honest):>18}  "
               f"{_rate(r.forced_flagged, r.forced):>20}  {r.seconds / r.classes:>5.1f} ({r.cpu / r.classes:.1f})  "
               f"{r.honest_high:.2f} / {r.copy_low:.2f}", flush=True)

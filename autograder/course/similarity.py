@@ -491,8 +491,8 @@ def _side_by_side(p: Pair, head: str) -> str:
 
 
 def _whole_html(w: Whole) -> str:
-    """A pair of whole submissions: what they share, task by task, side by side."""
-    parts = sorted(w.parts, key=lambda p: -p.matched)
+    """A pair of whole submissions: what they share, task by task (in the notebooks' order), side by side."""
+    parts = w.parts
     return (f"<details><summary>{_esc(w.students[0])} · {_esc(w.students[1])}: {w.score:.0%} ({w.shares[0]:.0%} / "
             f"{w.shares[1]:.0%} of each, {w.matched} characters of tokens in {len(parts)} task(s))</summary>"
             + "".join(_side_by_side(p, f"{_esc(p.assignment)} · {_esc(p.task)}: {p.matched} characters of tokens")
