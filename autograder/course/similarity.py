@@ -1,4 +1,4 @@
-"""Similar answers: pairs of students whose answer cells are unusually alike, for the instructor to review.
+"""Similar answers: pairs of students whose answer cells, or whole submissions, are unusually alike, for review.
 
     python -m autograder similarity graded/
 
@@ -31,6 +31,22 @@ honest pairs scored at most 0.67, but for one form written as an edit of the ref
 0.77), which shares the reference's helpers word for word and is rightly flagged. Shorter copies (the one-line
 puzzles, AffineScalar, grad_of) cannot be told from honest answers, which are as alike there: not flagged.
 
+Whole submissions, as MOSS compares files. A student who copies every short answer of a notebook shares under
+MIN_MATCH in each task (07's softmax and cross entropy: 82 and 94 characters), so no task tells. Each pair is
+therefore also compared as whole submissions: one assignment's answer cells together, then every assignment
+both students handed in (the whole course). The same rules protect honest students, applied to what the pair
+shares in all: per task the starter code and the class's common code are left out, and so is the chapter's own
+solution (source/), the form the notebook teaches, which honest students write alike word for word in the
+short tasks (two who both hand in 07's reference share 157 characters of tokens and nothing of their own); a
+pair is flagged when the tasks together share MIN_MATCH characters and WHOLE_THRESHOLD of the smaller
+submission's remaining code. Each task is fingerprinted once per student and compared with the same task's
+answer (a k-gram never spans two cells). benchmarks/similarity_calibration.py measures both rates on classes of
+5 to 200 made of the kit's own forms, with copies behind renames, reordering, comments, inlining and a helper
+pulled out. At WHOLE_THRESHOLD 0.73 no honest pair was flagged by its whole notebooks that a task did not flag,
+and the copies found rose from 55, 45, 20, 15 and 15% (a task alone) to 95, 65, 50, 30 and 20% (classes of 5, 10,
+25, 50, 100; at 200 both 45%, where few students write a form of their own). The highest honest score was 0.63
+and the lowest copy's 0.53: a lower bar finds more (0.6: 95% at 10) and flags an honest pair now and then.
+
 copydetect is imported here only (it imports matplotlib): the grading path never loads it, and without it the
 step says how to install it. Student code is hostile text: the page escapes every character of it.
 """
@@ -38,6 +54,7 @@ step says how to install it. Student code is hostile text: the page escapes ever
 from __future__ import annotations
 
 import contextlib
+import copy
 import csv
 import html
 import io
@@ -51,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.course.batch import discover, result_path, submitted_dir
-from autograder.course.reference import release_path
+from autograder.course.reference import release_path, solution_cells
 from autograder.judging.handin import NotOwnFile, read_own, readers, write_private
 from autograder.judging.notebook import MAX_ANSWER_BYTES, NotebookError, load_submission
 from autograder.judging.registry import CHAPTERS
@@ -69,8 +86,11 @@ WINDOW = 1
 COMMON_SHARE = 0.10  # a fingerprint in at least this share of the class is common knowledge ...
 COMMON_MIN = 5  # ... and in at least this many submissions (a small class has no "common" code)
 THRESHOLD = 0.73  # of the larger share: what the two answers share over the smaller one's fingerprinted code
+WHOLE_THRESHOLD = THRESHOLD  # the same share, of whole submissions (the chapter's solution left out too)
 MIN_MATCH = 120  # characters of tokenized code shared, at the least (about 5 ordinary lines)
 MAX_CODE = 50_000  # characters of one cell compared: a longer cell is compared on its first ones
+WHOLE = "(whole submission)"  # pairs.csv's task column for a pair of whole submissions
+COURSE = "the whole course"  # a Whole's scope: every assignment both students handed in
 MAX_SHOWN = 20  # pairs shown per task on the page; pairs.csv has them all
 
 
@@ -92,6 +112,19 @@ class Pair:
     spans: tuple[list[tuple[int, int]], list[tuple[int, int]]]  # the shared regions in each code, as offsets
 
 
+@dataclass(frozen=True)
+class Whole:
+    """Two students whose whole submissions (one assignment's answer cells, or all the course's) share unusually
+    much code in all, though perhaps no one task does."""
+
+    scope: str  # the assignment, or COURSE
+    students: tuple[str, str]
+    score: float  # the larger of `shares`
+    shares: tuple[float, float]  # the code shared over each whole submission's fingerprinted code
+    matched: int  # characters of tokenized code shared, all tasks together
+    parts: list[Pair]  # each task in which they share code: both codes, the shared spans
+
+
 @dataclass
 class Found:
     """What the step found in a graded folder."""
@@ -99,6 +132,10 @@ class Found:
     pairs: list[Pair] = field(default_factory=list)
     compared: dict[str, dict[str, int]] = field(default_factory=dict)  # assignment -> task -> answers compared
     notes: list[str] = field(default_factory=list)
+    wholes: list[Whole] = field(default_factory=list)  # pairs of whole submissions flagged
+    # assignment -> task -> the second longest answer, in characters of tokens, where it is under MIN_MATCH: no
+    # pair of answers to that task can be flagged on its own (they count in the whole submissions)
+    short: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 # -- the answers, kept by grade-all -------------------------------------------------------------------------------
@@ -222,9 +259,8 @@ def _spans(slices: Any) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(slices[0], slices[1], strict=True)]
 
 
-def task_pairs(assignment: str, task: str, answers: Mapping[str, str], starter: str = "") -> Iterator[Pair]:
-    """The flagged pairs among `answers` (student -> code of this task's cell), `starter` left out."""
-    cd = _copydetect()
+def _prints(cd: Any, answers: Mapping[str, str], starter: str) -> dict[str, Any]:
+    """student -> the fingerprint of their answer, the starter code and the class's common code left out."""
     import numpy as np
 
     boiler = _fingerprint(cd, "release", starter, None) if starter else None
@@ -239,6 +275,18 @@ def task_pairs(assignment: str, task: str, answers: Mapping[str, str], starter: 
     common = {h for h, n in counts.items() if n >= limit}
     for fp in prints.values():
         _drop(fp, common)
+    return prints
+
+
+def _without(fp: Any, hashes: set[int]) -> Any:
+    """A copy of `fp` with `hashes` left out (the original stays as it was)."""
+    out = copy.copy(fp)
+    _drop(out, hashes)
+    return out
+
+
+def _compared(cd: Any, assignment: str, task: str, prints: Mapping[str, Any]) -> Iterator[Pair]:
+    """Every pair of `prints` that shares a fingerprint, compared (flagged or not)."""
     # Only pairs sharing a fingerprint can match: an index from fingerprint to students finds them.
     holders: dict[int, list[str]] = {}
     for student, fp in prints.items():
@@ -249,27 +297,105 @@ def task_pairs(assignment: str, task: str, answers: Mapping[str, str], starter: 
         fa, fb = prints[a], prints[b]
         matched, (share_a, share_b), (slices_a, slices_b) = cd.compare_files(fa, fb)
         score = min(1.0, max(float(share_a), float(share_b)))
-        if matched >= MIN_MATCH and score >= THRESHOLD:
-            yield Pair(assignment, task, (a, b), round(score, 4), (round(float(share_a), 4), round(float(share_b), 4)),
-                       int(matched), (fa.raw_code, fb.raw_code), (_spans(slices_a), _spans(slices_b)))
+        yield Pair(assignment, task, (a, b), round(score, 4), (round(float(share_a), 4), round(float(share_b), 4)),
+                   int(matched), (fa.raw_code, fb.raw_code), (_spans(slices_a), _spans(slices_b)))
+
+
+def _flagged(p: Pair | Whole) -> bool:
+    return p.matched >= MIN_MATCH and p.score >= (WHOLE_THRESHOLD if isinstance(p, Whole) else THRESHOLD)
+
+
+def task_pairs(assignment: str, task: str, answers: Mapping[str, str], starter: str = "") -> Iterator[Pair]:
+    """The flagged pairs among `answers` (student -> code of this task's cell), `starter` left out."""
+    cd = _copydetect()
+    yield from filter(_flagged, _compared(cd, assignment, task, _prints(cd, answers, starter)))
+
+
+def _textbook(cd: Any, code: str, starter: str) -> set[int]:
+    """The fingerprints of the kit's own solution of a task: the form the chapter teaches."""
+    import numpy as np
+
+    boiler = _fingerprint(cd, "release", starter, None) if starter else None
+    fp = _fingerprint(cd, "solution", code, np.array(sorted(boiler.hashes)) if boiler is not None else None)
+    return set(fp.hashes)
+
+
+@dataclass
+class _Tally:
+    """What a pair of whole submissions share, task by task."""
+
+    parts: list[Pair] = field(default_factory=list)
+    over: list[float] = field(default_factory=lambda: [0.0, 0.0])  # characters of tokens shared, on each side
+    scopes: set[str] = field(default_factory=set)
+
+
+def _whole(scope: str, students: tuple[str, str], tally: _Tally, coverage: tuple[float, float]) -> Whole:
+    shares = tuple(round(min(1.0, o / c), 4) if c else 0.0 for o, c in zip(tally.over, coverage, strict=True))
+    return Whole(scope, students, max(shares), (shares[0], shares[1]), int(min(tally.over)), tally.parts)
 
 
 def find(graded: Path) -> Found:
-    """Every flagged pair of every task of every assignment in graded/answers."""
+    """Every flagged pair of every task of every assignment in graded/answers, and every pair of whole
+    submissions (one assignment's, then the whole course's) that share unusually much code in all."""
+    cd = _copydetect()
     found = Found()
+    course: dict[tuple[str, str], _Tally] = {}
+    sizes: dict[tuple[str, str], float] = {}  # (student, assignment) -> characters of tokens fingerprinted
     for assignment, students in sorted(read_answers(graded).items()):
         starter = starter_cells(assignment)
         if not starter:
             found.notes.append(f"{assignment}: its release notebook is not in this checkout, so its starter code "
                                "is not left out")
+        try:
+            solution = solution_cells(assignment) if assignment in CHAPTERS else {}
+        except (OSError, ValueError, KeyError):
+            solution = {}
+        if not solution:
+            found.notes.append(f"{assignment}: its solution is not in this checkout, so the whole submissions are "
+                               "compared with the chapter's own answers counted")
         tasks = list(CHAPTERS[assignment].answers) if assignment in CHAPTERS else sorted(
             {t for cells in students.values() for t in cells})
         found.compared[assignment] = {}
+        tallies: dict[tuple[str, str], _Tally] = {}
         for task in tasks:
             answers = {s: cells[task] for s, cells in students.items() if task in cells}
             found.compared[assignment][task] = len(answers)
-            found.pairs += task_pairs(assignment, task, answers, starter.get(task, ""))
+            prints = _prints(cd, answers, starter.get(task, ""))
+            lengths = sorted((fp.token_coverage for fp in prints.values()), reverse=True)
+            if len(answers) > 1 and (len(lengths) < 2 or lengths[1] < MIN_MATCH):  # no pair can reach the floor
+                found.short.setdefault(assignment, {})[task] = int(lengths[1]) if len(lengths) > 1 else 0
+            found.pairs += filter(_flagged, _compared(cd, assignment, task, prints))
+            # The whole submission: the chapter's own solution left out too (two students who both write the
+            # form it teaches share nothing but the lesson), then each task's share counted toward the pair's.
+            taught = _textbook(cd, solution[task], starter.get(task, "")) if task in solution else set()
+            whole = {s: _without(fp, taught) for s, fp in prints.items()}
+            for student, fp in whole.items():
+                sizes[(student, assignment)] = sizes.get((student, assignment), 0.0) + float(fp.token_coverage)
+            for p in _compared(cd, assignment, task, whole):
+                if not p.matched:
+                    continue
+                tally = tallies.setdefault(p.students, _Tally())
+                tally.parts.append(p)
+                for side, student in enumerate(p.students):
+                    tally.over[side] += p.shares[side] * float(whole[student].token_coverage)
+        for pair, tally in sorted(tallies.items()):
+            mine = _whole(assignment, pair, tally, (sizes[(pair[0], assignment)], sizes[(pair[1], assignment)]))
+            if _flagged(mine):
+                found.wholes.append(mine)
+            total = course.setdefault(pair, _Tally())
+            total.parts += tally.parts
+            total.over = [x + y for x, y in zip(total.over, tally.over, strict=True)]
+            total.scopes.add(assignment)
+    for pair, tally in sorted(course.items()):
+        both = [a for a in found.compared if (pair[0], a) in sizes and (pair[1], a) in sizes]
+        if len(both) < 2:  # one assignment in common: its own comparison says it all
+            continue
+        mine = _whole(COURSE, pair, tally, (sum(sizes[(pair[0], a)] for a in both),
+                                            sum(sizes[(pair[1], a)] for a in both)))
+        if _flagged(mine):
+            found.wholes.append(mine)
     found.pairs.sort(key=lambda p: (p.assignment, p.task, -p.score, p.students))
+    found.wholes.sort(key=lambda w: (w.scope == COURSE, w.scope, -w.score, w.students))
     return found
 
 
@@ -287,6 +413,8 @@ def write(graded: Path) -> Found:
         writer.writerow(["assignment", "task", "student_a", "student_b", "score", "share_a", "share_b", "matched"])
         writer.writerows([csv_cell(p.assignment), csv_cell(p.task), csv_cell(p.students[0]), csv_cell(p.students[1]),
                           p.score, p.shares[0], p.shares[1], p.matched] for p in found.pairs)
+        writer.writerows([csv_cell(w.scope), WHOLE, csv_cell(w.students[0]), csv_cell(w.students[1]), w.score,
+                          w.shares[0], w.shares[1], w.matched] for w in found.wholes)
     os.replace(tmp, folder / "pairs.csv")
     return found
 
@@ -295,12 +423,17 @@ def load(graded: Path) -> Found | None:
     """What the last run wrote, or None (never run, or a damaged file)."""
     try:
         data = json.loads((graded / FOLDER / "pairs.json").read_text(encoding="utf-8"))
-        pairs = [Pair(p["assignment"], p["task"], tuple(p["students"]), p["score"], tuple(p["shares"]), p["matched"],
-                      tuple(p["code"]), (_as_spans(p["spans"][0]), _as_spans(p["spans"][1])))
-                 for p in data["pairs"]]
-        return Found(pairs, data["compared"], data["notes"])
+        wholes = [Whole(w["scope"], tuple(w["students"]), w["score"], tuple(w["shares"]), w["matched"],
+                        [_as_pair(p) for p in w["parts"]]) for w in data.get("wholes", [])]
+        return Found([_as_pair(p) for p in data["pairs"]], data["compared"], data["notes"], wholes,
+                     data.get("short", {}))
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
+
+
+def _as_pair(p: dict[str, Any]) -> Pair:
+    return Pair(p["assignment"], p["task"], tuple(p["students"]), p["score"], tuple(p["shares"]), p["matched"],
+                tuple(p["code"]), (_as_spans(p["spans"][0]), _as_spans(p["spans"][1])))
 
 
 def _as_spans(value: Any) -> list[tuple[int, int]]:
@@ -314,6 +447,11 @@ def review(graded: Path) -> dict[tuple[str, str], str]:
     for p in found.pairs if found is not None else []:
         for me, other in (p.students, p.students[::-1]):
             alike.setdefault((me, p.assignment), []).append(f"{p.task} with {other} ({p.score:.0%})")
+    for w in found.wholes if found is not None else []:
+        what = "the whole notebook" if w.scope != COURSE else "the whole course"
+        for assignment in sorted({p.assignment for p in w.parts}):
+            for me, other in (w.students, w.students[::-1]):
+                alike.setdefault((me, assignment), []).append(f"{what} with {other} ({w.score:.0%})")
     return {key: "answers alike (see Similar answers; no points depend on it): " + ", ".join(tasks)
             for key, tasks in alike.items()}
 
@@ -333,8 +471,8 @@ def update(root: Path | None, graded: Path) -> str:
 
 
 def summary(found: Found, graded: Path) -> str:
-    return (f"similarity: {len(found.pairs)} pair(s) of answers flagged for review in "
-            f"{graded / FOLDER / 'pairs.csv'} and the class report")
+    return (f"similarity: {len(found.pairs)} pair(s) of answers and {len(found.wholes)} pair(s) of whole "
+            f"submissions flagged for review in {graded / FOLDER / 'pairs.csv'} and the class report")
 
 
 # -- the class report's section ----------------------------------------------------------------------------------
@@ -360,12 +498,38 @@ STYLE = ("<style>table.sim{table-layout:fixed;width:100%}.sim th{width:50%}.sim 
          "overflow-wrap:anywhere;font:12px ui-monospace,monospace}.sim mark{background:#ffd86b}</style>")
 
 
+def _side_by_side(p: Pair, head: str) -> str:
+    return (f"<table class=sim><tr><th colspan=2>{head}</th></tr><tr><th>{_esc(p.students[0])}</th>"
+            f"<th>{_esc(p.students[1])}</th></tr><tr><td><pre>{_marked(p.code[0], p.spans[0])}</pre></td>"
+            f"<td><pre>{_marked(p.code[1], p.spans[1])}</pre></td></tr></table>")
+
+
+def _whole_html(w: Whole) -> str:
+    """A pair of whole submissions: what they share, task by task (in the notebooks' order), side by side."""
+    parts = w.parts
+    return (f"<details><summary>{_esc(w.students[0])} · {_esc(w.students[1])}: {w.score:.0%} ({w.shares[0]:.0%} / "
+            f"{w.shares[1]:.0%} of each, {w.matched} characters of tokens in {len(parts)} task(s))</summary>"
+            + "".join(_side_by_side(p, f"{_esc(p.assignment)} · {_esc(p.task)}: {p.matched} characters of tokens")
+                      for p in parts[:MAX_SHOWN])
+            + (f"<p class=muted>and {len(parts) - MAX_SHOWN} more task(s)</p>" if len(parts) > MAX_SHOWN else "")
+            + "</details>")
+
+
+TOO_SHORT = ("too short to compare on its own: answers under {} characters of tokenized code (about {} tokens); "
+             "counted in the whole submissions")
+
+
+NOTHING = "nothing to compare: at most one answer goes beyond the starter code"
+
+
 def section(graded: Path) -> str:
     """The class report's HTML section on similar answers, from graded/similarity/pairs.json."""
-    head = ("<h2>Similar answers</h2><p class=muted>Pairs of students whose answer cells to one task share "
-            "unusually much code once names, comments, spacing and order are set aside, the release's starter code "
-            "and the code most of the class wrote left out (copydetect's winnowing fingerprints). A lead for "
-            "review, never a verdict: no score depends on it. Shared code is highlighted.</p>")
+    head = ("<h2>Similar answers</h2><p class=muted>Pairs of students whose answer cells to one task, or whose "
+            "whole submissions (one notebook's answer cells, or the whole course's), share unusually much code "
+            "once names, comments, spacing and order are set aside, the release's starter code and the code most of "
+            "the class wrote left out (copydetect's winnowing fingerprints); whole submissions leave the chapter's "
+            "own solution out too. A lead for review, never a verdict: no score depends on it. Shared code is "
+            "highlighted.</p>")
     found = load(graded)
     if found is None:
         return head + ("<p>Not checked yet: run <code>python -m autograder similarity "
@@ -373,15 +537,26 @@ def section(graded: Path) -> str:
     parts = [head] + [f'<p class="note">{_esc(n)}</p>' for n in found.notes]
     for assignment, tasks in found.compared.items():
         pairs = [p for p in found.pairs if p.assignment == assignment]
-        parts.append(f"<h3>{_esc(assignment)}</h3>")
-        if not pairs:
+        wholes = [w for w in found.wholes if w.scope == assignment]
+        short = found.short.get(assignment, {})
+        parts.append(f"<h3>{_esc(assignment)}</h3><table><tr><th>task</th><th>answers</th><th>pairs flagged</th></tr>"
+                     + "".join(f"<tr><td>{_esc(task)}</td><td class=n>{n}</td><td>"
+                               + (f"{sum(p.task == task for p in pairs)}" if any(p.task == task for p in pairs)
+                                  else _esc(TOO_SHORT.format(MIN_MATCH, MIN_MATCH // 2)) if short.get(task)
+                                  else NOTHING if task in short
+                                  else "none") + "</td></tr>" for task, n in tasks.items())
+                     + "</table>")
+        if wholes:
+            parts.append(f"<h4>Whole notebooks: {len(wholes)} pair(s)</h4>" + "".join(map(_whole_html, wholes)))
+        if not pairs and not wholes:
             parts.append(f"<p>No pair flagged ({max(tasks.values(), default=0)} submissions compared).</p>")
             continue
         counts = Counter(p.students for p in pairs)
-        parts.append("<table><tr><th>students</th><th>tasks alike</th><th>highest score</th></tr>" + "".join(
-            f"<tr><td>{_esc(a)} · {_esc(b)}</td><td class=n>{n}</td>"
-            f"<td class=n>{max(p.score for p in pairs if p.students == (a, b)):.0%}</td></tr>"
-            for (a, b), n in counts.most_common()) + "</table>")
+        if counts:
+            parts.append("<table><tr><th>students</th><th>tasks alike</th><th>highest score</th></tr>" + "".join(
+                f"<tr><td>{_esc(a)} · {_esc(b)}</td><td class=n>{n}</td>"
+                f"<td class=n>{max(p.score for p in pairs if p.students == (a, b)):.0%}</td></tr>"
+                for (a, b), n in counts.most_common()) + "</table>")
         for task in tasks:
             shown = [p for p in pairs if p.task == task]
             if not shown:
@@ -391,9 +566,11 @@ def section(graded: Path) -> str:
                 parts.append(
                     f"<details><summary>{_esc(p.students[0])} · {_esc(p.students[1])}: {p.score:.0%} "
                     f"({p.shares[0]:.0%} / {p.shares[1]:.0%} of each, {p.matched} characters of tokens)</summary>"
-                    f"<table class=sim><tr><th>{_esc(p.students[0])}</th><th>{_esc(p.students[1])}</th></tr><tr>"
-                    f"<td><pre>{_marked(p.code[0], p.spans[0])}</pre></td>"
-                    f"<td><pre>{_marked(p.code[1], p.spans[1])}</pre></td></tr></table></details>")
+                    + _side_by_side(p, _esc(task)) + "</details>")
             if len(shown) > MAX_SHOWN:
                 parts.append(f"<p class=muted>{len(shown) - MAX_SHOWN} more in similarity/pairs.csv.</p>")
+    course = [w for w in found.wholes if w.scope == COURSE]
+    if course:
+        parts.append(f"<h3>The whole course: {len(course)} pair(s)</h3><p class=muted>Every assignment both "
+                     "handed in, together.</p>" + "".join(map(_whole_html, course)))
     return STYLE + "".join(parts)

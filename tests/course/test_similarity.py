@@ -16,7 +16,7 @@ import pytest
 
 from autograder import cli
 from autograder.course import similarity
-from autograder.course.cases import correct_forms
+from autograder.course.cases import correct_forms, mutant
 from autograder.course.reference import solution_cells
 from tests.course.test_class_report import HOSTILE, Page
 from tests.kit import ROOT, write_submission
@@ -164,7 +164,7 @@ def test_the_command_makes_the_section_and_changes_no_score(graded: Path, capsys
                                                              ) -> None:
     results = {p: p.read_bytes() for p in (graded / "results").glob("*/*.json")}
     assert cli.main(["similarity", str(graded)]) == 0
-    assert "1 pair(s) of answers flagged" in capsys.readouterr().out
+    assert "1 pair(s) of answers and 1 pair(s) of whole submissions flagged" in capsys.readouterr().out
     assert {p: p.read_bytes() for p in (graded / "results").glob("*/*.json")} == results
     rows = (graded / "similarity" / "pairs.csv").read_text().splitlines()
     assert rows[1].startswith(f"{AMP},LossScaler,cleo,eve,")
@@ -217,10 +217,151 @@ def test_grade_all_keeps_the_answers_and_reports_on_them(tmp_path: Path, capsys:
         (course / "submitted" / student / ch).mkdir(parents=True)
         write_submission(course / "submitted" / student / ch, ch, solution_cells(ch))
     assert cli.main(["grade-all", str(course), "--out", str(out), "--workers", "1"]) == 0
-    assert "similarity: 1 pair(s) of answers flagged" in capsys.readouterr().out
+    assert "similarity: 1 pair(s) of answers and 0 pair(s) of whole submissions flagged" in capsys.readouterr().out
     kept = json.loads((out / "answers" / "ada" / f"{ch}.json").read_text())
     assert kept["cells"]["softmax"] == solution_cells(ch)["softmax"]
     found = similarity.load(out)
     assert found is not None and [(p.task, p.students) for p in found.pairs] == [("log_softmax", ("ada", "bea"))]
     results = [json.loads(p.read_text()) for p in (out / "results").glob("*/*.json")]
     assert len(results) == 2 and all(r["score"] >= r["max_score"] > 0 for r in results)  # full marks, both
+
+
+# -- whole submissions --------------------------------------------------------------------------------------------
+
+STABLE = "07_numerical_stability"
+# cleo's own softmax and cross entropy, each with a helper: 82 and 104 characters of tokens, under MIN_MATCH
+CLEO = {
+    "softmax": '''def _peak(v, d):
+    return v.amax(dim=d, keepdim=True)
+
+
+def softmax(logits, dim=-1):
+    shifted = torch.exp(logits - _peak(logits, dim))
+    return shifted / shifted.sum(dim=dim, keepdim=True)
+''',
+    "softmax_cross_entropy": '''def _log_norm(v, d):
+    m = v.amax(dim=d, keepdim=True)
+    return m + torch.log(torch.exp(v - m).sum(dim=d, keepdim=True))
+
+
+def softmax_cross_entropy(labels, logits, dim=-1):
+    return (labels * (_log_norm(logits, dim) - logits)).sum(dim=dim)
+''',
+}
+# eve's copy of both: her own names, the helpers after the functions, comments and a docstring of her own
+EVE = {
+    "softmax": '''def softmax(logits, dim=-1):
+    # exponentiate after taking off the row maximum
+    ex = torch.exp(logits - top(logits, dim))
+    return ex / ex.sum(dim=dim, keepdim=True)
+
+
+def top(t, axis):  # the largest entry along axis, kept as a dimension
+    return t.amax(dim=axis, keepdim=True)
+''',
+    "softmax_cross_entropy": '''def softmax_cross_entropy(labels, logits, dim=-1):
+    # labels times the negative log-probabilities
+    return (labels * (lse(logits, dim) - logits)).sum(dim=dim)
+
+
+def lse(z, ax):
+    """log of the sum of exponentials, stabilised"""
+    big = z.amax(dim=ax, keepdim=True)
+    return big + torch.log(torch.exp(z - big).sum(dim=ax, keepdim=True))
+''',
+}
+
+
+def _stable_class(tmp_path: Path, eve: dict[str, str]) -> Path:
+    """ada and dev hand in the reference, ben two named mistakes, cleo her own code, eve `eve`."""
+    ref = {k: v for k, v in solution_cells(STABLE).items() if k != "log_softmax"}
+    ben = {**ref, "softmax": _form_wrong(STABLE, "no max subtraction", "softmax"),
+           "softmax_cross_entropy": _form_wrong(STABLE, "log of softmax", "softmax_cross_entropy")}
+    students = {"ada": ref, "ben": ben, "cleo": CLEO, "dev": ref, "eve": eve}
+    _class(tmp_path / "course", tmp_path / "graded", {s: {STABLE: cells} for s, cells in students.items()})
+    similarity.save_answers(tmp_path / "course", tmp_path / "graded")
+    return tmp_path / "graded"
+
+
+def _form_wrong(chapter: str, name: str, task: str) -> str:
+    return mutant(chapter, name).cells[task]
+
+
+def test_a_copy_of_every_short_answer_is_flagged_as_a_whole_notebook(tmp_path: Path) -> None:
+    """Each copied answer shares under MIN_MATCH characters: no task tells, the notebook does (issue 38)."""
+    found = similarity.find(_stable_class(tmp_path, EVE))
+    assert found.pairs == []  # no task alone is long enough
+    assert [(w.scope, w.students) for w in found.wholes] == [(STABLE, ("cleo", "eve"))]
+    whole = found.wholes[0]
+    assert whole.matched >= similarity.MIN_MATCH and whole.score >= 0.9
+    assert sorted((p.task, p.matched < similarity.MIN_MATCH) for p in whole.parts) == [
+        ("softmax", True), ("softmax_cross_entropy", True)]
+
+
+def test_students_who_write_the_chapters_own_solution_are_not_a_pair(tmp_path: Path) -> None:
+    """ada and dev both hand in the form the chapter teaches, word for word: 157 characters of tokens in all,
+    which the whole-notebook comparison leaves out, as it leaves out the starter code."""
+    found = similarity.find(_stable_class(tmp_path, EVE))
+    assert ("ada", "dev") not in [w.students for w in found.wholes]
+
+
+def test_copies_spread_over_the_course_are_flagged_over_the_course(tmp_path: Path) -> None:
+    """eve copies cleo's softmax (07) and batch_diagonal (05), each notebook's copy under MIN_MATCH."""
+    diagonal = ('def batch_diagonal(x):\n    n = min(x.shape[1], x.shape[2])\n'
+                '    idx = torch.arange(n, device=x.device)\n    return x[:, idx, idx]\n')
+    copy = ('def batch_diagonal(t):\n    # the diagonal of each matrix\n    k = min(t.shape[1], t.shape[2])\n'
+            '    at = torch.arange(k, device=t.device)\n    return t[:, at, at]\n')
+    ref7, ref5 = solution_cells(STABLE), solution_cells(GATHER)
+    answers = {s: {STABLE: {**ref7, "softmax": soft}, GATHER: {**ref5, "batch_diagonal": diag}}
+               for s, soft, diag in [("cleo", CLEO["softmax"], diagonal), ("eve", EVE["softmax"], copy),
+                                     ("ada", ref7["softmax"], ref5["batch_diagonal"])]}
+    _class(tmp_path / "course", tmp_path / "graded", answers)
+    similarity.save_answers(tmp_path / "course", tmp_path / "graded")
+    found = similarity.find(tmp_path / "graded")
+    assert [(w.scope, w.students) for w in found.wholes] == [(similarity.COURSE, ("cleo", "eve"))]
+    assert {p.assignment for p in found.wholes[0].parts} == {STABLE, GATHER}
+
+
+def test_the_page_shows_a_whole_pair_task_by_task_side_by_side(tmp_path: Path) -> None:
+    eve = {**EVE, "softmax": EVE["softmax"] + "# " + HOSTILE + "\n"}
+    graded = _stable_class(tmp_path, eve)
+    similarity.write(graded)
+    html = similarity.section(graded)
+    page = Page()
+    page.feed("<!DOCTYPE html><html><body>" + html + "</body></html>")
+    page.close()
+    assert not page.open and HOSTILE in "".join(page.text) and "<script>" not in html
+    whole = html[html.index("Whole notebooks"):]
+    for task in ("softmax", "softmax_cross_entropy"):  # each task: a header, cleo's code beside eve's, marked
+        assert f"{STABLE} · {task}:" in whole
+    assert whole.count("<mark>") >= 4 and whole.count("<th>cleo</th><th>eve</th>") == 2
+    rows = (graded / "similarity" / "pairs.csv").read_text().splitlines()
+    assert rows[1:] == [f"{STABLE},{similarity.WHOLE},cleo,eve," + rows[1].split(",eve,")[1]]
+
+
+def test_a_task_too_short_to_compare_says_so(tmp_path: Path) -> None:
+    """Issue 36, item 9: not "no pair flagged" where no answer was long enough to be compared alone."""
+    graded = _stable_class(tmp_path, {k: v for k, v in solution_cells(STABLE).items() if k != "log_softmax"})
+    similarity.write(graded)
+    html = similarity.section(graded)
+    too_short = similarity.TOO_SHORT.format(similarity.MIN_MATCH, similarity.MIN_MATCH // 2)
+    assert "too short to compare on its own: answers under 120 characters of tokenized code" in too_short
+    for task in ("softmax", "softmax_cross_entropy"):
+        assert f"<tr><td>{task}</td><td class=n>5</td><td>{too_short}</td></tr>" in html
+    assert f"<tr><td>log_softmax</td><td class=n>5</td><td>{similarity.NOTHING}</td></tr>" in html  # stubs
+
+
+def test_a_small_calibration_class_finds_its_copy_and_flags_no_honest_pair() -> None:
+    """benchmarks/similarity_calibration.py at a class of 6 on chapter 07: one hidden copy of a whole notebook
+    (renames, reordering, comments, a variable inlined, a helper pulled out) among the kit's own forms. The
+    seeds are classes where no task alone tells the copy (the benchmark prints how often that is)."""
+    from benchmarks.similarity_calibration import Rates, families, judge, make_class, pool
+
+    ways = {STABLE: {task: families(STABLE, task, forms) for task, forms in pool(STABLE).items()}}
+    rates = Rates()
+    for seed in (8, 9, 10):
+        cls = make_class(6, seed, ways)
+        assert not cls.forced and len(cls.copies) == 1
+        judge(cls, rates)
+    assert rates.copies == rates.found == 3 and rates.found_by_task == 0
+    assert rates.honest == 3 * 14 and rates.flagged == 0
