@@ -216,6 +216,22 @@ def logsumexp_shift_unsqueezed():
         return (logits - torch.logsumexp(logits, dim).unsqueeze(dim)).exp()
 
 
+@right("logsumexp of the shifted logits", only="check_softmax", points=6)
+def logsumexp_of_the_shifted_logits():
+    """Not the logsumexp shift above: the shift by the maximum is exact, and logsumexp only normalises."""
+    def softmax(logits, dim=-1):
+        shifted = logits - logits.amax(dim, keepdim=True)
+        return torch.exp(shifted - torch.logsumexp(shifted, dim, keepdim=True))
+
+
+@right("max along a positive dim, a reciprocal of the sum", only="check_softmax", points=6)
+def max_along_a_positive_dim():
+    def softmax(logits, dim=-1):
+        d = dim % logits.dim()
+        e = (logits - logits.max(d, keepdim=True)[0]).exp()
+        return e * e.sum(d, keepdim=True).reciprocal()
+
+
 # -- log_softmax ---------------------------------------------------------------------------------------------------
 # Most wrong forms are the reference LogSoftmax with one method changed: an edit of
 # log_softmax_cell, the reference as they write it.

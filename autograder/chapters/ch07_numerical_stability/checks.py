@@ -164,8 +164,8 @@ def _softmax_mistake(got: Tensor, x: Tensor, dim: int) -> tuple[str, str, str] |
     with torch.no_grad():
         e, top = torch.exp(x), torch.exp(x - x.max())
         forms = {
-            "no shift": (e / e.sum(dim, keepdim=True), "nothing is subtracted before exp: exp() of a logit above "
-                         "88.7 overflows float32 to inf, and inf / inf is nan.", OVERFLOW_HINT),
+            "no shift": (e / e.sum(dim, keepdim=True), "nothing is subtracted before exp: the textbook formula "
+                         "as written, which gives nan once a logit passes 88.7.", OVERFLOW_HINT),
             "global max": (top / top.sum(dim, keepdim=True), "one maximum for the whole tensor: rows far below it "
                            "have exp = 0 in every entry, and 0 / 0 is nan.", ROWWISE_HINT),
             "logsumexp shift": (torch.exp(x - torch.logsumexp(x, dim, keepdim=True)), LSE_PROBLEM, LSE_HINT),
@@ -610,14 +610,15 @@ def robust_reference(pred: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
 
 def _robust_points(rng: torch.Generator, shape: list[int], dtype: torch.dtype = torch.float32,
                    zeros: int = 0) -> tuple[Tensor, Tensor]:
-    """(pred, target) of `shape`: distances spread from 1e-3 to 1e3, a row at distance exactly 1, and `zeros`
-    rows (of the flattened leading axes) where pred equals target."""
+    """(pred, target) of `shape`: distances spread from 1e-3 to 1e3, rows at distance 0.1, exactly 1 and 10 (both
+    pieces under any seed), and `zeros` rows (of the flattened leading axes) where pred equals target."""
     target = torch.randn(shape, generator=rng, dtype=torch.float64)
     direction = torch.randn(shape, generator=rng, dtype=torch.float64)
     direction = direction / direction.pow(2).sum(-1, keepdim=True).sqrt()
     rows = direction.shape[:-1].numel()
     scale = 10.0 ** (torch.rand(direction.shape[:-1], generator=rng, dtype=torch.float64) * 6 - 3)
     scale.view(-1)[rows // 2] = 1.0
+    scale.view(-1)[-2:] = torch.tensor([0.1, 10.0], dtype=torch.float64)[-rows:]
     scale.view(-1)[:zeros] = 0.0
     pred = target + direction * scale.unsqueeze(-1)
     pred, target = pred.to(dtype), target.to(dtype)
