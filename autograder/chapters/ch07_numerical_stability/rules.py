@@ -11,7 +11,7 @@ BY_HAND_TOO = ('softmax_cross_entropy', 'log_softmax')
 RULES = [
     Rule('softmax', 'any finite logits: no overflow at `1e4`',
          ('check_softmax_huge_and_infinite_logits',), (OUTCOME,)),
-    Rule('softmax', 'A shift by a rounded number such as',
+    Rule('softmax', 'So the shift must add no rounding of its own',
          ('check_softmax_huge_and_infinite_logits',), (OUTCOME,)),
     Rule('softmax', '* calls something the grader cannot see by name',
          ('check_softmax_by_hand', 'check_xent_by_hand', 'check_log_softmax_own_backward'), (SOURCE,) * 3,
