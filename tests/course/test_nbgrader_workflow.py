@@ -218,8 +218,8 @@ def test_both_ways_write_the_same_autograded_notebook(courses: dict[str, Path]) 
         assert outputs == _check_outputs(courses["nbgrader"], student), student
         assert all(o.get("name") != "stderr" for cell in outputs.values() for o in cell)
     bob = _check_outputs(courses["grade-all"], "bob")["check_softmax"]
-    assert "softmax: 5 / 10 points" in "".join(bob[0]["text"]) and "Subtract the maximum" in "".join(bob[0]["text"])
-    assert "".join(bob[1]["data"]["text/plain"]) == "5.0"
+    assert "softmax: 3 / 6 points" in "".join(bob[0]["text"]) and "Subtract the maximum" in "".join(bob[0]["text"])
+    assert "".join(bob[1]["data"]["text/plain"]) == "3.0"
 
 
 def test_grade_all_gradebook_leaves_recorded_submissions_and_manual_grades_alone(courses: dict[str, Path]) -> None:
@@ -227,7 +227,7 @@ def test_grade_all_gradebook_leaves_recorded_submissions_and_manual_grades_alone
 
     course = courses["grade-all"]
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        gb.find_grade("check_softmax", CH, CH, "bob").manual_score = 8.0
+        gb.find_grade("check_softmax", CH, CH, "bob").manual_score = 5.0
         gb.db.commit()
     roster = course / "roster.csv"  # docs/instructors.md's step 4: the names, with nbgrader's own import
     roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},{s.title()},Example,\n" for s in CLASS))
@@ -239,7 +239,7 @@ def test_grade_all_gradebook_leaves_recorded_submissions_and_manual_grades_alone
     assert "None, None" not in done.stdout, done.stdout
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         grade = gb.find_grade("check_softmax", CH, CH, "bob")
-        assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (5.0, 8.0, False)
+        assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (3.0, 5.0, False)
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own, on every autograde
@@ -268,7 +268,7 @@ def test_a_grader_failure_fails_the_autograde_and_records_no_zero(
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         grades = gb.find_submission_notebook(CH, CH, student).grades
-        assert [(g.auto_score, g.needs_manual_grade) for g in grades] == [(None, True)] * 3
+        assert [(g.auto_score, g.needs_manual_grade) for g in grades] == [(None, True)] * 4  # a cell a task
 
 
 def test_a_half_made_gradebook_is_stamped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
