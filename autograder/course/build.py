@@ -100,6 +100,9 @@ def build_solution(chapter_id: str, root: Path = ROOT) -> tuple[Path, bool]:
     if out.exists() and _cells(nbformat.read(out, as_version=4)) == _cells(nb):
         return out, False
     out_dir.mkdir(parents=True, exist_ok=True)
+    for extra in sorted((root / "source" / chapter_id).iterdir()):  # what the notebook imports from its folder
+        if extra.is_file() and extra.suffix != ".ipynb":
+            shutil.copy(extra, out_dir / extra.name)
     # No timing metadata: a rebuild changes no file whose cells did not change.
     try:
         execute(nb, out_dir)

@@ -43,13 +43,13 @@ def test_every_submission_gets_a_row_and_a_result(graded: Path) -> None:
     out = graded
     rows = {f"{r['student']}/{r['assignment']}": r for r in json.loads((out / "summary.json").read_text())}
     assert set(rows) == {f"{s}/{CH}" for s in ("ada", "bea", "cal", "dan")}
-    assert rows[f"ada/{CH}"]["score"] == 24 and rows[f"bea/{CH}"]["score"] == 0  # 20 and 4 bonus
+    assert rows[f"ada/{CH}"]["score"] == 22 and rows[f"bea/{CH}"]["score"] == 0  # every task, no stretch task
     assert rows[f"cal/{CH}"]["status"] == "error" and "not valid notebook JSON" in rows[f"cal/{CH}"]["notes"]
     assert rows[f"dan/{CH}"]["status"] == "error" and "No .ipynb" in rows[f"dan/{CH}"]["notes"]
     assert (out / "summary.csv").read_text().count("\n") == 5
     result = json.loads((out / "results" / "ada" / f"{CH}.json").read_text())
-    assert result["max_score"] == 20 and len(result["tests"]) == check_count(CH)
-    assert result["score"] == 20 + result["extra_data"]["bonus"]["max_score"]  # the stretch task too
+    assert result["max_score"] == 22 and len(result["tests"]) == check_count(CH)
+    assert result["score"] == 22
 
 
 def test_a_rerun_grades_only_what_is_missing(course: Path, graded: Path, tmp_path: Path,

@@ -35,7 +35,7 @@ def test_bundle_runs_like_gradescope(tmp_path: Path) -> None:
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads((root / "results" / "results.json").read_text())
-    assert result["max_score"] == 20 and result["score"] == 20 + result["extra_data"]["bonus"]["max_score"]
+    assert result["max_score"] == 22 and result["score"] == 22
 
 
 def test_an_empty_submission_still_gets_results(tmp_path: Path) -> None:

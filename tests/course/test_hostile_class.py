@@ -79,7 +79,7 @@ def test_the_honest_students_score_as_they_do_alone(graded: Path, tmp_path: Path
     assert grade_all(alone, tmp_path / "out", workers=2) == 0
     scores = {s: _rows(tmp_path / "out")[s]["score"] for s in HONEST}
     assert scores == {s: _rows(graded)[s]["score"] for s in HONEST}
-    assert scores["ada"] == 24 and 0 < float(str(scores["bea"])) < 24
+    assert scores["ada"] == 22 and 0 < float(str(scores["bea"])) < 22
 
 
 def test_no_csv_cell_is_a_formula_and_numbers_stay_numbers(graded: Path) -> None:

@@ -5,7 +5,7 @@ kit's .venv linked in), from a shell where .venv is not activated, with `<id>` =
 the few that cannot run here are named with the reason. Between the steps a student fetches
 the release through nbgrader's exchange, validates and submits it (docs/students.md's commands),
 and the instructor adjusts a score as Formgrader does. The submission forgets the max
-subtraction in softmax and skips the stretch task: the kit gives it 15 / 20, stock nbgrader 10 / 20.
+subtraction in softmax: the kit gives it 19 / 22 (three checks of softmax's six fail), stock nbgrader 16 / 22.
 """
 
 from __future__ import annotations
@@ -93,12 +93,12 @@ def _student_turn(tmp: Path, env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr
     notebook = home / CH / f"{CH}.ipynb"
     code = solution_cells(CH)
-    _answer(notebook, {**{k: v for k, v in code.items() if k != "log_softmax"}, "softmax": NO_MAX})  # no stretch
+    _answer(notebook, {**code, "softmax": NO_MAX})
 
     # nbgrader validate says the visible check fails, yet exits 0; the guide's line tests the text instead
     (validate,) = _commands(guide)
     done = _shell(f"nbgrader validate {CH}.ipynb", notebook.parent, student)
-    # one cell: the softmax check; the stretch task left as released passes
+    # one cell: the softmax check
     assert done.returncode == 0 and "VALIDATION FAILED ON 1 CELL(S)!" in done.stdout, done.stdout + done.stderr
     validate_cmd, check = validate.split(" | ", 1)
     assert validate_cmd == f"nbgrader validate {CH}.ipynb"
@@ -144,7 +144,7 @@ def test_every_instructor_command_works_as_printed(tmp_path: Path) -> None:
             from nbgrader.api import Gradebook
 
             with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-                gb.find_grade("check_softmax", CH, CH, student).manual_score = 8.0
+                gb.find_grade("check_softmax", CH, CH, student).manual_score = 4.5
                 gb.find_comment("softmax", CH, CH, student).manual_comment = "Half of the overflow case."
                 gb.db.commit()
         if command.startswith(".venv/bin/nbgrader db student import"):  # the class list, from the LMS
@@ -158,14 +158,15 @@ def test_every_instructor_command_works_as_printed(tmp_path: Path) -> None:
             with sqlite3.connect(course / "gradebook.db") as con:
                 assert con.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
         if command.startswith(".venv/bin/nbgrader autograde"):
-            assert _gradebook_scores(course, student) == {"check_softmax": (5.0, None),
-                                                          "check_softmax_cross_entropy": (10.0, None),
-                                                          "check_log_softmax": (0.0, None)}
+            assert _gradebook_scores(course, student) == {"check_softmax": (3.0, None),
+                                                          "check_softmax_cross_entropy": (6.0, None),
+                                                          "check_log_softmax": (5.0, None),
+                                                          "check_robust_loss": (5.0, None)}
         if command.startswith(".venv/bin/python -m autograder grade-all"):
             assert "0 submissions recorded by nbgrader autograde, 1 already recorded" in done.stdout, done.stdout
             assert "None, None" not in done.stdout, "the roster imported in step 4 names the student"
             result = json.loads((course / "graded" / "results" / student / f"{CH}.json").read_text())
-            assert (result["score"], result["max_score"]) == (15.0, 20.0)
+            assert (result["score"], result["max_score"]) == (19.0, 22.0)
         if command.startswith(".venv/bin/nbgrader generate_feedback"):
             page = (course / "feedback" / student / CH / f"{CH}.html").read_text()
             assert "Subtract the maximum" in page and "Half of the overflow case." in page
@@ -173,5 +174,5 @@ def test_every_instructor_command_works_as_printed(tmp_path: Path) -> None:
             assert list((exchange / "effective-pytorch" / "feedback").glob("*.html"))
         if command.startswith(".venv/bin/nbgrader export"):
             (row,) = csv.DictReader((course / "grades.csv").open())
-            assert (row["student_id"], float(row["raw_score"]), float(row["max_score"])) == (student, 18.0, 20.0)
+            assert (row["student_id"], float(row["raw_score"]), float(row["max_score"])) == (student, 20.5, 22.0)
     assert {p for p in SKIPPED if any(c.startswith(p) for c in skipped)} == set(SKIPPED), "a stale skip rule"

@@ -8,6 +8,7 @@ marks. These tests write verdicts into the real release notebook and score them 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any, cast
@@ -18,6 +19,7 @@ from nbgrader import utils
 
 from autograder.course.nbgrader.autograde import KitGradingError, record_extra_credit, write_verdicts
 from autograder.course.nbgrader.gradebook import interpreter_bin_first
+from autograder.judging.registry import CHAPTERS
 from autograder.judging.results import Results
 from autograder.judging.results import TestResult as Check  # not "Test*": pytest would try to collect it
 from tests.kit import ROOT, release_path
@@ -52,8 +54,23 @@ NO_MAX = _result([
 CHECK_CELLS = ["check_softmax", "check_softmax_cross_entropy", "check_log_softmax"]
 
 
+@pytest.fixture(autouse=True)
+def _a_stretch_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests use 07 as it was released when log_softmax was its stretch task (4 points of extra credit,
+    softmax and softmax_cross_entropy 10 points each, no robust_loss): the registry's entry to match _notebook."""
+    monkeypatch.setitem(CHAPTERS, CH, dataclasses.replace(
+        CHAPTERS[CH], points={"softmax": 10, "softmax_cross_entropy": 10}, bonus={"log_softmax": 4}))
+
+
 def _notebook() -> nbformat.NotebookNode:
-    return nbformat.read(release_path(CH), as_version=4)
+    """07's release with log_softmax as a stretch task (see _a_stretch_task): a chapter with every kind of cell."""
+    nb = nbformat.read(release_path(CH), as_version=4)
+    nb.cells = [c for c in nb.cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") not in {"robust_loss", "check_robust_loss"}]
+    for grade_id, points in (("check_softmax", 10), ("check_softmax_cross_entropy", 10), ("check_log_softmax", 0)):
+        _cell(nb, grade_id).metadata.nbgrader["points"] = points
+    _cell(nb, "check_log_softmax").metadata["kit"] = {"bonus": 4}
+    return nb
 
 
 def _cell(nb: nbformat.NotebookNode, grade_id: str) -> nbformat.NotebookNode:

@@ -73,7 +73,7 @@ def _forges_grade_cell(nb: Notebook) -> None:
                                                   "grade_id": "check_bonus", "schema_version": 3}}})
 
 
-def _predates_the_stretch_task(nb: Notebook) -> None:
+def _lacks_log_softmax(nb: Notebook) -> None:
     """A notebook of an earlier release, without log_softmax's answer and check cells (or a student who deleted
     both): nbgrader's OverwriteCells raised KeyError on it (autograder/course/nbgrader/missing_cells.py)."""
     nb["cells"] = [c for c in nb["cells"]
@@ -90,20 +90,21 @@ def _retypes_answer_cell(nb: Notebook) -> None:
 
 
 # student -> (softmax's code, an edit of the notebook's graded cells, (auto score, extra credit) per check
-# cell; None: nbgrader's autograde fails for that submission and records nothing). Only ada does the
-# stretch task log_softmax (0 points in nbgrader, 4 of extra credit).
-HONEST_MISTAKE = {"check_softmax": (5.0, None), "check_softmax_cross_entropy": (10.0, None),
-                  "check_log_softmax": (0.0, 0.0)}  # no max subtraction: 15 / 20
+# cell; None: nbgrader's autograde fails for that submission and records nothing). 07 has no stretch task
+# (log_softmax is graded since this round), so nobody earns extra credit here: tests/course/
+# test_nbgrader_autograde.py covers it.
 Expected = dict[str, tuple[float, float | None]]
+HONEST_MISTAKE: Expected = {"check_softmax": (3.0, None), "check_softmax_cross_entropy": (6.0, None),
+                            "check_log_softmax": (5.0, None), "check_robust_loss": (5.0, None)}  # no max: 19 / 22
 CLASS: dict[str, tuple[str | None, Callable[[Notebook], None] | None, Expected | None]] = {
-    "ada": ("solution", None, {"check_softmax": (10.0, None), "check_softmax_cross_entropy": (10.0, None),
-                               "check_log_softmax": (0.0, 4.0)}),
+    "ada": ("solution", None, {"check_softmax": (6.0, None), "check_softmax_cross_entropy": (6.0, None),
+                               "check_log_softmax": (5.0, None), "check_robust_loss": (5.0, None)}),
     "bob": (NO_MAX, None, HONEST_MISTAKE),
     "cid": (None, None, {"check_softmax": (0.0, None), "check_softmax_cross_entropy": (0.0, None),
-                         "check_log_softmax": (0.0, 0.0)}),
+                         "check_log_softmax": (0.0, None), "check_robust_loss": (0.0, None)}),
     "edits": (NO_MAX, _edits_check_cell, HONEST_MISTAKE),  # nbgrader restores the locked source and points
     "deletes": (NO_MAX, _deletes_check_cell, HONEST_MISTAKE),  # nbgrader puts the cell back (add_missing_cells)
-    "older": (NO_MAX, _predates_the_stretch_task, HONEST_MISTAKE),  # the check cell is put back, worth 0
+    "older": (NO_MAX, _lacks_log_softmax, {**HONEST_MISTAKE, "check_log_softmax": (0.0, None)}),  # put back
     "duplicates": (NO_MAX, _duplicates_check_cell, None),
     "forges": (NO_MAX, _forges_grade_cell, None),
     "retypes": (NO_MAX, _retypes_answer_cell, None),
@@ -162,8 +163,8 @@ def courses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             cells = {}
         elif softmax == "solution":
             cells = code
-        else:  # the stretch task left as the stub
-            cells = {**{k: v for k, v in code.items() if k != "log_softmax"}, "softmax": softmax}
+        else:
+            cells = {**code, "softmax": softmax}
         folder = course / "submitted" / student / CH
         folder.mkdir(parents=True)
         path = write_submission(folder, CH, cells)
@@ -204,8 +205,8 @@ def test_both_ways_leave_the_same_gradebook_with_partial_credit(courses: dict[st
             assert row["grades"] == {g: (auto, extra, None, False) for g, (auto, extra) in points.items()}, student
             assert row["score"] == sum(auto + (extra or 0) for auto, extra in points.values()), student
             assert row["autograded"] and row["formgrader_timestamp"], student
-    assert ours["bob"]["score"] == 15.0  # the kit's partial credit; stock nbgrader records 10 (all or nothing)
-    assert ours["ada"]["score"] == 24.0  # 20 and the stretch task's 4 as extra credit
+    assert ours["bob"]["score"] == 19.0  # the kit's partial credit; stock nbgrader records 16 (all or nothing)
+    assert ours["ada"]["score"] == 22.0
 
 
 def test_both_ways_write_the_same_autograded_notebook(courses: dict[str, Path]) -> None:
@@ -217,8 +218,8 @@ def test_both_ways_write_the_same_autograded_notebook(courses: dict[str, Path]) 
         assert outputs == _check_outputs(courses["nbgrader"], student), student
         assert all(o.get("name") != "stderr" for cell in outputs.values() for o in cell)
     bob = _check_outputs(courses["grade-all"], "bob")["check_softmax"]
-    assert "softmax: 5 / 10 points" in "".join(bob[0]["text"]) and "Subtract the maximum" in "".join(bob[0]["text"])
-    assert "".join(bob[1]["data"]["text/plain"]) == "5.0"
+    assert "softmax: 3 / 6 points" in "".join(bob[0]["text"]) and "Subtract the maximum" in "".join(bob[0]["text"])
+    assert "".join(bob[1]["data"]["text/plain"]) == "3.0"
 
 
 def test_grade_all_gradebook_leaves_recorded_submissions_and_manual_grades_alone(courses: dict[str, Path]) -> None:
@@ -226,7 +227,7 @@ def test_grade_all_gradebook_leaves_recorded_submissions_and_manual_grades_alone
 
     course = courses["grade-all"]
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        gb.find_grade("check_softmax", CH, CH, "bob").manual_score = 8.0
+        gb.find_grade("check_softmax", CH, CH, "bob").manual_score = 5.0
         gb.db.commit()
     roster = course / "roster.csv"  # docs/instructors.md's step 4: the names, with nbgrader's own import
     roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},{s.title()},Example,\n" for s in CLASS))
@@ -238,7 +239,7 @@ def test_grade_all_gradebook_leaves_recorded_submissions_and_manual_grades_alone
     assert "None, None" not in done.stdout, done.stdout
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         grade = gb.find_grade("check_softmax", CH, CH, "bob")
-        assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (5.0, 8.0, False)
+        assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (3.0, 5.0, False)
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own, on every autograde
@@ -267,7 +268,7 @@ def test_a_grader_failure_fails_the_autograde_and_records_no_zero(
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         grades = gb.find_submission_notebook(CH, CH, student).grades
-        assert [(g.auto_score, g.needs_manual_grade) for g in grades] == [(None, True)] * 3
+        assert [(g.auto_score, g.needs_manual_grade) for g in grades] == [(None, True)] * 4  # a cell a task
 
 
 def test_a_half_made_gradebook_is_stamped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -295,11 +296,11 @@ def test_export_and_feedback(courses: dict[str, Path], tmp_path: Path) -> None:
     done = _run(course, "nbgrader", "export", "--to", str(tmp_path / "grades.csv"))
     assert done.returncode == 0, done.stderr
     rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader((tmp_path / "grades.csv").open())}
-    assert {s: rows[s] for s in ("ada", "bob", "cid")} == {"ada": 24.0, "bob": 15.0, "cid": 0.0}
+    assert {s: rows[s] for s in ("ada", "bob", "cid")} == {"ada": 22.0, "bob": 19.0, "cid": 0.0}
     results = [json.loads(p.read_text()) for p in sorted((courses["grade-all"] / "graded" / "results").glob("*/*"))]
     write_feedback(course, results)
     page = (course / "feedback" / "bob" / CH / f"{CH}.html").read_text()
-    assert f"{CH}: 15 / 20" in page and "Subtract the maximum" in page
+    assert f"{CH}: 19 / 22" in page and "Subtract the maximum" in page
     source = (ROOT / "autograder" / "chapters" / f"ch{CH}" / "checks.py").read_text()
     for line in (ln.strip() for ln in source.splitlines()):
         if line.startswith(("def ", "x = ", "logits = ", "_expect(")):

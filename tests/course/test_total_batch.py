@@ -111,7 +111,7 @@ def test_grading_a_malformed_notebook_gives_a_complete_zero(tmp_path: Path, rele
     from tests.kit import check_count, grade_fast
 
     g = grade_fast(_malformed(tmp_path, release, case))
-    assert g.score == 0 and g.max_score == 20 and len(g.results) == check_count(CH)
+    assert g.score == 0 and g.max_score == 22 and len(g.results) == check_count(CH)
     assert all(MALFORMED[case][1] in r.output for r in g.results)
 
 
@@ -120,8 +120,8 @@ def test_the_grade_command_on_a_malformed_notebook_prints_the_message(
     path = _malformed(tmp_path, release, "source a dict")
     assert cli.main(["grade", str(path), "--out", str(tmp_path / "r.json")]) == 0
     out = capsys.readouterr().out
-    assert "0 / 20" in out and "source" in out
-    assert json.loads((tmp_path / "r.json").read_text())["max_score"] == 20
+    assert "0 / 22" in out and "source" in out
+    assert json.loads((tmp_path / "r.json").read_text())["max_score"] == 22
 
 
 # -- grade-all: grader errors ------------------------------------------------------------

@@ -93,6 +93,16 @@ def test_student_runs_fixes_checks_and_validates(page: Page, tmp_path: Path) -> 
         passed.wait_for(timeout=RUN_MS)
         xent_check.scroll_into_view_if_needed()
         shot(page, "cross-entropy-check-passes")
+        for task, banner in (("log_softmax", "# Visible check for log_softmax"),
+                             ("robust_loss", "# Visible check for robust_loss")):  # the other two tasks, solved
+            _replace_and_run(page, _code_cell(page, f"def {task}(" if task == "robust_loss" else "class LogSoftmax("),
+                             solution_cells(CH)[task])
+            check = _code_cell(page, banner)
+            if task == "robust_loss":  # Run All stopped above the lesson cells its check uses: run them
+                for lesson in ("def padded_batch():", "def first_nan(loss_fn):"):
+                    _run(page, _code_cell(page, lesson))
+            _run(page, check)
+            _output(check).filter(has_text=f"{task}: visible checks passed").wait_for(timeout=RUN_MS)
 
         # The textbook softmax: its visible check fails and says why.
         _replace_and_run(page, softmax_cell, NAIVE_SOFTMAX)
@@ -125,13 +135,14 @@ def test_student_runs_fixes_checks_and_validates(page: Page, tmp_path: Path) -> 
         dialog.get_by_role("button", name="Ok").click()
         dialog.wait_for(state="detached")
 
-    # What the browser saved is the student's code; the stretch task stays as released, and Validate passed.
+    # What the browser saved is the student's code, and Validate passed.
     def answers(path: Path) -> dict[str, str]:
         cells = json.loads(path.read_text())["cells"]
         return {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in cells
                 if c["metadata"].get("nbgrader", {}).get("solution")}
 
-    solved = {task: solution_cells(CH)[task] for task in ("softmax", "softmax_cross_entropy")}
+    solved = {task: solution_cells(CH)[task] for task in ("softmax", "softmax_cross_entropy", "log_softmax",
+                                                          "robust_loss")}
     assert answers(student / f"{CH}.ipynb") == {**answers(release_path(CH)), **solved}
 
 
@@ -171,8 +182,7 @@ def test_instructor_autogrades_adjusts_and_gives_feedback(page: Page, course: Pa
     shot = Shots("instructor")
     home = tmp_path / "jupyter"
     nbgrader(course, home, "generate_assignment", CH, "--force")
-    _submit(course, STUDENT, {"softmax": NAIVE_SOFTMAX,
-                              "softmax_cross_entropy": solution_cells(CH)["softmax_cross_entropy"]})
+    _submit(course, STUDENT, {**solution_cells(CH), "softmax": NAIVE_SOFTMAX})
 
     with jupyter_lab(course, home) as lab:
         page.goto(lab.at("/lab"))
@@ -189,12 +199,12 @@ def test_instructor_autogrades_adjusts_and_gives_feedback(page: Page, course: Pa
         expect(row.locator("td.score")).to_have_text("")
         shot(page, "submission-needs-autograding")
 
-        # Autograde: the kit's partial credit, 6/10 for the textbook softmax and 10/10 for the cross entropy.
+        # Autograde: the kit's partial credit, 3/6 for the textbook softmax and full marks for the rest.
         row.locator("td.autograde a").click()
         _ok(fg.locator("#success-modal"), f"Successfully autograded '{CH}' for student '{STUDENT}'")
-        expect(row.locator("td.score")).to_have_text("15 / 20")
+        expect(row.locator("td.score")).to_have_text("19 / 22")
         expect(row.locator("td.status")).to_have_text("graded")
-        shot(page, "autograded-15-of-20")
+        shot(page, "autograded-19-of-22")
 
         # Manual grading: each check cell shows the kit's checks and messages.
         fg.get_by_role("link", name="Manual Grading").click()
@@ -203,14 +213,14 @@ def test_instructor_autogrades_adjusts_and_gives_feedback(page: Page, course: Pa
         fg.locator("#main-table").get_by_role("link", name="Submission #1").click()
         check = fg.locator("div.cell").filter(has=fg.locator(".nbgrader_cell code", has_text="check_softmax")).first
         check.wait_for()
-        expect(fg.locator("#check_softmax")).to_have_attribute("placeholder", "5")  # the auto score
-        expect(fg.locator("#check_softmax_cross_entropy")).to_have_attribute("placeholder", "10")
+        expect(fg.locator("#check_softmax")).to_have_attribute("placeholder", "3")  # the auto score
+        expect(fg.locator("#check_softmax_cross_entropy")).to_have_attribute("placeholder", "6")
         expect(fg.locator("#softmax-comment")).to_have_attribute("placeholder", re.compile("."))  # comments loaded
         text = check.locator(".output_area").first.inner_text()
-        assert "softmax: 5 / 10 points" in text, text
+        assert "softmax: 3 / 6 points" in text, text
         assert "found nan (not a number)" in text and "overflows" in text, text
-        assert "Recorded: 5 of 10 points, the number below; a score set by hand in Formgrader" in text, text
-        # The cell's score box (auto score 6) at the top, under Formgrader's fixed bar, the messages below.
+        assert "Recorded: 3 of 6 points, the number below; a score set by hand in Formgrader" in text, text
+        # The cell's score box (auto score 3) at the top, under Formgrader's fixed bar, the messages below.
         check.evaluate("cell => { cell.scrollIntoView({block: 'start'}); window.scrollBy(0, -80); }")
         shot(page, "manual-grading-shows-the-kit-messages")
 
@@ -227,19 +237,19 @@ def test_instructor_autogrades_adjusts_and_gives_feedback(page: Page, course: Pa
         fg.locator(".breadcrumb").get_by_role("link", name="Manual Grading").click()
         fg.get_by_role("link", name="Manage Assignments").click()
         fg.locator("#main-table tr").filter(has_text=CH).locator("td.num-submissions a").click()
-        expect(row.locator("td.score")).to_have_text("16 / 20")
-        shot(page, "adjusted-16-of-20")
+        expect(row.locator("td.score")).to_have_text("20 / 22")
+        shot(page, "adjusted-20-of-22")
 
         # Generate feedback, then read it as the student will.
         row.locator("td.generate-feedback a").click()
         _ok(fg.locator("#success-modal"), f"Successfully generated feedback for '{CH}' for student '{STUDENT}'",
             lambda: shot(page, "feedback-generated"))
         page.goto(lab.at(f"/files/feedback/{STUDENT}/{CH}/{CH}.html"))
-        assert f"{CH} (Score: 16.0 / 20.0)" in page.locator("body").inner_text()
+        assert f"{CH} (Score: 20.0 / 22.0)" in page.locator("body").inner_text()
         shot(page, "feedback-score")
         page.locator("a[href='#comment-softmax']").click()  # log_softmax has one too
         cell = page.locator(".panel").filter(has=page.locator("code", has_text="check_softmax")).first
-        assert "Score: 6.0 / 10.0" in cell.inner_text()  # 5 from the kit, 1 extra credit
+        assert "Score: 4.0 / 6.0" in cell.inner_text()  # 3 from the kit, 1 extra credit
         body = page.locator("body").inner_text()
-        assert COMMENT in body and "softmax: 5 / 10 points" in body and "found nan (not a number)" in body
+        assert COMMENT in body and "softmax: 3 / 6 points" in body and "found nan (not a number)" in body
         shot(page, "feedback-comment-and-messages")

@@ -93,10 +93,11 @@ def test_attack_earns_nothing_and_grading_completes(tmp_path: Path, attack: str)
     started = time.monotonic()
     g = grade_fast(path)
     assert time.monotonic() - started < 90
-    assert len(g.results) == check_count(CH) and g.max_score == 20
+    assert len(g.results) == check_count(CH) and g.max_score == 22
     # Patching torch at load is a line every exercise's rule reads (07's notebook says so): the cross entropy too.
-    want = 0 if attack == "patched torch comparisons" else 10
-    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": want}, [r.output for r in g.results]
+    kept = 0 if attack == "patched torch comparisons" else 1  # robust_loss has no rule read from the code
+    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 6 * kept, "log_softmax": 5 * kept,
+                              "robust_loss": 5}, [r.output for r in g.results]
 
 
 def test_reading_secrets_from_disk_env_or_parent_is_blocked(tmp_path: Path) -> None:
@@ -136,7 +137,7 @@ for target in [{str(out_file)!r}, {str(ROOT / "README.md")!r}]:
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads(out_file.read_text())
-    assert result["score"] - result["extra_data"]["bonus"]["score"] == 10  # softmax lost, the rest earned
+    assert result["score"] == 16  # softmax (6) lost, the rest earned
     assert (ROOT / "README.md").read_text() == readme
 
 
@@ -146,7 +147,7 @@ def test_conftest_and_pth_files_beside_the_notebook_are_ignored(tmp_path: Path) 
         "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n")
     (tmp_path / "evil.pth").write_text("import os; os.environ['PWNED'] = '1'\n")
     g = grade_fast(solved(tmp_path, CH, softmax=WRONG))
-    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}
+    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 6, "log_softmax": 5, "robust_loss": 5}
 
 
 # -- timing attacks: against the timing machinery directly ----------------------

@@ -45,14 +45,14 @@ warnings.warn("a user warning at import")
 _old_style = torch.tensor(torch.randn(2), requires_grad=True)  # torch warns about this
 '''
     g = grade_fast(solved(tmp_path, CH, softmax=noisy))
-    assert g.score == g.max_score == 20
+    assert g.score == g.max_score == 22
 
 
 def test_os_exit_at_import_gives_a_complete_zero_result(tmp_path: Path) -> None:
     started = time.monotonic()
     g = grade_fast(solved(tmp_path, CH, softmax="import os\nos._exit(0)\n"))
     assert time.monotonic() - started < 30
-    assert g.score == 0 and g.max_score == 20 and len(g.results) == check_count(CH)
+    assert g.score == 0 and g.max_score == 22 and len(g.results) == check_count(CH)
     assert all("exit" in r.output for r in g.results)
 
 
@@ -61,7 +61,7 @@ def test_segfault_zeroes_only_the_function_that_crashed(tmp_path: Path) -> None:
     # ctypes in reach of softmax_cross_entropy's rule (07 reads each task's code, load-time code of every cell)
     g = grade_fast(solved(tmp_path, CH, softmax=crash))
     scores = task_scores(g)
-    assert scores["softmax"] == 0 and scores["softmax_cross_entropy"] == 10
+    assert scores["softmax"] == 0 and scores["softmax_cross_entropy"] == 6
     assert "SIGSEGV" in by_name(g)["check_softmax_guide_example"].output
 
 
@@ -70,7 +70,7 @@ def test_infinite_loop_in_a_call_is_bounded(tmp_path: Path) -> None:
     started = time.monotonic()
     g = grade_fast(solved(tmp_path, CH, softmax=loop))
     assert time.monotonic() - started < 45  # one 5 s timeout, then fail fast
-    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}
+    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 6, "log_softmax": 5, "robust_loss": 5}
     assert "did not finish within 5 s" in by_name(g)["check_softmax_guide_example"].output
 
 
@@ -86,14 +86,14 @@ def test_infinite_loop_at_import_is_bounded(tmp_path: Path) -> None:
 def test_huge_allocation_fails_the_check_not_the_grader(tmp_path: Path) -> None:
     hog = "def softmax(logits, dim=-1):\n    return torch.empty(50 * 2**30, dtype=torch.uint8)\n"
     g = grade_fast(solved(tmp_path, CH, softmax=hog))
-    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}
+    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 6, "log_softmax": 5, "robust_loss": 5}
 
 
 def test_corrupt_notebook_gets_a_clear_message(tmp_path: Path) -> None:
     path = solved(tmp_path, CH)
     path.write_text(path.read_text()[:500])
     g = grade_fast(path)
-    assert g.score == 0 and g.max_score == 20
+    assert g.score == 0 and g.max_score == 22
     assert "not valid notebook JSON" in g.results[0].output
 
 
@@ -103,7 +103,7 @@ def test_deleted_answer_cell_is_named(tmp_path: Path) -> None:
     nb["cells"] = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") != "softmax"]
     path.write_text(json.dumps(nb))
     g = grade_fast(path)
-    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 10}
+    assert task_scores(g) == {"softmax": 0, "softmax_cross_entropy": 6, "log_softmax": 5, "robust_loss": 5}
     assert "answer cell 'softmax' is missing" in by_name(g)["check_softmax_random_batches"].output
     assert g.missing == ["softmax"] and gradescope(g)["extra_data"]["missing"] == ["softmax"]
 
@@ -144,7 +144,7 @@ def test_cli_exits_zero_and_writes_gradescope_json_and_junit(tmp_path: Path) -> 
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
-    assert result["score"] == 0 and result["max_score"] == 20
+    assert result["score"] == 0 and result["max_score"] == 22
     assert isinstance(result["execution_time"], float)
     for test in result["tests"]:
         assert set(test) >= {"name", "score", "max_score", "status", "output", "visibility"}
@@ -184,20 +184,20 @@ json.dumps = _forged
 def test_a_forged_load_report_is_a_corrupted_channel_not_a_crash(tmp_path: Path) -> None:
     load = '{"errors": {"softmax": "boom"}, "names": 5}'
     g = grade_fast(solved(tmp_path, CH, softmax=f"LOAD = {load}\n" + FORGE_LOAD_REPORT + solution_cells(CH)["softmax"]))
-    assert g.score == 0 and g.max_score == 20
+    assert g.score == 0 and g.max_score == 22
     assert any("corrupted the grader's channel" in n for n in g.notes), g.notes
 
 
 def test_a_forged_setup_error_or_cuda_flag_is_ignored(tmp_path: Path) -> None:
     """Only what the child says before student code runs can make a grader error or skip the CUDA checks."""
-    load = ('{"errors": {}, "names": {"softmax": "function", "softmax_cross_entropy": "function"}, '
-            '"setup_error": "forged", "cuda": True}')
+    load = ('{"errors": {}, "names": {"softmax": "function", "softmax_cross_entropy": "function", '
+            '"log_softmax": "function", "robust_loss": "function"}, "setup_error": "forged", "cuda": True}')
     cells = f"LOAD = {load}\n" + FORGE_LOAD_REPORT + solution_cells(CH)["softmax"]
     g = grade_fast(solved(tmp_path, CH, softmax=cells))
     # Every check ran on the CPU and passed on its own; the patch of json.dumps at load breaks each task's rule
     # read from the code (07), which voids the scores, and says why.
     assert len(g.results) == check_count(CH) and not [r for r in g.results if r.outcome is Outcome.SKIPPED]
-    graded = [r for r in g.results if not r.rule and not r.bonus]  # the stretch task is not attempted
+    graded = [r for r in g.results if not r.rule and not r.bonus]
     assert {r.task: scores_on_their_own(g)[r.task] for r in graded} == {
         t: sum(r.points for r in graded if r.task == t) for t in {r.task for r in graded}}
     assert all("json.dumps" in r.output for r in g.results if r.rule), [r.output for r in g.results if r.rule]

@@ -30,11 +30,12 @@ def test_the_library_everywhere_it_was_used_scores_nothing(tmp_path: Path) -> No
                           softmax="def softmax(logits, dim=-1):\n    return torch.softmax(logits, dim)\n",
                           softmax_cross_entropy="def softmax_cross_entropy(labels, logits, dim=-1):\n"
                                                 "    return -(labels * F.log_softmax(logits, dim)).sum(dim)\n"))
-    assert g.score == 0, [(r.name, r.outcome, r.output[:200]) for r in g.results if r.score]  # 20/20 before
+    broken = {"softmax", "softmax_cross_entropy"}
+    assert not [(r.name, r.outcome, r.output[:200]) for r in g.results if r.score and r.task in broken]  # 20/20 once
     checks = by_name(g)
     assert "cell 'softmax_cross_entropy', line 2: F.log_softmax" in checks["check_xent_by_hand"].output
-    assert all(r.outcome is Outcome.NOT_SCORED for r in g.results if r.task != "log_softmax" and not r.rule)
-    assert all(r.outcome is Outcome.PASSED for r in g.results if r.task == "log_softmax")  # its own task alone
+    assert all(r.outcome is Outcome.NOT_SCORED for r in g.results if r.task in broken and not r.rule)
+    assert all(r.outcome is Outcome.PASSED for r in g.results if r.task not in broken)  # each task its own
 
 
 USES = {

@@ -202,7 +202,7 @@ def test_the_attack_scores_nothing_on_its_task(tmp_path: Path, form: str) -> Non
     g = grade_fast(solved(tmp_path, CHAPTER, **cells))
     scores = task_scores(g)
     assert scores["softmax"] <= most, [(r.name, r.outcome, r.output[:200]) for r in g.results if r.task == "softmax"]
-    assert (scores["softmax_cross_entropy"] == 10) == others_kept, [
+    assert (scores["softmax_cross_entropy"] == 6) == others_kept, [
         (r.name, r.output[:300]) for r in g.results if r.task == "softmax_cross_entropy"]
 
 
@@ -277,6 +277,8 @@ def test_each_tasks_rule_check_runs_just_before_its_checks(tmp_path: Path) -> No
     g = grade_fast(solved(tmp_path, CHAPTER))
     tasks = [r.task for r in g.results]
     groups = [t for i, t in enumerate(tasks) if i == 0 or tasks[i - 1] != t]
-    assert groups == ["softmax", "softmax_cross_entropy", "log_softmax"], tasks  # rules first ran all three first
-    assert all(r.rule == (i == 0 or g.results[i - 1].task != r.task) for i, r in enumerate(g.results)), [
-        (r.task, r.rule) for r in g.results]
+    assert groups == ["softmax", "softmax_cross_entropy", "log_softmax", "robust_loss"], tasks  # rules first ran
+    # all three first; robust_loss is graded from outcomes alone, with no rule check
+    assert all(r.rule == (i == 0 or g.results[i - 1].task != r.task) for i, r in enumerate(g.results)
+               if r.task != "robust_loss"), [(r.task, r.rule) for r in g.results]
+    assert not [r for r in g.results if r.task == "robust_loss" and r.rule]

@@ -78,7 +78,7 @@ def test_a_protection_that_cannot_be_applied_stops_the_grading(tmp_path: Path,
 def test_a_submission_cannot_pass_its_exit_off_as_a_sandbox_failure(tmp_path: Path) -> None:
     code = "import os\nos._exit(125)\n"
     g = grade_fast(solved(tmp_path, CH, softmax=code))  # no GraderError: the student's own doing
-    assert g.score == 0 and g.max_score == 20
+    assert g.score == 0 and g.max_score == 22
 
 
 def test_lease_state_is_out_of_reach(tmp_path: Path) -> None:
@@ -153,7 +153,7 @@ def test_files_precreated_in_shared_folders_do_not_break_later_gradings(tmp_path
     finally:
         for p in planted:
             p.unlink(missing_ok=True)
-    assert g.score == g.max_score == 20
+    assert g.score == g.max_score == 22
 
 
 # -- 3. cleanup nobody can block --------------------------------------------------------------------
@@ -219,4 +219,4 @@ def test_hidden_checks_cannot_be_read_from_the_sandbox_in_the_gradescope_layout(
     result = json.loads((root / "results" / "results.json").read_text())
     outputs = " ".join(t["output"] for t in result["tests"])
     assert "FOUND" in outputs and "READ" not in outputs, outputs
-    assert result["score"] - result["extra_data"]["bonus"]["score"] == 10  # softmax_cross_entropy only
+    assert result["score"] == 16  # all but softmax (6 of 22)

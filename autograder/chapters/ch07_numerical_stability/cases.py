@@ -14,14 +14,15 @@ from autograder.judging.authoring import cell, right, wrong
 # -- softmax and softmax_cross_entropy -----------------------------------------------------------------------------
 
 
-@wrong("no max subtraction", fails={"check_softmax_huge_and_infinite_logits": "nan"}, example="ben")
+@wrong("no max subtraction", fails={"check_softmax_huge_and_infinite_logits": "nothing is subtracted"}, example="ben")
 def no_max_subtraction():
     def softmax(logits, dim=-1):
         e = torch.exp(logits)
         return e / e.sum(dim=dim, keepdim=True)
 
 
-@wrong("global max", fails={"check_softmax_rows_far_apart": "one per row"}, example="dev")
+@wrong("global max", fails={"check_softmax_huge_and_infinite_logits": "one maximum for the whole tensor"},
+       example="dev")
 def global_max():
     def softmax(logits, dim=-1):
         e = torch.exp(logits - logits.max())
@@ -54,7 +55,7 @@ def logsumexp_without_keepdim():
         return -(labels * (shifted - torch.logsumexp(shifted, dim=dim))).sum(dim=dim)
 
 
-@wrong("dtype change", fails={"check_softmax_keeps_dtype": "dtype torch.float32"})
+@wrong("dtype change", fails={"check_softmax_other_dims": "dtype torch.float32"})
 def dtype_change():
     def softmax(logits, dim=-1):
         x = logits.float()
@@ -194,15 +195,45 @@ def categorical_probabilities():
         return torch.distributions.Categorical(logits=logits.movedim(dim, -1)).probs.movedim(-1, dim)
 
 
-@right("max values and a division by the sum", only="check_softmax", points=10)
+@right("max values and a division by the sum", only="check_softmax", points=6)
 def max_values_softmax():
     def softmax(logits, dim=-1):
         shifted = logits - torch.max(logits, dim=dim, keepdim=True).values
         return shifted.exp() / shifted.exp().sum(dim, keepdim=True)
 
 
+@wrong("exp(x - logsumexp(x))", fails={"check_softmax_huge_and_infinite_logits": "exp(x - logsumexp(x))"})
+def logsumexp_shift():
+    """Stable against overflow, but the shift is rounded: log 2 lost at 1e30, 1e-4 relative off near -3000."""
+    def softmax(logits, dim=-1):
+        return torch.exp(logits - torch.logsumexp(logits, dim, keepdim=True))
+
+
+@wrong("logsumexp shift without keepdim, then unsqueeze", fails={"check_softmax_huge_and_infinite_logits":
+                                                                   "exp(x - logsumexp(x))"})
+def logsumexp_shift_unsqueezed():
+    def softmax(logits, dim=-1):
+        return (logits - torch.logsumexp(logits, dim).unsqueeze(dim)).exp()
+
+
+@right("logsumexp of the shifted logits", only="check_softmax", points=6)
+def logsumexp_of_the_shifted_logits():
+    """Not the logsumexp shift above: the shift by the maximum is exact, and logsumexp only normalises."""
+    def softmax(logits, dim=-1):
+        shifted = logits - logits.amax(dim, keepdim=True)
+        return torch.exp(shifted - torch.logsumexp(shifted, dim, keepdim=True))
+
+
+@right("max along a positive dim, a reciprocal of the sum", only="check_softmax", points=6)
+def max_along_a_positive_dim():
+    def softmax(logits, dim=-1):
+        d = dim % logits.dim()
+        e = (logits - logits.max(d, keepdim=True)[0]).exp()
+        return e * e.sum(d, keepdim=True).reciprocal()
+
+
 # -- log_softmax ---------------------------------------------------------------------------------------------------
-# The stretch task (bonus). Most wrong forms are the reference LogSoftmax with one method changed: an edit of
+# Most wrong forms are the reference LogSoftmax with one method changed: an edit of
 # log_softmax_cell, the reference as they write it.
 
 
@@ -332,7 +363,7 @@ def log_softmax_naive_softmax_recomputed_from_the_saved_input():
 # -- log_softmax: correct forms ------------------------------------------------------------------------------------
 
 
-@right("setup_context, saves softmax", only="log_softmax", bonus=4)
+@right("setup_context, saves softmax", only="log_softmax", points=5)
 def setup_context_saves_softmax():
     class LogSoftmax(torch.autograd.Function):
         @staticmethod
@@ -356,7 +387,7 @@ def setup_context_saves_softmax():
         return LogSoftmax.apply(logits, dim)
 
 
-@right("last axis inside", only="log_softmax", bonus=4)
+@right("last axis inside", only="log_softmax", points=5)
 def last_axis_inside():
     class LogSoftmax(torch.autograd.Function):
         @staticmethod
@@ -379,7 +410,7 @@ def last_axis_inside():
         return LogSoftmax.apply(logits, dim)
 
 
-@right("addcmul, positive dim", only="log_softmax", bonus=4)
+@right("addcmul, positive dim", only="log_softmax", points=5)
 def addcmul_positive_dim():
     class _LogSoftmax(torch.autograd.Function):
         @staticmethod
@@ -399,3 +430,106 @@ def addcmul_positive_dim():
 
     def log_softmax(logits, dim=-1):
         return _LogSoftmax.apply(logits, dim)
+
+
+# -- robust_loss: the NaN hunt ----------------------------------------------------------------------------------
+
+
+@wrong("robust_loss: the textbook form", fails={"check_robust_loss_zero_distance": "distance 0",
+                                                "check_robust_loss_training_step": "every weight is nan"})
+def robust_loss_textbook():
+    def robust_loss(pred, target):
+        dist = (pred - target).pow(2).sum(dim=-1).sqrt()
+        return torch.where(dist < 1, 0.5 * dist**2, torch.log(dist) + 0.5).mean()
+
+
+@wrong("robust_loss: clamp after the sqrt", fails={"check_robust_loss_zero_distance": "Clamping the sqrt's output",
+                                                   "check_robust_loss_example": "distance 0"})
+def robust_loss_clamp_after_sqrt():
+    def robust_loss(pred, target):
+        dist = (pred - target).pow(2).sum(dim=-1).sqrt().clamp_min(1e-6)
+        return torch.where(dist < 1, 0.5 * dist**2, torch.log(dist) + 0.5).mean()
+
+
+@wrong("robust_loss: where without the safe input", fails={"check_robust_loss_zero_distance": "a torch.where around",
+                                                           "check_robust_loss_training_step": "distance 0"})
+def robust_loss_where_without_the_safe_input():
+    """No sqrt any more, but log(sq) still runs, and is differentiated, at sq = 0."""
+    def robust_loss(pred, target):
+        sq = (pred - target).pow(2).sum(dim=-1)
+        return torch.where(sq < 1, 0.5 * sq, 0.5 * torch.log(sq) + 0.5).mean()
+
+
+@wrong("robust_loss: safe log, sqrt left at 0", fails={"check_robust_loss_zero_distance": "sqrt'(0)"})
+def robust_loss_safe_log_sqrt_left():
+    def robust_loss(pred, target):
+        dist = (pred - target).pow(2).sum(dim=-1).sqrt()
+        far = torch.where(dist < 1, 1.0, dist)
+        return torch.where(dist < 1, 0.5 * dist**2, torch.log(far) + 0.5).mean()
+
+
+@wrong("robust_loss: nan_to_num on the loss", fails={"check_robust_loss_zero_distance": "distance 0"})
+def robust_loss_nan_to_num_on_the_loss():
+    def robust_loss(pred, target):
+        dist = (pred - target).pow(2).sum(dim=-1).sqrt()
+        return torch.nan_to_num(torch.where(dist < 1, 0.5 * dist**2, torch.log(dist) + 0.5)).mean()
+
+
+@wrong("robust_loss: eps inside the sqrt too large", fails={"check_robust_loss_zero_distance": "Expected",
+                                                             "check_robust_loss_example": "Expected"})
+def robust_loss_large_eps():
+    def robust_loss(pred, target):
+        dist = ((pred - target).pow(2).sum(dim=-1) + 1e-4).sqrt()
+        return torch.where(dist < 1, 0.5 * dist**2, torch.log(dist) + 0.5).mean()
+
+
+@wrong("robust_loss: far branch detached", fails={"check_robust_loss_gradient": "gradient",
+                                                  "check_robust_loss_training_step": "Expected"})
+def robust_loss_far_branch_detached():
+    def robust_loss(pred, target):
+        sq = (pred - target).pow(2).sum(dim=-1)
+        far = torch.where(sq < 1, 1.0, sq).detach()
+        return torch.where(sq < 1, 0.5 * sq, 0.5 * torch.log(far) + 0.5).mean()
+
+
+@wrong("robust_loss: sum over rows", fails={"check_robust_loss_values": "mean over rows"})
+def robust_loss_sum_over_rows():
+    def robust_loss(pred, target):
+        sq = (pred - target).pow(2).sum(dim=-1)
+        far = torch.where(sq < 1, 1.0, sq)
+        return torch.where(sq < 1, 0.5 * sq, 0.5 * torch.log(far) + 0.5).sum()
+
+
+@right("robust_loss: safe sqrt and safe log by where", only="robust_loss", points=5)
+def robust_loss_safe_sqrt():
+    def robust_loss(pred, target):
+        sq = (pred - target).pow(2).sum(dim=-1)
+        positive = sq > 0
+        dist = torch.where(positive, torch.where(positive, sq, 1.0).sqrt(), 0.0)
+        near = dist < 1
+        return torch.where(near, 0.5 * dist**2, torch.log(torch.where(near, 1.0, dist)) + 0.5).mean()
+
+
+@right("robust_loss: clamp before the sqrt", only="robust_loss", points=5)
+def robust_loss_clamp_before_sqrt():
+    def robust_loss(pred, target):
+        dist = (pred - target).pow(2).sum(dim=-1).clamp_min(1e-30).sqrt()
+        return torch.where(dist < 1, 0.5 * dist**2, torch.log(dist.clamp_min(1.0)) + 0.5).mean()
+
+
+@right("robust_loss: the library norm", only="robust_loss", points=5)
+def robust_loss_vector_norm():
+    def robust_loss(pred, target):
+        dist = torch.linalg.vector_norm(pred - target, dim=-1)
+        return torch.where(dist < 1, 0.5 * dist.square(), dist.clamp_min(1.0).log() + 0.5).mean()
+
+
+@right("robust_loss: boolean masks, each piece on its own rows", only="robust_loss", points=5)
+def robust_loss_masked_rows():
+    def robust_loss(pred, target):
+        sq = (pred - target).pow(2).sum(dim=-1).reshape(-1)
+        near = sq < 1
+        per_row = torch.zeros_like(sq)
+        per_row[near] = 0.5 * sq[near]
+        per_row[~near] = 0.5 * sq[~near].log() + 0.5
+        return per_row.mean()

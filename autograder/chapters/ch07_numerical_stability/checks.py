@@ -1,4 +1,4 @@
-"""Hidden checks for 07_numerical_stability: softmax, softmax_cross_entropy and the stretch log_softmax.
+"""Hidden checks for 07_numerical_stability: softmax, softmax_cross_entropy, log_softmax and robust_loss.
 
 Oracles are torch's own softmax and log_softmax computed in float64 in the
 judge. Every check runs fixed hard cases (shapes with equal and size-1 axes,
@@ -8,10 +8,16 @@ seed. softmax_cross_entropy runs through the harness
 (autograder/chapters/ch07_numerical_stability/harness.py) with the kit's softmax in
 place of the student's, so a softmax bug costs points in softmax only.
 
-The stretch task (bonus) is log_softmax as a torch.autograd.Function with its
-own backward. The notebook's rule, no library softmax, and the Function's shape
-are read by the judge from the source (autograder/judging/static/rules.py): rule checks,
-each voiding its task when broken.
+log_softmax is a torch.autograd.Function with its own backward. The notebook's
+rule, no library softmax, and the Function's shape are read by the judge from
+the source (autograder/judging/static/rules.py): rule checks, each voiding its
+task when broken.
+
+robust_loss is the NaN hunt: graded from outcomes only. The judge sends its own
+predictions and targets (rows at distance 0, tiny, 1 and huge) and compares the
+value and the gradient with respect to the predictions with its float64
+reference; in its own training steps it backpropagates the student's gradient
+through its own model and compares the weights.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from autograder.judging.authoring import (
     harness,
     listed,
     names_used,
+    nonfinite,
     only_raises_not_implemented,
     output_shape_checked,
     subclasses,
@@ -47,6 +54,7 @@ from autograder.judging.authoring import (
 SOFTMAX_EXAMPLE = (torch.tensor([1000.0, 0.0]),)
 XENT_EXAMPLE = (torch.tensor([0.5, 0.5]), torch.tensor([1000.0, 0.0]))
 LOG_SOFTMAX_EXAMPLE = (torch.tensor([1000.0, 0.0]),)
+ROBUST_EXAMPLE = (torch.tensor([[0.3, 0.4], [3.0, 4.0], [0.0, 0.0]]), torch.zeros(3, 2))
 
 
 class Api(StudentApi):
@@ -60,7 +68,11 @@ class Api(StudentApi):
 
     @answer(example=LOG_SOFTMAX_EXAMPLE)
     def log_softmax(self, logits: Tensor, dim: int = -1) -> Tensor:
-        """Log-probabilities along `dim`, through the student's torch.autograd.Function (the stretch task)."""
+        """Log-probabilities along `dim`, through the student's torch.autograd.Function."""
+
+    @answer(example=ROBUST_EXAMPLE)
+    def robust_loss(self, pred: Tensor, target: Tensor) -> Tensor:
+        """Mean over rows of d**2 / 2 (d < 1) or log(d) + 1/2, d the distance along the last axis."""
 
 
 # -- oracles -------------------------------------------------------------------
@@ -131,6 +143,49 @@ def _expect_softmax(got: Tensor, x: Tensor, dim: int, call: str, hint: str, devi
                     fail(call, {"logits": x}, want, got,
                          f"the result is softmax along dim={other}, not along dim={dim}: the `dim` argument "
                          "was not used", DIM_HINT)
+    _expect(got, want, call, {"logits": x}, hint, device)
+
+
+# Huge logits, a tie at 1e30 (where logsumexp adds log 2), a row at exp's edge, and -inf entries.
+EXTREME_SOFTMAX = torch.tensor([[1e4, 0.0, -1e4], [1e30, 1e30, -1e30], [89.0, 88.0, 0.0], [-float("inf"), 0.0, 1.0]])
+LSE_PROBLEM = ("your softmax is exp(x - logsumexp(x)): right on paper, but float32 rounds logsumexp(x) to the "
+               "spacing of x. At [1e30, 1e30, ...] the log 2 that logsumexp adds to 1e30 is lost, so both top "
+               "entries get exp(0) = 1 instead of 0.5; near -3000 the rounding (about 1e-4) becomes a relative "
+               "error of about 1e-4 in every probability, where a shift by the maximum is exact to about 1e-7.")
+LSE_HINT = ("Shift by the maximum, logits.amax(dim, keepdim=True): x - max is exact in float32 (the maximum is one "
+            "of the stored logits), while x - logsumexp(x) subtracts a rounded number, off by up to half the "
+            "spacing of float32 at |x| (2e-4 at 3000, 4e22 at 1e30).")
+
+
+def _softmax_mistake(got: Tensor, x: Tensor, dim: int) -> tuple[str, str, str] | None:
+    """(mistake id, problem, hint) of the named wrong form `got` equals on the extreme logits `x`, else None."""
+    if not (isinstance(got, Tensor) and got.shape == x.shape and got.dtype == x.dtype):
+        return None
+    with torch.no_grad():
+        e, top = torch.exp(x), torch.exp(x - x.max())
+        forms = {
+            "no shift": (e / e.sum(dim, keepdim=True), "nothing is subtracted before exp: the textbook formula "
+                         "as written, which gives nan once a logit passes 88.7.", OVERFLOW_HINT),
+            "global max": (top / top.sum(dim, keepdim=True), "one maximum for the whole tensor: rows far below it "
+                           "have exp = 0 in every entry, and 0 / 0 is nan.", ROWWISE_HINT),
+            "logsumexp shift": (torch.exp(x - torch.logsumexp(x, dim, keepdim=True)), LSE_PROBLEM, LSE_HINT),
+        }
+    have = got.detach().double()
+    for name, (wrong, problem, hint) in forms.items():
+        if bool(torch.isclose(have, wrong.double(), rtol=1e-6, atol=1e-12, equal_nan=True).all()):
+            return name, problem, hint
+    return None
+
+
+def _expect_extreme_softmax(got: Tensor, x: Tensor, dim: int, hint: str, device: str) -> None:
+    """softmax of extreme logits; a wrong answer that one of the classic wrong forms gives is named."""
+    want, call = softmax_oracle(x, dim), f"softmax(logits, dim={dim})"
+    rtol, atol = TOL[want.dtype]
+    if (isinstance(got, Tensor) and got.shape == want.shape and got.dtype == want.dtype
+            and not bool(torch.isclose(got.detach().double(), want.double(), rtol=rtol, atol=atol).all())):
+        named = _softmax_mistake(got, x, dim)
+        if named:
+            fail(call, {"logits": x}, want, got, named[1], named[2], mistake=named[0])
     _expect(got, want, call, {"logits": x}, hint, device)
 
 
@@ -227,7 +282,7 @@ def check_softmax_guide_example(api: Api, device: str) -> None:
             OVERFLOW_HINT, device)
 
 
-@check(task="softmax", points=2)
+@check(task="softmax", points=1)
 def check_softmax_random_batches(api: Api, rng: torch.Generator, device: str) -> None:
     """softmax matches torch.softmax on [B, C] batches, square and with size-1 axes (default dim and dim=1)"""
     for trial, shape in enumerate(BATCH_SHAPES):
@@ -239,38 +294,28 @@ def check_softmax_random_batches(api: Api, rng: torch.Generator, device: str) ->
 
 @check(task="softmax", points=1)
 def check_softmax_other_dims(api: Api, rng: torch.Generator, device: str) -> None:
-    """softmax normalises along the `dim` it is given, every axis of tensors of rank 1 to 4"""
+    """softmax normalises along the `dim` it is given, every axis of tensors of rank 1 to 4, and keeps the input's
+    dtype and accuracy: float64 and bfloat16"""
     for shape in DIM_SHAPES:
         x = _random_logits(rng, shape)
         for dim in _dims(len(shape)):
             _expect_softmax(api.softmax(x, dim=dim), x, dim, f"softmax(logits, dim={dim})", DIM_HINT, device)
+    for dtype in (torch.float64, torch.bfloat16):
+        x = _random_logits(rng, [4, 6], dtype=dtype)
+        _expect_softmax(api.softmax(x, dim=-1), x, -1, "softmax(logits, dim=-1)", DTYPE_HINT, device)
 
 
-@check(task="softmax", points=2)
-def check_softmax_rows_far_apart(api: Api, rng: torch.Generator, device: str) -> None:
-    """rows (or columns) on very different scales each get their own maximum (no 0/0)"""
+@check(task="softmax", points=1)
+def check_softmax_huge_and_infinite_logits(api: Api, rng: torch.Generator, device: str) -> None:
+    """rows far apart each get their own maximum (no 0/0), logits of 1e4 and 1e30 do not overflow, and -inf
+    entries get probability 0"""
+    # The fixed rows first: on them the classic wrong forms give different answers, each named.
+    _expect_extreme_softmax(api.softmax(EXTREME_SOFTMAX, dim=-1), EXTREME_SOFTMAX, -1, OVERFLOW_HINT, device)
     for (b, c), dim in (([4, 5], 1), ([3, 6], 1), ([5, 3], 0)):
         offsets = -1000.0 * torch.arange(b, dtype=torch.float64).unsqueeze(1)
         x = (_random_logits(rng, [b, c]).double() + offsets).float()
         x = x if dim == 1 else x.T.contiguous()
-        _expect_softmax(api.softmax(x, dim=dim), x, dim, f"softmax(logits, dim={dim})", ROWWISE_HINT, device)
-
-
-@check(task="softmax", points=1)
-def check_softmax_huge_and_infinite_logits(api: Api, device: str) -> None:
-    """logits of 1e4 and 1e30 do not overflow, and -inf entries get probability 0"""
-    inf = float("inf")
-    x = torch.tensor([[1e4, 0.0, -1e4], [1e30, 1e30, -1e30], [89.0, 88.0, 0.0], [-inf, 0.0, 1.0]])
-    _expect(api.softmax(x, dim=-1), softmax_oracle(x), "softmax(logits, dim=-1)", {"logits": x},
-            OVERFLOW_HINT, device)
-
-
-@check(task="softmax", points=1)
-def check_softmax_keeps_dtype(api: Api, rng: torch.Generator, device: str) -> None:
-    """the result has the input's dtype and accuracy: float64 and bfloat16"""
-    for dtype in (torch.float64, torch.bfloat16):
-        x = _random_logits(rng, [4, 6], dtype=dtype)
-        _expect_softmax(api.softmax(x, dim=-1), x, -1, "softmax(logits, dim=-1)", DTYPE_HINT, device)
+        _expect_extreme_softmax(api.softmax(x, dim=dim), x, dim, ROWWISE_HINT, device)
 
 
 @check(task="softmax", points=1)
@@ -296,7 +341,7 @@ def _xent_call(dim: int | None) -> str:
     return "softmax_cross_entropy(labels, logits" + (")" if dim is None else f", dim={dim})")
 
 
-@check(task="softmax_cross_entropy", points=2, visible=True)
+@check(task="softmax_cross_entropy", points=1, visible=True)
 def check_xent_guide_example(api: Api, device: str) -> None:
     """labels [0.5, 0.5], logits [1000., 0.] give 500 and the gradient [0.5, -0.5]"""
     labels, logits = torch.tensor([0.5, 0.5]), torch.tensor([1000.0, 0.0])
@@ -322,15 +367,21 @@ def check_xent_random_batches(api: Api, rng: torch.Generator, device: str) -> No
 
 @check(task="softmax_cross_entropy", points=1)
 def check_xent_other_dims(api: Api, rng: torch.Generator, device: str) -> None:
-    """reduces exactly the `dim` it is given, every axis of rank-3 inputs"""
+    """reduces exactly the `dim` it is given, every axis of rank-3 inputs, and keeps the logits' dtype and accuracy:
+    float64 and bfloat16"""
     for shape in ([2, 3, 4], [3, 3, 3]):
         for dim in _dims(3):
             labels, logits = _random_labels(rng, shape, dim), _random_logits(rng, shape)
             _expect(api.softmax_cross_entropy(labels, logits, dim=dim), xent_oracle(labels, logits, dim),
                     _xent_call(dim), {"labels": labels, "logits": logits}, DIM_HINT, device)
+    for dtype in (torch.float64, torch.bfloat16):
+        labels = _random_labels(rng, [4, 6]).to(dtype)
+        logits = _random_logits(rng, [4, 6], dtype=dtype)
+        _expect(api.softmax_cross_entropy(labels, logits, dim=-1), xent_oracle(labels, logits), _xent_call(-1),
+                {"labels": labels, "logits": logits}, "Compute in the logits' dtype and return that dtype.", device)
 
 
-@check(task="softmax_cross_entropy", points=2)
+@check(task="softmax_cross_entropy", points=1)
 def check_xent_extreme_logits(api: Api, device: str) -> None:
     """stays finite and exact for logits of 1e4 and 1e30 and rows far apart"""
     logits = torch.tensor([[1e4, 0.0, -1e4], [1e30, 0.0, -1e30], [0.0, 1.0, 2.0], [-5000.0, -5001.0, -7000.0]])
@@ -339,7 +390,7 @@ def check_xent_extreme_logits(api: Api, device: str) -> None:
             {"labels": labels, "logits": logits}, LOG_HINT, device)
 
 
-@check(task="softmax_cross_entropy", points=2)
+@check(task="softmax_cross_entropy", points=1)
 def check_xent_gradient(api: Api, rng: torch.Generator, device: str) -> None:
     """the gradient passes gradcheck in float64 and stays finite for huge logits"""
     labels = _random_labels(rng, [3, 4]).double()
@@ -361,17 +412,7 @@ def check_xent_gradient(api: Api, rng: torch.Generator, device: str) -> None:
     _expect(grads[0], want.float(), f"gradient of {_xent_call(1)}", inputs, LOG_HINT, device)
 
 
-@check(task="softmax_cross_entropy", points=1)
-def check_xent_keeps_dtype(api: Api, rng: torch.Generator, device: str) -> None:
-    """the result has the logits' dtype and accuracy: float64 and bfloat16"""
-    for dtype in (torch.float64, torch.bfloat16):
-        labels = _random_labels(rng, [4, 6]).to(dtype)
-        logits = _random_logits(rng, [4, 6], dtype=dtype)
-        _expect(api.softmax_cross_entropy(labels, logits, dim=-1), xent_oracle(labels, logits), _xent_call(-1),
-                {"labels": labels, "logits": logits}, "Compute in the logits' dtype and return that dtype.", device)
-
-
-# -- log_softmax (stretch, bonus): a torch.autograd.Function with its own backward ----------------------
+# -- log_softmax: a torch.autograd.Function with its own backward ----------------------
 
 # The gradient of log_softmax mixes every entry along `dim`: bfloat16's 8 bits lose more than in the value.
 GRAD_TOL = {**TOL, torch.bfloat16: (5e-2, 5e-2)}
@@ -473,7 +514,7 @@ def check_log_softmax_values(api: Api, rng: torch.Generator, device: str) -> Non
         _expect_log_softmax(api, _random_logits(rng, [4, 6], dtype=dtype), -1, DTYPE_HINT, device)
 
 
-@check(task="log_softmax", points=1)
+@check(task="log_softmax", points=2)
 def check_log_softmax_gradient(api: Api, rng: torch.Generator, device: str) -> None:
     """the backward matches torch.log_softmax's for random grad_outputs along every dim, and passes gradcheck"""
     for shape in DIM_SHAPES:
@@ -539,3 +580,146 @@ def check_log_softmax_own_backward(api: Api, rng: torch.Generator) -> None:
                       "recomputes from the input what the forward already computed.",
                       hint=OWN_BACKWARD_HINT, breaks_rule=True)
     expect_runs(api, "log_softmax")
+
+
+# -- robust_loss: find and fix the NaN, graded from outcomes ------------------------------------------------------
+
+NAN_PROBLEM = ("the gradient is {bad} at the rows where pred equals target (distance 0), where the loss is finite "
+               "and its true gradient is 0. Backward multiplies derivatives: sqrt'(0) = 1 / (2 sqrt 0) = inf and "
+               "log'(0) = inf, and inf * 0 = nan. Clamping the sqrt's output, or a torch.where around the sqrt or "
+               "the log, leaves the nan: autograd still runs the backward of the operation on its bad input (the "
+               "clamp or the where passes it a 0, and 0 * inf = nan).")
+NAN_HINT = ("Give each dangerous operation a safe input in every row, before the call: log(torch.where(far, sq, "
+            "1.0)), then select with the same condition. The quadratic branch needs only the square of the "
+            "distance, not a sqrt.")
+ROBUST_HINT = ("The loss is the mean over rows of d**2 / 2 where d < 1 and log(d) + 1/2 where d >= 1, d the "
+               "Euclidean distance along the last axis; its gradient with respect to pred is (pred - target) / "
+               "rows where d < 1 and (pred - target) / (d**2 * rows) beyond.")
+ROBUST_TOL = {torch.float64: (1e-9, 1e-12), torch.float32: (1e-5, 1e-7)}
+
+
+def robust_reference(pred: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    """The loss and its gradient with respect to pred, in float64 with the safe input, in pred's dtype."""
+    p = pred.detach().double().requires_grad_(True)
+    sq = (p - target.double()).pow(2).sum(-1)
+    near = sq < 1
+    loss = torch.where(near, 0.5 * sq, 0.5 * torch.log(torch.where(near, 1.0, sq)) + 0.5).mean()
+    (grad,) = torch.autograd.grad(loss, p)
+    return loss.detach().to(pred.dtype), grad.to(pred.dtype)
+
+
+def _robust_points(rng: torch.Generator, shape: list[int], dtype: torch.dtype = torch.float32,
+                   zeros: int = 0) -> tuple[Tensor, Tensor]:
+    """(pred, target) of `shape`: distances spread from 1e-3 to 1e3, rows at distance 0.1, exactly 1 and 10 (both
+    pieces under any seed), and `zeros` rows (of the flattened leading axes) where pred equals target."""
+    target = torch.randn(shape, generator=rng, dtype=torch.float64)
+    direction = torch.randn(shape, generator=rng, dtype=torch.float64)
+    direction = direction / direction.pow(2).sum(-1, keepdim=True).sqrt()
+    rows = direction.shape[:-1].numel()
+    scale = 10.0 ** (torch.rand(direction.shape[:-1], generator=rng, dtype=torch.float64) * 6 - 3)
+    scale.view(-1)[rows // 2] = 1.0
+    scale.view(-1)[-2:] = torch.tensor([0.1, 10.0], dtype=torch.float64)[-rows:]
+    scale.view(-1)[:zeros] = 0.0
+    pred = target + direction * scale.unsqueeze(-1)
+    pred, target = pred.to(dtype), target.to(dtype)
+    flat = pred.view(-1, shape[-1])
+    flat[:zeros] = target.view(-1, shape[-1])[:zeros]  # exactly equal after the cast too
+    return pred, target
+
+
+def _expect_robust(api: Api, pred: Tensor, target: Tensor, call: str, device: str) -> None:
+    """robust_loss(pred, target): its value, then its gradient with respect to pred, against the reference."""
+    want, want_grad = robust_reference(pred, target)
+    rtol, atol = ROBUST_TOL[pred.dtype]
+    inputs = {"pred": pred, "target": target}
+    with output_shape_checked():
+        got, grads = api.robust_loss.vjp(None, wrt=(0,))(pred, target)
+    expect_tensor(got, want, call=call, inputs=inputs, hint=ROBUST_HINT, rtol=rtol, atol=atol, device=device)
+    grad = grads[0]
+    if isinstance(grad, Tensor) and grad.shape == pred.shape:
+        same = (pred == target).all(-1)
+        bad = nonfinite(grad[same]) if bool(same.any()) else None
+        if bad is not None:
+            fail(f"gradient of {call} with respect to pred", inputs, want_grad, grad,
+                 NAN_PROBLEM.format(bad="nan" if "nan" in bad else "inf"), NAN_HINT, mistake="nan at distance 0")
+    expect_tensor(grad, want_grad, call=f"gradient of {call} with respect to pred", inputs=inputs,
+                  hint=ROBUST_HINT, rtol=rtol, atol=atol, device=device)
+
+
+@check(task="robust_loss", points=1, visible=True)
+def check_robust_loss_example(api: Api, device: str) -> None:
+    """the notebook's example: rows at distance 0.5, 5 and 0, value and a finite gradient"""
+    pred, target = ROBUST_EXAMPLE
+    _expect_robust(api, pred, target, "robust_loss(pred, target)", device)
+
+
+@check(task="robust_loss", points=1)
+def check_robust_loss_values(api: Api, rng: torch.Generator, device: str) -> None:
+    """matches the textbook loss on random rows from distance 1e-3 to 1e3, one at exactly 1, in float32 and
+    float64, for [B, D], [B, T, D] and [B, 1] inputs"""
+    for shape, dtype in (([8, 3], torch.float32), ([3, 4, 2], torch.float32), ([6, 1], torch.float32),
+                         ([7, 5], torch.float64)):
+        pred, target = _robust_points(rng, shape, dtype)
+        _expect_robust(api, pred, target, f"robust_loss(pred, target) on {dtype} {shape}", device)
+
+
+@check(task="robust_loss", points=1)
+def check_robust_loss_zero_distance(api: Api, rng: torch.Generator, device: str) -> None:
+    """rows where pred equals target (any values, not only zeros) get a finite gradient, exactly 0"""
+    for shape, dtype, zeros in (([6, 3], torch.float32, 2), ([2, 3, 4], torch.float32, 3),
+                                ([5, 2], torch.float64, 5)):
+        pred, target = _robust_points(rng, shape, dtype, zeros=zeros)
+        _expect_robust(api, pred, target, f"robust_loss(pred, target) on {dtype} {shape}", device)
+
+
+@check(task="robust_loss", points=1)
+def check_robust_loss_gradient(api: Api, rng: torch.Generator, device: str) -> None:
+    """the gradient passes gradcheck in float64 away from distance 0 and 1"""
+    pred, target = _robust_points(rng, [5, 3], torch.float64)
+    _expect_robust(api, pred, target, "robust_loss(pred, target) on float64 [5, 3]", device)
+    d = (pred - target).pow(2).sum(-1).sqrt()
+    keep = ((d - 1).abs() > 1e-3) & (d > 1e-3)
+    _gradcheck(api.robust_loss.differentiable(0)(pred[keep], target[keep]), pred[keep], api.robust_loss.name,
+               ROBUST_HINT)
+
+
+ROBUST_STEPS = 4
+
+
+def _padded_batch(rng: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
+    """The judge's model weight, inputs and targets: the last two rows are padding, zeros in both."""
+    weight = torch.randn(3, 5, generator=rng) * 0.5
+    inputs, targets = torch.randn(8, 5, generator=rng), torch.randn(8, 3, generator=rng) * 2
+    inputs[6:], targets[6:] = 0.0, 0.0
+    return weight, inputs, targets
+
+
+@check(task="robust_loss", points=1)
+def check_robust_loss_training_step(api: Api, rng: torch.Generator, device: str) -> None:
+    """in the judge's own SGD steps on a padded batch (rows at distance 0), the weights stay finite and follow the
+    float64 reference step for step"""
+    weight, inputs, targets = _padded_batch(rng)
+    mine, theirs = weight.double().clone(), weight.clone()
+    for step in range(ROBUST_STEPS):
+        call = f"robust_loss(inputs @ weight.T, targets) in training step {step + 1} of {ROBUST_STEPS}"
+        pred = inputs @ theirs.T  # the padding rows predict exactly 0, their target
+        inputs_shown = {"pred": pred, "target": targets}
+        with output_shape_checked():
+            got, grads = api.robust_loss.vjp(None, wrt=(0,))(pred, targets)
+        want, want_grad = robust_reference(inputs.double() @ mine.T, targets.double())
+        expect_tensor(got, want.float(), call=call, inputs=inputs_shown, hint=ROBUST_HINT, rtol=1e-4, atol=1e-6,
+                      device=device)
+        grad = grads[0]
+        if not isinstance(grad, Tensor) or grad.shape != pred.shape:
+            fail(f"gradient of {call}", inputs_shown, want_grad.float(), grad, "no gradient of pred's shape came "
+                 "back: build the loss from differentiable operations on pred.", ROBUST_HINT)
+        bad = nonfinite(grad)
+        if bad is not None:
+            fail(f"gradient of {call}", inputs_shown, want_grad.float(), grad,
+                 NAN_PROBLEM.format(bad="nan" if "nan" in bad else "inf") + f" One SGD step later every weight "
+                 f"is {'nan' if 'nan' in bad else 'inf'}.", NAN_HINT, mistake="nan at distance 0")
+        theirs = theirs - 0.1 * grad.detach().float().T @ inputs
+        mine = mine - 0.1 * want_grad.T @ inputs.double()
+    expect_tensor(theirs, mine.float(), call=f"the weight after {ROBUST_STEPS} SGD steps (lr 0.1) on the judge's "
+                  "padded batch", inputs={"inputs": inputs, "targets": targets}, hint=ROBUST_HINT, rtol=1e-4,
+                  atol=1e-5, device=None)

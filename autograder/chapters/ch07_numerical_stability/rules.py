@@ -10,7 +10,12 @@ BY_HAND_TOO = ('softmax_cross_entropy', 'log_softmax')
 
 RULES = [
     Rule('softmax', 'any finite logits: no overflow at `1e4`',
-         ('check_softmax_rows_far_apart', 'check_softmax_huge_and_infinite_logits'), (OUTCOME, OUTCOME)),
+         ('check_softmax_huge_and_infinite_logits',), (OUTCOME,)),
+    Rule('softmax', 'So the shift must add no rounding of its own',
+         ('check_softmax_huge_and_infinite_logits',), (OUTCOME,)),
+    Rule('softmax', '* calls something the grader cannot see by name',
+         ('check_softmax_by_hand', 'check_xent_by_hand', 'check_log_softmax_own_backward'), (SOURCE,) * 3,
+         also=BY_HAND_TOO),
     Rule('softmax', 'reads your code, not only its results.',
          ('check_softmax_by_hand', 'check_xent_by_hand', 'check_log_softmax_own_backward'), (SOURCE,) * 3,
          also=BY_HAND_TOO),
@@ -24,7 +29,7 @@ RULES = [
          ('check_softmax_by_hand', 'check_xent_by_hand', 'check_log_softmax_own_backward'), (SOURCE,) * 3,
          also=BY_HAND_TOO),
     Rule('softmax', "the input's dtype (no `.float()` or `.double()`).",
-         ('check_softmax_keeps_dtype',), (OUTCOME,)),
+         ('check_softmax_other_dims',), (OUTCOME,)),
     Rule('softmax_cross_entropy', 'compute the result without ever forming a',
          ('check_xent_extreme_logits',), (OUTCOME,)),
     Rule('softmax_cross_entropy', '`[B, C]` logits must keep its axis',
@@ -37,8 +42,16 @@ RULES = [
          ('check_log_softmax_own_backward',), (SOURCE,)),
     Rule('log_softmax', 'It must be exact and',
          ('check_log_softmax_gradient', 'check_log_softmax_gradient_extremes'), (OUTCOME, OUTCOME)),
-    Rule('log_softmax', 'calling its `.apply`; exactly one `ctx.save_for_backward(...)` of',
+    Rule('log_softmax', '* exactly one `ctx.save_for_backward(...)` of one tensor',
          ('check_log_softmax_own_backward',), (SOURCE,)),
+    Rule('robust_loss', '* a value that differs from the textbook loss',
+         ('check_robust_loss_example', 'check_robust_loss_values'), (OUTCOME, OUTCOME)),
+    Rule('robust_loss', '* a gradient with respect to `pred` that is not finite',
+         ('check_robust_loss_zero_distance', 'check_robust_loss_gradient'), (OUTCOME, OUTCOME)),
+    Rule('robust_loss', "* weights that are not finite, or not the reference's",
+         ('check_robust_loss_training_step',), (OUTCOME,)),
+    Rule('robust_loss', 'A `nan` only hidden is still a `nan`:',
+         ('check_robust_loss_zero_distance', 'check_robust_loss_training_step'), (OUTCOME, OUTCOME)),
 ]
 
 NOT_RULES = [
@@ -73,4 +86,12 @@ NOT_RULES = [
              'lesson prose: how PyTorch behaves'),
     NotARule('Arguments of `forward` that are',
              'lesson prose: how PyTorch behaves'),
+    NotARule('`first_nan(robust_loss)` should print',
+             'a hint: one way to meet the task, not a rule of it'),
+    NotARule('The fixed log is not the whole story',
+             'a hint: one way to meet the task, not a rule of it'),
+    NotARule('`d² / 2` is half the sum of squares',
+             'a hint: one way to meet the task, not a rule of it'),
+    NotARule('Select both pieces with the same condition',
+             'a hint: one way to meet the task, not a rule of it'),
 ]

@@ -494,10 +494,10 @@ def backward_inside_a_held_autocast_entered_on_a_stack():
 
 # -- amp_train_step: correct forms -----------------------------------------------------------------------------
 
-AMP_CHECKS = "amp and not speed and not checkerboard"  # 14 points on CPU
+AMP_CHECKS = "amp and not speed and not checkerboard"  # 10 points on CPU
 
 
-@right("autocast held in a variable, or chosen by a flag", only=AMP_CHECKS, points=14)
+@right("autocast held in a variable, or chosen by a flag", only=AMP_CHECKS, points=10)
 def autocast_held_in_a_variable():
     import contextlib
 
@@ -518,7 +518,7 @@ def autocast_held_in_a_variable():
         return loss.item()
 
 
-@right("loss times get_scale, unscale always", only=AMP_CHECKS, points=14)
+@right("loss times get_scale, unscale always", only=AMP_CHECKS, points=10)
 def loss_times_get_scale_unscale_always():
     def amp_train_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type="cuda", dtype=torch.float16,
                        max_grad_norm=None):
@@ -536,7 +536,7 @@ def loss_times_get_scale_unscale_always():
         return float(loss)
 
 
-@right("a wrapper holding the scaler (timm's style)", only=AMP_CHECKS, points=14)
+@right("a wrapper holding the scaler (timm's style)", only=AMP_CHECKS, points=10)
 def a_wrapper_holding_the_scaler():
     """Public code's pattern: an object that keeps the GradScaler in a private attribute and does the backward,
     the clipping and the step."""
@@ -768,7 +768,7 @@ def checkerboard_autocast_from_a_helpers_variable():
 # -- train_checkerboard: correct forms ---------------------------------------------------------------------------
 
 
-@right("checkerboard: float32 first, then an early return", only="checkerboard", points=6, edits="train_checkerboard")
+@right("checkerboard: float32 first, then an early return", only="checkerboard", points=4, edits="train_checkerboard")
 def checkerboard_float32_first_then_an_early_return():
     def train_checkerboard(steps, size, device, use_amp):
         inputs = grid(size, size).unsqueeze(0).to(device)  # noqa: F821 (the reference cell's)
@@ -794,7 +794,7 @@ def checkerboard_float32_first_then_an_early_return():
         return model, loss
 
 
-@right("checkerboard: a step function chosen by use_amp", only="checkerboard", points=6, edits="train_checkerboard")
+@right("checkerboard: a step function chosen by use_amp", only="checkerboard", points=4, edits="train_checkerboard")
 def checkerboard_a_step_function_chosen_by_use_amp():
     def train_checkerboard(steps, size, device, use_amp):
         inputs = grid(size, size).unsqueeze(0).to(device)  # noqa: F821 (the reference cell's)
@@ -826,7 +826,7 @@ def checkerboard_a_step_function_chosen_by_use_amp():
 
 
 # -- LossScaler ----------------------------------------------------------------------------------------------------
-# The stretch task (bonus). Each wrong form is the reference LossScaler with one method changed: an edit of
+# Each wrong form is the reference LossScaler with one method changed: an edit of
 # loss_scaler_cell, the reference as they were written from.
 
 
@@ -989,7 +989,7 @@ def loss_scaler_fixed_scale():
 # -- LossScaler: correct forms -------------------------------------------------------------------------------------
 
 
-@right("tensor scale, per optimizer", only="loss_scaler", bonus=5)
+@right("tensor scale, per optimizer", only="loss_scaler", points=6)
 def tensor_scale_per_optimizer():
     class LossScaler:
         def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
@@ -1030,7 +1030,7 @@ def tensor_scale_per_optimizer():
             self.per_optimizer = {}
 
 
-@right("modular count", only="loss_scaler", bonus=5)
+@right("modular count", only="loss_scaler", points=6)
 def modular_count():
     class LossScaler:
         def __init__(self, init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
@@ -1072,7 +1072,7 @@ def modular_count():
             self.state = "fresh"
 
 
-@right("max-abs check", only="loss_scaler", bonus=5)
+@right("max-abs check", only="loss_scaler", points=6)
 def max_abs_check():
     import math
 
@@ -1183,7 +1183,7 @@ def a_grad_scaler_demo_beside_the_step():
     demo = torch.amp.GradScaler("cpu", init_scale=8.0)  # noqa: F841
 
 
-@right("a GradScaler demo in another cell", only="loss_scaler", bonus=5, also=(a_grad_scaler_demo_beside_the_step,),
+@right("a GradScaler demo in another cell", only="loss_scaler", points=6, also=(a_grad_scaler_demo_beside_the_step,),
        edits=loss_scaler_cell)
 def loss_scaler_beside_a_demo():
     class LossScaler:

@@ -1,4 +1,4 @@
-"""Hidden checks for 08_mixed_precision: amp_train_step and train_checkerboard.
+"""Hidden checks for 08_mixed_precision: amp_train_step, train_checkerboard and LossScaler.
 
 The harness (autograder/chapters/ch08_mixed_precision/harness.py) hands the student's amp_train_step a small MLP
 holding the judge's weights (a Case, ch08_inputs), an SGD optimizer, a GradScaler and a loss function, and returns
@@ -17,10 +17,10 @@ amp_train_step costs points there only; and once more with a sham amp_train_step
 called as the notebook asks: with use_amp=True the model must then not learn (every step went through
 amp_train_step), with use_amp=False it must (the float32 path does not use it).
 
-The stretch task (bonus) is LossScaler, a dynamic loss scaler written from
-scratch: the harness trains a small MLP through a schedule of clean, poisoned
-(inf or nan) and clipped steps with it (scaler_run); the oracle is the same
-schedule with torch.amp.GradScaler, run in the judge.
+LossScaler is a dynamic loss scaler written from scratch: the harness trains a
+small MLP through a schedule of clean, poisoned (inf or nan) and clipped steps
+with it (scaler_run); the oracle is the same schedule with
+torch.amp.GradScaler, run in the judge.
 
 On CPU the low-precision dtype is bfloat16; on CUDA it is float16. Random
 inputs come from `rng`, seeded by the grading's secret seed.
@@ -176,7 +176,7 @@ class Api(StudentApi):
     @answer
     def LossScaler(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
                    growth_interval: int = 2000) -> RemoteObject:
-        """The stretch task: a dynamic loss scaler with GradScaler's scale, unscale_, step, update, get_scale."""
+        """A dynamic loss scaler with GradScaler's scale, unscale_, step, update, get_scale."""
 
     @harness()
     def run_loss_scaler(self, case: ScalerCase) -> ScalerRecord:
@@ -324,7 +324,7 @@ def _seen_forward(record: Observed) -> str:
 # -- amp_train_step ------------------------------------------------------------------
 
 
-@check(task="amp_train_step", points=2, visible=True)
+@check(task="amp_train_step", points=1, visible=True)
 def check_amp_step_returns_loss_and_updates(api: Api, rng: torch.Generator, device: str) -> None:
     """one step returns the unscaled loss as a float and changes the parameters"""
     case = make_case(rng)
@@ -446,7 +446,7 @@ def check_amp_backward_scaled_outside_autocast(api: Api, rng: torch.Generator, d
              "operation in the dtype its forward pass used without it", SCALE_HINT)
 
 
-@check(task="amp_train_step", points=2)
+@check(task="amp_train_step", points=1)
 def check_amp_update_matches_sgd(api: Api, rng: torch.Generator, device: str) -> None:
     """the update equals SGD on the unscaled gradient (float64 oracle)"""
     case = make_case(rng)
@@ -458,7 +458,7 @@ def check_amp_update_matches_sgd(api: Api, rng: torch.Generator, device: str) ->
                   "scaler.step(optimizer).")
 
 
-@check(task="amp_train_step", points=2)
+@check(task="amp_train_step", points=1)
 def check_amp_skips_inf_and_nan_steps(api: Api, rng: torch.Generator, device: str) -> None:
     """a step whose gradients hold inf or NaN leaves the parameters unchanged and lowers the scale"""
     case = make_case(rng)
@@ -480,7 +480,7 @@ def check_amp_skips_inf_and_nan_steps(api: Api, rng: torch.Generator, device: st
                  "after scaler.step(optimizer), once per step", STEP_HINT)
 
 
-@check(task="amp_train_step", points=2)
+@check(task="amp_train_step", points=1)
 def check_amp_clips_unscaled_gradients(api: Api, rng: torch.Generator, device: str) -> None:
     """with max_grad_norm, the update is SGD on the unscaled gradients clipped to that norm"""
     case = make_case(rng)
@@ -640,7 +640,7 @@ def expect_learned(api: Api, record: BoardRecord, device: str, use_amp: bool, no
              "Return the trained model itself, in the state it was trained to." + " " + BOARD_HINT)
 
 
-@check(task="train_checkerboard", points=3, visible=True)
+@check(task="train_checkerboard", points=2, visible=True)
 def check_checkerboard_learns_with_amp(api: Api, device: str,
                                        board_runs: dict[tuple[bool, bool], BoardRecord]) -> None:
     """with use_amp=True, 300 steps on a 16x16 grid bring the loss under 0.05 within 60 s"""
@@ -658,7 +658,7 @@ def _calls(record: BoardRecord, device: str) -> str:
             f"device_type={device!r}, dtype=torch.{low} (as noted inside your process)")
 
 
-@check(task="train_checkerboard", points=2)
+@check(task="train_checkerboard", points=1)
 def check_checkerboard_trains_with_amp_train_step(api: Api, device: str,
                                                    board_runs: dict[tuple[bool, bool], BoardRecord]) -> None:
     """with use_amp=True, every step goes through amp_train_step with the device's low-precision dtype (a sham
@@ -704,7 +704,7 @@ def check_checkerboard_float32_without_amp(api: Api, device: str,
     expect_learned(api, record, device, use_amp=False, note=calls)
 
 
-# -- LossScaler (stretch, bonus): a dynamic loss scaler of the student's own --------------------------------
+# -- LossScaler: a dynamic loss scaler of the student's own -------------------------------------------------
 
 SCALER_HINT = ("scale(loss) returns loss * scale. unscale_(optimizer) multiplies the .grad of every parameter of "
                "the optimizer's param_groups by 1 / scale, once per step, and records whether any of them holds "
@@ -809,7 +809,7 @@ def check_loss_scaler_grows(api: Api, rng: torch.Generator) -> None:
         expect_scaler_run(api, _scaler_case(rng, [_step()] * 8, config))
 
 
-@check(task="LossScaler", points=1)
+@check(task="LossScaler", points=2)
 def check_loss_scaler_skips_bad_steps(api: Api, rng: torch.Generator) -> None:
     """a step with inf or nan in any gradient is skipped, the scale backs off and the clean count restarts"""
     # inf and nan, in the first and the last parameter, just before a growth, twice in a row.

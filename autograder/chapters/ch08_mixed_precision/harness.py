@@ -277,7 +277,7 @@ def run_steps(rig: SpeedRig, steps: int, amp: bool, seed: int) -> dict[str, Any]
     return {"losses": losses, "peak_bytes": torch.cuda.max_memory_allocated() if cuda else 0}
 
 
-# -- the stretch task: the student's LossScaler, driven through a schedule of steps --------------------------
+# -- LossScaler: the student's own, driven through a schedule of steps --------------------------
 
 
 def scaler_run(case: Mapping[str, Any], scaler: Any) -> dict[str, Any]:
