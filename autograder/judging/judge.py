@@ -75,6 +75,11 @@ class Grade:
         return tasks
 
 
+# The note of a submission whose prints passed what the box keeps (sandbox/runtime/child.py, KeptOutput).
+OUTPUT_DROPPED = ("Your code printed more than 1 MiB while it was graded: your prints beyond 1 MiB were dropped. "
+                  "This costs no point; remove the debug prints to keep the output readable.")
+
+
 class GraderError(Exception):
     """The kit itself is broken (a check module fails to import): not the student's fault."""
 
@@ -87,6 +92,8 @@ def _load_notes(student: Student) -> list[str]:
     notes += [f"Answer cell '{cid}' is missing from the notebook." for cid in sub.missing]
     for cid, err in student.load_report.get("errors", {}).items():
         notes.append(f"Answer cell '{cid}' raised {err.get('type', 'an error')}: {err.get('message', '')}")
+    if student.output_dropped:
+        notes.append(OUTPUT_DROPPED)
     return notes
 
 

@@ -95,6 +95,7 @@ class Student:
         self.crashes: dict[str, int] = {}
         self.arrived = 0.0  # time.perf_counter() when the last reply had arrived, before the judge read it
         self.protections: dict[str, list[str]] = {}
+        self.dropped_before = False  # a box before this one dropped some of the student's prints
         # Input files that checks make (images, archives); the child may read them.
         self.data_dir = Path(tempfile.mkdtemp(prefix="grade-data-"))
         self.data_dir.chmod(0o755)
@@ -107,6 +108,7 @@ class Student:
             return self.sandbox
         if self.sandbox is not None:
             self.sandbox.close()
+            self.dropped_before |= self.sandbox.output_dropped
             self.restarts += 1
             if self.restarts > MAX_RESTARTS:
                 self.fatal = f"Grading stopped calling your code after it crashed {MAX_RESTARTS} times."
@@ -151,6 +153,11 @@ class Student:
         While no box is alive, a NoControl: nothing to freeze, nothing measured."""
         box = self.sandbox
         return box.control if box is not None and box.alive and box.control is not None else NO_CONTROL
+
+    @property
+    def output_dropped(self) -> bool:
+        """Some of the student's prints were dropped (the box keeps the first MiB): a note, never a point."""
+        return self.dropped_before or (self.sandbox is not None and self.sandbox.output_dropped)
 
     def close(self) -> None:
         if self.sandbox is not None:
