@@ -539,3 +539,35 @@ def test_a_damaged_gradebook_is_a_note_never_a_failed_report(tmp_path: Path) -> 
     text = " ".join(parse(graded / "report" / "report.html").text)
     assert "could not be read as nbgrader's gradebook" in text
     assert db.read_bytes() == b"not a database"
+
+
+LOOPS = "def softmax(logits, dim=-1):\n    while True:\n        pass\n"
+RENAMED = "def cross_entropy_of_softmax(labels, logits, dim=-1):\n    return -(labels * logits).sum()\n"
+LOOPS_WITHOUT_ITS_FUNCTION = "def log_softmax(logits, dim=-1):\n    while True:\n        pass\n"
+CHATTY = ("def softmax(logits, dim=-1):\n    print('.' * (1 << 21))\n    shifted = logits - logits.amax(dim=dim, "
+          "keepdim=True)\n    return shifted.exp() / shifted.exp().sum(dim=dim, keepdim=True)\n")
+
+
+def test_the_review_list_names_a_renamed_function_a_time_out_and_prints_cut_off(tmp_path: Path) -> None:
+    """cy's notebook of the course week: a softmax that loops, softmax_cross_entropy renamed (NameError in every
+    check), a log_softmax that loops and has no autograd.Function: the list said only "broke the stated rule of
+    log_softmax". dee's correct softmax prints 2 MiB a call."""
+    from autograder.judging.report import gradescope
+    from tests.kit import grade_fast
+
+    graded = tmp_path / "graded"
+    (tmp_path / "cy").mkdir()
+    (tmp_path / "dee").mkdir()
+    notebooks = {"cy": solved(tmp_path / "cy", CH, softmax=LOOPS, softmax_cross_entropy=RENAMED,
+                              log_softmax=LOOPS_WITHOUT_ITS_FUNCTION),
+                 "dee": solved(tmp_path / "dee", CH, softmax=CHATTY)}
+    for student, path in notebooks.items():
+        r = gradescope(grade_fast(path, only=None if student == "cy" else "softmax and not speed"))
+        r["extra_data"]["student"] = student
+        write(graded, r)
+    flagged = {f.student: f.reasons for f in analyse(graded).flagged}
+    cy = "\n".join(flagged["cy"])
+    assert "a function the checks call is not defined (renamed?): softmax_cross_entropy" in cy, cy
+    assert "timed out in softmax, log_softmax (an infinite loop, or far too slow?)" in cy, cy
+    assert "broke the stated rule" not in cy, cy  # the loop is the problem to look at, not the rule
+    assert flagged["dee"] == ["printed more than 1 MiB: the prints beyond it were dropped (no point lost)"]
