@@ -30,6 +30,7 @@ class ClassOptions:
     junit: bool = False
     gradebook: bool = False  # record the scores in root/gradebook.db (nbgrader)
     feedback: bool = False  # write root/feedback/<student>/<assignment>/*.html
+    manual_grades: str | None = None  # keep | clear: a changed notebook's manual grades (gradebook.record)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def grade_class(options: ClassOptions) -> ClassRun:
     recorded = None
     if o.gradebook:
         try:
-            recorded = record(o.root, o.out)
+            recorded = record(o.root, o.out, o.manual_grades)
         except SystemExit as e:  # an assignment not registered: nothing recorded, no feedback
             return ClassRun(o, code, reports, unregistered=str(e.code))
     feedback = None

@@ -395,3 +395,64 @@ def test_a_failed_resubmission_leaves_no_score_of_the_notebook_it_replaced(
                   for g in gb.find_submission_notebook(CH, CH, "ada").grades}
         assert grades == {g: (None, None, True) for g in HONEST_MISTAKE}, grades
     assert "0 submissions recorded by nbgrader autograde, 1 already recorded, 1 failed" in done.stdout, done.stdout
+
+
+def _resubmits(course: Path, student: str) -> None:
+    """`student` hands in a changed notebook (the solution) after being graded by hand: +2 extra credit on
+    check_softmax and a comment on the softmax answer cell, as in the course week's walk."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.find_grade("check_softmax", CH, CH, student).extra_credit = 2.0
+        gb.find_comment("softmax", CH, CH, student).manual_comment = "Use the max along dim."
+        gb.db.commit()
+    write_submission(course / "submitted" / student / CH, CH,
+                     {k: v for k, v in solution_cells(CH).items() if k != "log_softmax"})  # the stretch task not done
+
+
+def _bob(course: Path) -> tuple[float, float | None, str | None]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return (gb.find_submission(CH, "bob").score, gb.find_grade("check_softmax", CH, CH, "bob").extra_credit,
+                gb.find_comment("softmax", CH, CH, "bob").manual_comment)
+
+
+@pytest.mark.parametrize("choice", ["keep", "clear"])
+def test_a_resubmission_over_manual_grades_waits_for_the_instructors_choice(
+        courses: dict[str, Path], tmp_path: Path, choice: str) -> None:
+    """bo's +2 and comment, given to his first notebook, stayed on the new one without a word: 22 / 20 in
+    Formgrader and grades.csv. Now the new notebook waits, named, until the instructor says keep or clear."""
+    course = tmp_path / "course"
+    shutil.copytree(courses["grade-all"], course)
+    for student in set(CLASS) - {"ada", "bob"}:
+        shutil.rmtree(course / "submitted" / student)
+        (course / "graded" / "results" / student / f"{CH}.json").unlink()
+    _resubmits(course, "bob")
+    done = _run(course, "autograder", "grade-all", ".", "--gradebook", "--workers", "1")
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 3, said
+    assert "1 changed notebooks not recorded" in said and "--manual-grades keep" in said, said
+    assert f"bob/{CH}: check_softmax +2 extra credit, a comment on softmax" in said, said
+    assert _bob(course) == (17.0, 2.0, "Use the max along dim.")  # the old notebook's record, untouched
+
+    done = _run(course, "autograder", "grade-all", ".", "--gradebook", "--workers", "1", "--manual-grades", choice)
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0, said
+    assert "1 submissions recorded by nbgrader autograde" in said, said
+    if choice == "clear":
+        assert f"cleared for 1 changed notebooks: bob/{CH}: check_softmax +2 extra credit" in said, said
+        assert _bob(course) == (20.0, None, None)
+        assert "above the maximum" not in said, said
+        return
+    assert f"kept for 1 changed notebooks (review them in Formgrader): bob/{CH}" in said, said
+    assert _bob(course) == (22.0, 2.0, "Use the max along dim.")
+    assert f"1 scores in the gradebook are above the maximum, raised by manual grading in Formgrader (check they " \
+           f"are meant): bob/{CH}: 22 / 20 (check_softmax: +2 extra credit)" in said, said
+    exported = _run(course, "autograder", "export")
+    assert exported.returncode == 0, exported.stderr
+    assert f"bob/{CH}: 22 / 20" in exported.stderr, exported.stderr
+    from autograder.course.report import analyse
+
+    flagged = {f.student: f.reasons for f in analyse(course / "graded", course / "gradebook.db").flagged}
+    assert any(r.startswith("above the maximum in the gradebook: 22 / 20") for r in flagged["bob"]), flagged

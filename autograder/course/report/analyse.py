@@ -392,6 +392,10 @@ def analyse(graded: Path, gradebook: Path | None = None) -> Report:
         lesson = lessons.setdefault(sub.assignment, Lesson(sub.assignment))
         lesson.submissions += 1
         reasons = _reasons(sub) + by_score.get((sub.student, sub.assignment), [])
+        book = adjusted.get((sub.student, sub.assignment))
+        if book is not None and book.score > book.max_score and book.score > book.auto_score:
+            reasons.append((3, f"above the maximum in the gradebook: {book.score:g} / {book.max_score:g}, raised by "
+                               f"manual grading ({'; '.join(book.changes)}); given to a notebook since replaced?"))
         if (sub.student, sub.assignment) in similar:
             reasons.append((7, similar[(sub.student, sub.assignment)]))
         if (flag := _flag(sub, reasons)) is not None:
