@@ -85,7 +85,7 @@ def _grade_all(args: argparse.Namespace) -> int:
     if chosen is not None and args.shard == "auto":
         print(f"shard {chosen.spec}: {chosen.source}", file=sys.stderr)
     run = grade_class(ClassOptions(args.root, args.out, workers, args.device, chosen.spec if chosen else None,
-                                   args.junit, args.gradebook, args.feedback, args.manual_grades))
+                                   args.junit, args.gradebook, args.feedback, args.manual_grades, args.regrade))
     if run.reports is None:  # refused (2) or interrupted (130): nothing after grading ran
         return run.grading
     out = run.options.out
@@ -269,6 +269,8 @@ def _grade_all_command(sub: Subparsers) -> None:
     a.add_argument("--gradebook", action="store_true",
                    help="also write the scores into ROOT/gradebook.db with nbgrader's API (ROOT: a course dir)")
     a.add_argument("--feedback", action="store_true", help="also write ROOT/feedback/<student>/<assignment>/*.html")
+    a.add_argument("--regrade", action="store_true", help="grade again the submissions whose result was graded "
+                   "with another release or grader (grade-all names them); without it their results stand")
     a.add_argument("--manual-grades", choices=["keep", "clear"], help="with --gradebook: when a changed notebook "
                    "replaces one you graded by hand in Formgrader (manual scores, extra credit, comments), keep them "
                    "for the new notebook or clear them; without it such a notebook is not recorded, and listed")

@@ -31,6 +31,7 @@ class ClassOptions:
     gradebook: bool = False  # record the scores in root/gradebook.db (nbgrader)
     feedback: bool = False  # write root/feedback/<student>/<assignment>/*.html
     manual_grades: str | None = None  # keep | clear: a changed notebook's manual grades (gradebook.record)
+    regrade: bool = False  # grade again the results graded with another release or grader (batch.fingerprint)
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def write_reports(graded: Path, root: Path | None = None) -> Reports:
 def grade_class(options: ClassOptions) -> ClassRun:
     """Grade the class, then write what reads the results; stops after grading unless it completed."""
     o = options
-    code = grade_all(o.root, o.out, o.workers, o.device, o.shard, o.junit)
+    code = grade_all(o.root, o.out, o.workers, o.device, o.shard, o.junit, regrade=o.regrade)
     if code not in (0, 3):  # 3: some grader errors; the other results stand
         return ClassRun(o, code)
     reports = write_reports(o.out, o.root)

@@ -178,6 +178,7 @@ class ExtraData(_Extra, total=False):
     undefined: list[str]  # answer cells that ran but do not define their name (renamed?); absent in older files
     student: str  # grade-all: the submission folder's name
     sha256: str  # grade-all: of the notebook graded ("" when there was none)
+    graded_with: str  # grade-all: the release and grader it was graded with (course.batch.fingerprint)
     grader_error: str  # grade-all: the grader failed on this submission; no score
 
 
@@ -248,7 +249,7 @@ _EXTRA_OPTIONAL = {
     "integrity": _strings, "integrity_count": lambda v: type(v) is int and v >= 0,
     "out_of_time": lambda v: isinstance(v, bool), "output_dropped": lambda v: isinstance(v, bool),
     "student": _is_str, "sha256": _is_str,
-    "grader_error": _is_str, "missing": _strings, "undefined": _strings,
+    "grader_error": _is_str, "missing": _strings, "undefined": _strings, "graded_with": _is_str,
     "bonus": lambda v: isinstance(v, dict) and _number(v.get("score")) and _number(v.get("max_score"))}
 _RESULTS = {"score": _number, "max_score": _number, "output": _is_str, "tests": lambda v: isinstance(v, list),
             "extra_data": lambda v: isinstance(v, dict)}

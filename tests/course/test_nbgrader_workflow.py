@@ -456,3 +456,25 @@ def test_a_resubmission_over_manual_grades_waits_for_the_instructors_choice(
 
     flagged = {f.student: f.reasons for f in analyse(course / "graded", course / "gradebook.db").flagged}
     assert any(r.startswith("above the maximum in the gradebook: 22 / 20") for r in flagged["bob"]), flagged
+
+
+def test_a_gradebook_registered_with_other_points_than_the_checks_records_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_softmax 10 -> 12 in source/ and `generate_assignment --force`, past `build`: the gradebook's maximum
+    became 22 while the kit's checks carry 20, and ann's full-marks softmax read 10 / 12."""
+    from nbgrader.api import Gradebook
+
+    course, out = tmp_path / "course", tmp_path / "graded"
+    course.mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    _result(out, "ann", CH, f"{CH}.ipynb")
+    monkeypatch.setenv("PATH", os.environ["PATH"])
+    interpreter_bin_first()
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "effective-pytorch") as gb:
+        gb.add_assignment(CH)
+        gb.add_notebook(CH, CH)
+        for cell, points in (("check_softmax", 12), ("check_softmax_cross_entropy", 10), ("check_log_softmax", 0)):
+            gb.add_grade_cell(cell, CH, CH, max_score=points, cell_type="code")
+    with pytest.raises(SystemExit, match=f"{CH} is worth 22 points in the gradebook and 20 in the kit's checks: the "
+                                         "source notebook's check cells were changed after `build`"):
+        record(course, out)

@@ -52,6 +52,7 @@ from autograder.sandbox import launcher
 
 MARK = {"passed": "PASS", "failed": "FAIL"}
 GRADED_SHA256 = "graded_sha256"  # the autograded notebook's kit metadata: the sha256 of the notebook graded
+GRADED_WITH = "graded_with"  # ... and the release and grader it was graded with (batch.fingerprint), if known
 
 
 def stock_options() -> list[str]:
@@ -289,6 +290,7 @@ class KitAutograde(NbGraderPreprocessor):
         if not isinstance(nb.metadata.get("kit"), dict):
             nb.metadata["kit"] = {}
         nb.metadata["kit"][GRADED_SHA256] = job.sha256  # what grade-all --gradebook compares
+        nb.metadata["kit"][GRADED_WITH] = result["extra_data"].get("graded_with", "")
         for task in _by_task(result):
             if f"check_{task}" not in recorded:
                 self.log.warning("kit: %s/%s has no check cell check_%s: nbgrader records no score for it",

@@ -200,14 +200,17 @@ def nbgrader_api(course: Path, results: Path | None = None) -> Any:
     return NbGraderAPI(app.coursedir, parent=app)
 
 
-def _recorded_sha(api: Any, student: str, assignment: str, notebook: str) -> str | None:
-    from autograder.course.nbgrader.autograde import GRADED_SHA256
+def _recorded(api: Any, student: str, assignment: str, notebook: str) -> tuple[str | None, str]:
+    """The sha256 of the notebook the gradebook's record was made from, and the release and grader its result was
+    graded with ("" when the record does not say); (None, "") without a record."""
+    from autograder.course.nbgrader.autograde import GRADED_SHA256, GRADED_WITH
 
     path = Path(api.coursedir.format_path(api.coursedir.autograded_directory, student, assignment), notebook)
     try:
-        return json.loads(path.read_text())["metadata"]["kit"][GRADED_SHA256]
+        kit = json.loads(path.read_text())["metadata"]["kit"]
+        return str(kit[GRADED_SHA256]), str(kit.get(GRADED_WITH, ""))
     except (OSError, ValueError, KeyError, TypeError):
-        return None
+        return None, ""
 
 
 def _why(outcome: dict[str, Any]) -> str:
@@ -278,15 +281,24 @@ def record(course: Path, out: Path, manual: str | None = None) -> Recorded:
     if db is not None and repair_half_made(db):
         print(f"gradebook: {db} had no alembic_version (made without alembic on PATH); stamped", file=sys.stderr)
     with Gradebook(url, api.coursedir.course_id) as gb:
-        missing = []
+        missing, worth = [], []
         for assignment in todo:
             try:
-                gb.find_assignment(assignment)
+                found = gb.find_assignment(assignment).max_score
             except MissingEntry:
                 missing.append(assignment)
+                continue
+            points = sum(CHAPTERS[assignment].points.values())
+            if found and found != points:  # registered from a source notebook whose points `build` would refuse
+                worth.append(f"{assignment} is worth {found:g} points in the gradebook and {points:g} in the kit's "
+                             "checks")
     if missing:
         command = " && ".join(REGISTER.format(assignment=a) for a in missing)
         raise SystemExit(f"{', '.join(missing)} not registered in {url}: run `{command}` in {course} first")
+    if worth:
+        raise SystemExit(f"{'; '.join(worth)}: the source notebook's check cells were changed after `build` (run "
+                         "`.venv/bin/python -m autograder build <id>`, which names the cell, then register it again "
+                         f"in {course}); nothing was recorded")
     def stale(student: str, assignment: str) -> str:
         return _clear_stale(url, api.coursedir.course_id, student, assignment)
 
@@ -317,11 +329,13 @@ def record(course: Path, out: Path, manual: str | None = None) -> Recorded:
                        "readable one")
                 done.failed.append(f"{student}/{assignment}: {why}{stale(student, assignment)}")
                 continue
-            if student in autograded and _recorded_sha(api, student, assignment, extra["notebook"]) == extra["sha256"]:
-                done.unchanged += 1
+            sha, graded_with = _recorded(api, student, assignment, extra["notebook"]) if student in autograded \
+                else (None, "")
+            if sha == extra["sha256"] and graded_with == extra.get("graded_with", graded_with):
+                done.unchanged += 1  # the same notebook, graded with the same release and grader
                 continue
-            with Gradebook(url, api.coursedir.course_id) as gb:
-                marks = manual_marks(gb, assignment, student) if student in autograded else []
+            with Gradebook(url, api.coursedir.course_id) as gb:  # graded by hand, then handed in again
+                marks = manual_marks(gb, assignment, student) if sha is not None and sha != extra["sha256"] else []
             graded_by_hand = f"{student}/{assignment}: {', '.join(marks)}"
             if marks and manual not in MANUAL_CHOICES:
                 done.held.append(graded_by_hand)
