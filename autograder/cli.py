@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.course.batch import merge
+from autograder.course.batch import merge, score_table
 from autograder.course.run import ClassOptions, ClassRun, Reports, grade_class, write_reports
 from autograder.course.shards import ShardError
 from autograder.course.shards import resolve as resolve_shard
@@ -89,6 +89,7 @@ def _grade_all(args: argparse.Namespace) -> int:
     if run.reports is None:  # refused (2) or interrupted (130): nothing after grading ran
         return run.grading
     out = run.options.out
+    print(score_table(out))
     print(f"results: {out}/results/<student>/<assignment>.json; summaries: {out}/summary.csv, {out}/summary.json")
     _print_reports(run.reports)
     if run.unregistered is not None:  # nothing recorded: the message names the command to run
@@ -124,6 +125,13 @@ def _print_gradebook(run: ClassRun) -> bool:
             print(f"warning: {len(done.above_max)} scores in the gradebook are above the maximum, raised by manual "
                   "grading in Formgrader (check they are meant):\n  "
                   + "\n  ".join(clean(line) for line in done.above_max), file=sys.stderr)
+        if done.by_hand:
+            print(f"gradebook: {len(done.by_hand)} submissions were copied into submitted/ by hand (no timestamp.txt "
+                  "and submission_secret.txt, which `nbgrader submit` writes and `nbgrader collect` copies): "
+                  "Formgrader's Release Feedback stops on them with a FileNotFoundError traceback (nbgrader's), and "
+                  "`nbgrader fetch_feedback` would not find them. Hand those students their page, "
+                  "feedback/<student>/<assignment>/<assignment>.html, after Generate Feedback; or have them submit "
+                  "through the exchange and run `nbgrader collect --update`:\n  " + "\n  ".join(done.by_hand))
         if done.unnamed:
             print(f"gradebook: {len(done.unnamed)} students have no name there, so Formgrader lists them as "
                   "'None, None': add them with `nbgrader db student import roster.csv` in the course "

@@ -476,6 +476,27 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
     return 0
 
 
+TABLE_ROWS = 60  # grade-all's score table shows this many submissions; summary.csv has them all
+
+
+def score_table(out: Path) -> str:
+    """The score table grade-all prints at the end, from <out>/summary.json: one line per submission (the first
+    TABLE_ROWS), its score, status and the start of its notes; "" without a summary."""
+    try:
+        rows = json.loads((out / "summary.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    head = ["student", "assignment", "score", "status", "notes"]
+    body = [[clean(str(r.get("student", ""))), clean(str(r.get("assignment", ""))),
+             f"{r.get('score', 0):g} / {r.get('max_score', 0):g}", clean(str(r.get("status", ""))),
+             clean(str(r.get("notes", "")))[:70]] for r in rows[:TABLE_ROWS] if isinstance(r, dict)]
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head) - 1)]
+    line = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
+    rule = "  ".join("-" * w for w in widths) + "  -----"
+    more = [f"... and {len(rows) - TABLE_ROWS} more in {out / 'summary.csv'}"] if len(rows) > TABLE_ROWS else []
+    return "\n".join([line.format(*head), rule, *(line.format(*row).rstrip() for row in body), *more])
+
+
 def write_summaries(out: Path, results: list[Results]) -> list[SummaryRow]:
     rows = sorted((row(r) for r in results), key=lambda r: (r["student"], r["assignment"]))
     out.mkdir(parents=True, exist_ok=True)

@@ -403,6 +403,7 @@ def _resubmits(course: Path, student: str) -> None:
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.find_grade("check_softmax", CH, CH, student).manual_score = None  # another test's
         gb.find_grade("check_softmax", CH, CH, student).extra_credit = 2.0
         gb.find_comment("softmax", CH, CH, student).manual_comment = "Use the max along dim."
         gb.db.commit()
@@ -425,13 +426,21 @@ def test_a_resubmission_over_manual_grades_waits_for_the_instructors_choice(
     Formgrader and grades.csv. Now the new notebook waits, named, until the instructor says keep or clear."""
     course = tmp_path / "course"
     shutil.copytree(courses["grade-all"], course)
-    for student in set(CLASS) - {"ada", "bob"}:
+    for student in set(CLASS) - {"ada", "bob", "cid"}:
         shutil.rmtree(course / "submitted" / student)
         (course / "graded" / "results" / student / f"{CH}.json").unlink()
     _resubmits(course, "bob")
+    cid = course / "submitted" / "cid" / CH / f"{CH}.ipynb"  # saved by an older Jupyter: cells without ids
+    nb = json.loads(cid.read_text())
+    for cell in nb["cells"]:
+        del cell["id"]
+    cid.write_text(json.dumps(nb))
     done = _run(course, "autograder", "grade-all", ".", "--gradebook", "--workers", "1")
     said = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 3, said
+    assert "MissingIDFieldWarning" not in said and "1 submissions recorded by nbgrader autograde" in said, said
+    # the class's folders hold timestamp.txt only, as if copied in by hand: Formgrader's Release Feedback fails
+    assert "1 submissions were copied into submitted/ by hand" in said and f"cid/{CH}" in said, said
     assert "1 changed notebooks not recorded" in said and "--manual-grades keep" in said, said
     assert f"bob/{CH}: check_softmax +2 extra credit, a comment on softmax" in said, said
     assert _bob(course) == (17.0, 2.0, "Use the max along dim.")  # the old notebook's record, untouched
@@ -439,7 +448,7 @@ def test_a_resubmission_over_manual_grades_waits_for_the_instructors_choice(
     done = _run(course, "autograder", "grade-all", ".", "--gradebook", "--workers", "1", "--manual-grades", choice)
     said = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 0, said
-    assert "1 submissions recorded by nbgrader autograde" in said, said
+    assert "1 submissions recorded by nbgrader autograde, 2 already recorded" in said, said
     if choice == "clear":
         assert f"cleared for 1 changed notebooks: bob/{CH}: check_softmax +2 extra credit" in said, said
         assert _bob(course) == (20.0, None, None)

@@ -128,6 +128,8 @@ class Recorded:
     kept: list[str] = field(default_factory=list)  # recorded, the manual grades kept (--manual-grades keep)
     cleared: list[str] = field(default_factory=list)  # recorded, the manual grades removed (--manual-grades clear)
     above_max: list[str] = field(default_factory=list)  # "<student>/<assignment>: 22 / 20 (what raised it)"
+    # copied into submitted/ by hand, without the files `nbgrader submit` writes: Release Feedback fails on them
+    by_hand: list[str] = field(default_factory=list)  # "<student>/<assignment>"
 
 
 MANUAL_CHOICES = ("keep", "clear")  # grade-all --manual-grades: for a changed notebook graded by hand before
@@ -255,6 +257,7 @@ def record(course: Path, out: Path, manual: str | None = None) -> Recorded:
     says what to do with them: "keep" or "clear"; otherwise it is held and listed. Raises SystemExit naming
     the command to run when an assignment is not registered in gradebook.db."""
     import nbformat
+    from nbformat.warnings import MissingIDFieldWarning
     from nbgrader.api import Gradebook, MissingEntry
     from sqlalchemy.exc import SAWarning
 
@@ -320,7 +323,9 @@ def record(course: Path, out: Path, manual: str | None = None) -> Recorded:
                 done.failed.append(f"{student}/{assignment}: {e}{stale(student, assignment)}")
                 continue
             try:  # what nbgrader's autograde reads first; it fails on a broken file with a bare traceback
-                nbformat.read(submitted, as_version=4)
+                with warnings.catch_warnings():  # cells without ids (an older Jupyter's): read all the same
+                    warnings.filterwarnings("ignore", category=MissingIDFieldWarning)
+                    nbformat.read(submitted, as_version=4)
             # Any exception: besides its ValueErrors, nbformat raises AttributeError, TypeError, AssertionError,
             # RecursionError or jsonschema's ValidationError on a file the kit reads, and one must not stop the rest.
             except Exception as e:
@@ -342,9 +347,12 @@ def record(course: Path, out: Path, manual: str | None = None) -> Recorded:
                 continue
             with warnings.catch_warnings():  # nbgrader's own autoflush warning (see nbgrader_config.py), only it
                 warnings.filterwarnings("ignore", message=SESSION_WARNING, category=SAWarning)
+                warnings.filterwarnings("ignore", category=MissingIDFieldWarning)  # nbgrader reads the notebook too
                 outcome = api.autograde(assignment, student, force=True, create=True)
             if outcome["success"]:
                 done.recorded += 1
+                if not all((submitted.parent / name).is_file() for name in RELEASE_FEEDBACK_READS):
+                    done.by_hand.append(f"{student}/{assignment}")
                 if marks and manual == "clear":
                     with Gradebook(url, api.coursedir.course_id) as gb:
                         clear_manual(gb, assignment, student)
