@@ -41,7 +41,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Enum, Unicode
 
-from autograder.course.batch import Job, file_sha256, grade_submission, stored_result
+from autograder.course.batch import Job, file_sha256, fingerprint, grade_submission, stored_result
 from autograder.judging import results as fmt
 from autograder.judging.handin import NotOwnFile
 from autograder.judging.registry import CHAPTERS
@@ -282,7 +282,9 @@ class KitAutograde(NbGraderPreprocessor):
             sha256 = file_sha256(submitted, Path(coursedir.root, coursedir.submitted_directory))
         except NotOwnFile as e:
             raise KitGradingError(f"not graded: {e}") from None
-        job = Job(info["student"], info["assignment"], str(submitted), sha256)
+        # graded here, it is stamped with today's release and grader, as grade-all stamps its results
+        job = Job(info["student"], info["assignment"], str(submitted), sha256,
+                  fingerprint=fingerprint(Path(coursedir.root), info["assignment"]))
         result = self._result(job, Path(coursedir.root))
         recorded, extra_credit = write_verdicts(nb, result)
         if extra_credit:
