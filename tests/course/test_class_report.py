@@ -374,7 +374,7 @@ def test_a_broken_report_is_a_warning_never_a_failed_grading(graded: Path, monke
         raise RuntimeError("boom")
 
     monkeypatch.setattr(class_report, "write_report", broken)
-    monkeypatch.setattr(run, "grade_all", lambda *args: 3)  # graded, with a grader error
+    monkeypatch.setattr(run, "grade_all", lambda *args, **options: 3)  # graded, with a grader error
     assert cli.main(["grade-all", str(graded), "--out", str(graded)]) == 3
     assert "warning: the class report could not be written: RuntimeError: boom" in capsys.readouterr().err
 
@@ -575,3 +575,17 @@ def test_the_review_list_names_a_renamed_function_a_time_out_and_prints_cut_off(
     assert "timed out in softmax, log_softmax (an infinite loop, or far too slow?)" in cy, cy
     assert "broke the stated rule" not in cy, cy  # the loop is the problem to look at, not the rule
     assert flagged["dee"] == ["printed more than 1 MiB: the prints beyond it were dropped (no point lost)"]
+
+
+def test_assignment_and_task_names_never_break_mid_word(graded: Path) -> None:
+    """Every cell was overflow-wrap:anywhere, so the table squeezed the assignment column and printed
+    "07_numerical_stabi / lity". Names keep their width (break-word: broken only if longer than the page)."""
+    import re
+
+    html = write_report(graded).read_text()
+    cells = re.findall(rf"<t([dh])([^>]*)>{CH}</t\1>", html)
+    assert cells and all(attrs == " class=id" for _, attrs in cells), cells
+    tasks = [a for a in re.findall(r"<td([^>]*)>softmax_cross_entropy</td>", html) if "colspan" not in a]
+    assert tasks and all(attrs == " class=id" for attrs in tasks), tasks  # a full-width row has room
+    style = html.split("<style>")[1].split("</style>")[0]
+    assert "td.id,th.id{overflow-wrap:break-word}" in style

@@ -487,3 +487,14 @@ def test_a_gradebook_registered_with_other_points_than_the_checks_records_nothin
     with pytest.raises(SystemExit, match=f"{CH} is worth 22 points in the gradebook and 20 in the kit's checks: the "
                                          "source notebook's check cells were changed after `build`"):
         record(course, out)
+
+
+def test_hints_keep_their_disclosure_marker_in_formgrader_and_the_feedback(courses: dict[str, Path]) -> None:
+    """Formgrader and the feedback page style the notebook with Bootstrap 3, whose summary {display: block} hid the
+    triangle: the lesson's hints read as bare lines "Hint 1", "Hint 2", "Hint 3"."""
+    from autograder.course.nbgrader.autograde import SUMMARY_SHOWN
+
+    nb = json.loads((courses["grade-all"] / "autograded" / "bob" / CH / f"{CH}.ipynb").read_text())
+    lessons = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    hints = [s for s in lessons if "Hint 1" in s]
+    assert hints and all(SUMMARY_SHOWN in s and "<summary>" not in s for s in hints)

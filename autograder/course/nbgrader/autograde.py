@@ -207,6 +207,21 @@ def write_verdicts(nb: NotebookNode, result: Results) -> tuple[dict[str, float],
     return recorded, extra_credit
 
 
+# Formgrader and nbgrader's feedback page style the notebook with Bootstrap 3, whose `summary {display: block}`
+# takes away the disclosure triangle: a lesson's collapsed hints read as bare lines "Hint 1", "Hint 2" with
+# nothing to say they open. The autograded copy (what both pages show) gives each summary its marker back.
+SUMMARY = "<summary>"
+SUMMARY_SHOWN = '<summary style="display: list-item; cursor: pointer">'
+
+
+def hints_marked(nb: NotebookNode) -> None:
+    """Every `<summary>` of the notebook's lesson cells (markdown, not answers) with its disclosure marker shown,
+    whatever the page's stylesheet; nothing else changes."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and SUMMARY in cell.source and not utils.is_solution(cell):
+            cell.source = cell.source.replace(SUMMARY, SUMMARY_SHOWN)
+
+
 def record_extra_credit(db_url: str, nbgrader: dict[str, str], extra_credit: dict[str, float]) -> None:
     """Stretch tasks' points as the extra credit of their check cells (SaveAutoGrades sets auto scores only)."""
     from nbgrader.api import Gradebook
@@ -287,6 +302,7 @@ class KitAutograde(NbGraderPreprocessor):
                   fingerprint=fingerprint(Path(coursedir.root), info["assignment"]))
         result = self._result(job, Path(coursedir.root))
         recorded, extra_credit = write_verdicts(nb, result)
+        hints_marked(nb)
         if extra_credit:
             record_extra_credit(info["db_url"], info, extra_credit)
         if not isinstance(nb.metadata.get("kit"), dict):
