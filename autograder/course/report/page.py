@@ -253,8 +253,10 @@ def _failures_section(report: Report, images: dict[str, str]) -> str:
 
 
 def _flagged_section(report: Report, images: dict[str, str]) -> str:
-    return ("<h2>Flagged for review</h2><p class=muted>Grader errors, review flags, broken stated rules, deleted "
-            "answer cells, zero scores, drops and scores far below the class, notebooks not submitted.</p>"
+    return ("<h2>Flagged for review</h2><p class=muted>Grader errors, review flags, scores that manual grading put "
+            "above the maximum, deleted answer cells, functions not defined (renamed?), time-outs and limits hit, "
+            "broken stated rules, zero scores, drops and scores far below the class, prints cut at 1 MiB, notebooks "
+            "not submitted.</p>"
             + _flagged_table(report))
 
 
