@@ -569,8 +569,11 @@ def test_the_review_list_names_a_renamed_function_a_time_out_and_prints_cut_off(
         r = gradescope(grade_fast(path, only=None if student == "cy" else "softmax and not speed"))
         r["extra_data"]["student"] = student
         write(graded, r)
-    flagged = {f.student: f.reasons for f in analyse(graded).flagged}
+    report = analyse(graded)
+    flagged = {f.student: f.reasons for f in report.flagged}
     cy = "\n".join(flagged["cy"])
+    timed = [f.tasks for f in report.failures if "did not finish within" in f.example]
+    assert sorted(timed) == [["log_softmax"], ["softmax"]], timed  # one finding per task, never merged
     assert "a function the checks call is not defined (renamed?): softmax_cross_entropy" in cy, cy
     assert "timed out in softmax, log_softmax (an infinite loop, or far too slow?)" in cy, cy
     assert "broke the stated rule" not in cy, cy  # the loop is the problem to look at, not the rule

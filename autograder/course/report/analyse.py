@@ -246,6 +246,9 @@ def _reasons(sub: Submission) -> list[tuple[int, str]]:
     return reasons
 
 
+JUDGE_FINDINGS = frozenset({NOT_DEFINED, TIMED_OUT, OVER_LIMIT})
+
+
 def _mistake(test: TestResult) -> str:
     return text(test.get("extra_data", {}).get("mistake"))
 
@@ -320,8 +323,10 @@ def _add_failure(failures: dict[tuple[str, str], Failure], sub: Submission, test
     """Count `test`'s failure in the group of the mistake it names."""
     task, name = _task_and_name(test)
     key = failure_key(test) or "(no message)"
-    # A named mistake groups by its id, whatever its wording on this student's inputs.
-    group = text(test.get("extra_data", {}).get("mistake")) or key
+    # A named mistake groups by its id, whatever its wording on this student's inputs; the judge's own findings
+    # (a time-out, a name not defined) by task too, since the same finding on two tasks is two problems.
+    mistake = _mistake(test)
+    group = f"{task}: {mistake}" if mistake in JUDGE_FINDINGS else mistake or key
     failure = failures.setdefault((sub.assignment, group),
                                   Failure(sub.assignment, kind, key, text(test["output"])[:1500]))
     failure.students.add(sub.student)
