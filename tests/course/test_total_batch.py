@@ -245,3 +245,12 @@ def test_results_of_another_release_are_named_and_regraded_on_request(
     assert stamp == batch.fingerprint(course, CH) != json.loads(before)["extra_data"]["graded_with"]
     assert grade_all(course, out, workers=1, work=stamped_grade) == 0
     assert "another release" not in capsys.readouterr().err
+
+
+def test_the_fingerprint_is_the_same_in_every_copy_of_a_course(tmp_path: Path) -> None:
+    """Shards graded on other machines, in other folders, must not read as graded with another release."""
+    for name in ("one", "two"):
+        (tmp_path / name / "release" / CH).mkdir(parents=True)
+        (tmp_path / name / "release" / CH / f"{CH}.ipynb").write_text(RELEASE.read_text())
+    assert batch.fingerprint(tmp_path / "one", CH) == batch.fingerprint(tmp_path / "two", CH)
+    assert batch.fingerprint(tmp_path / "one", CH) != batch.fingerprint(tmp_path, CH)  # no release there
