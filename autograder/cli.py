@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.course.batch import merge
+from autograder.course.batch import merge, score_table
 from autograder.course.run import ClassOptions, ClassRun, Reports, grade_class, write_reports
 from autograder.course.shards import ShardError
 from autograder.course.shards import resolve as resolve_shard
@@ -85,10 +85,11 @@ def _grade_all(args: argparse.Namespace) -> int:
     if chosen is not None and args.shard == "auto":
         print(f"shard {chosen.spec}: {chosen.source}", file=sys.stderr)
     run = grade_class(ClassOptions(args.root, args.out, workers, args.device, chosen.spec if chosen else None,
-                                   args.junit, args.gradebook, args.feedback))
+                                   args.junit, args.gradebook, args.feedback, args.manual_grades, args.regrade))
     if run.reports is None:  # refused (2) or interrupted (130): nothing after grading ran
         return run.grading
     out = run.options.out
+    print(score_table(out))
     print(f"results: {out}/results/<student>/<assignment>.json; summaries: {out}/summary.csv, {out}/summary.json")
     _print_reports(run.reports)
     if run.unregistered is not None:  # nothing recorded: the message names the command to run
@@ -109,6 +110,28 @@ def _print_gradebook(run: ClassRun) -> bool:
         if done.failed:
             print("not recorded (no score in the gradebook; rerun the same command after fixing):\n  "
                   + "\n  ".join(clean(line) for line in done.failed), file=sys.stderr)
+        if done.held:
+            print(f"gradebook: {len(done.held)} changed notebooks not recorded: each replaces a notebook you graded "
+                  "by hand, and nbgrader would carry those grades and comments over to the new one. Rerun with "
+                  "--manual-grades keep (record it, keep them) or --manual-grades clear (record it, remove them):\n  "
+                  + "\n  ".join(clean(line) for line in done.held), file=sys.stderr)
+        if done.kept:
+            print(f"gradebook: manual grades and comments kept for {len(done.kept)} changed notebooks (review them "
+                  "in Formgrader):\n  " + "\n  ".join(clean(line) for line in done.kept))
+        if done.cleared:
+            print(f"gradebook: manual grades and comments of the notebook handed in before cleared for "
+                  f"{len(done.cleared)} changed notebooks:\n  " + "\n  ".join(clean(line) for line in done.cleared))
+        if done.above_max:
+            print(f"warning: {len(done.above_max)} scores in the gradebook are above the maximum, raised by manual "
+                  "grading in Formgrader (check they are meant):\n  "
+                  + "\n  ".join(clean(line) for line in done.above_max), file=sys.stderr)
+        if done.by_hand:
+            print(f"gradebook: {len(done.by_hand)} submissions were copied into submitted/ by hand (no timestamp.txt "
+                  "and submission_secret.txt, which `nbgrader submit` writes and `nbgrader collect` copies): "
+                  "Formgrader's Release Feedback stops on them with a FileNotFoundError traceback (nbgrader's), and "
+                  "`nbgrader fetch_feedback` would not find them. Hand those students their page, "
+                  "feedback/<student>/<assignment>/<assignment>.html, after Generate Feedback; or have them submit "
+                  "through the exchange and run `nbgrader collect --update`:\n  " + "\n  ".join(done.by_hand))
         if done.unnamed:
             print(f"gradebook: {len(done.unnamed)} students have no name there, so Formgrader lists them as "
                   "'None, None': add them with `nbgrader db student import roster.csv` in the course "
@@ -127,7 +150,7 @@ def _print_gradebook(run: ClassRun) -> bool:
             print(f"feedback: {len(pages.by_hand)} pages are for submissions copied in by hand (no timestamp.txt): "
                   "nbgrader release_feedback stops on them; hand them to the students yourself:\n  "
                   + "\n  ".join(clean(p) for p in pages.by_hand))
-    return done is not None and bool(done.failed)
+    return done is not None and bool(done.failed or done.held)
 
 
 def _print_reports(reports: Reports) -> None:
@@ -254,6 +277,11 @@ def _grade_all_command(sub: Subparsers) -> None:
     a.add_argument("--gradebook", action="store_true",
                    help="also write the scores into ROOT/gradebook.db with nbgrader's API (ROOT: a course dir)")
     a.add_argument("--feedback", action="store_true", help="also write ROOT/feedback/<student>/<assignment>/*.html")
+    a.add_argument("--regrade", action="store_true", help="grade again the submissions whose result was graded "
+                   "with another release or grader (grade-all names them); without it their results stand")
+    a.add_argument("--manual-grades", choices=["keep", "clear"], help="with --gradebook: when a changed notebook "
+                   "replaces one you graded by hand in Formgrader (manual scores, extra credit, comments), keep them "
+                   "for the new notebook or clear them; without it such a notebook is not recorded, and listed")
     a.set_defaults(run=_grade_all)
     a.set_defaults(needs=GRADING)
 

@@ -21,3 +21,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -
     "${uv[@]}" --no-deps -e .
     touch "$stamp"
 fi
+# nbgrader run from a folder inside the course reads the course's settings (scripts/venv_nbgrader_config.py)
+mkdir -p .venv/etc/jupyter
+cp scripts/venv_nbgrader_config.py .venv/etc/jupyter/nbgrader_config.py

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import csv
+import dataclasses
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from autograder import PACKAGE
 from autograder.course import shards
 from autograder.judging import results as fmt
 from autograder.judging.handin import NotOwnFile, open_own, read_own, refusal
@@ -50,7 +53,7 @@ class Job:
     notebook: str  # "" when the submission folder holds no notebook
     sha256: str
     refused: str = ""  # why the submission is not the student's own files (a link, a FIFO): not graded
-
+    fingerprint: str = ""  # of the release and the grader it is graded with (fingerprint()); "" when not known
 
     @property
     def key(self) -> str:
@@ -64,6 +67,39 @@ class Job:
     @property
     def assignment_text(self) -> str:
         return safe_name(self.assignment)
+
+
+@functools.cache
+def _kit_sha256() -> str:
+    """Of the kit's grading code (judging/ and sandbox/, every .py file), read once per process."""
+    digest = hashlib.sha256()
+    for path in sorted([*(PACKAGE / "judging").rglob("*.py"), *(PACKAGE / "sandbox").rglob("*.py")]):
+        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def fingerprint(course: Path, assignment: str) -> str:
+    """What a result was graded with, as 16 hex digits: the course's released notebook of `assignment` (if it has
+    one), the chapter's registry entry (its tasks' points, answers, preamble) and folder (checks, harness), and
+    the kit's grading code. A result whose fingerprint differs from today's was graded by another release or
+    grader (grade-all --regrade grades it again)."""
+    digest = hashlib.sha256(_kit_sha256().encode())
+    release = course / "release" / assignment / f"{assignment}.ipynb"
+    if release.is_file():
+        digest.update(b"release\0" + release.read_bytes())
+    chapter = CHAPTERS.get(assignment)
+    if chapter is not None:
+        entry = {"answers": chapter.answers, "points": chapter.points, "bonus": chapter.bonus,
+                 "preamble": chapter.preamble, "config": dataclasses.asdict(chapter.config)}  # no paths: any checkout
+        digest.update(json.dumps(entry, sort_keys=True).encode())
+        for path in sorted(chapter.folder.glob("*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def course_of(root: Path) -> Path:
+    """The course folder of grade-all's ROOT: ROOT itself, or the folder above a submitted/ folder."""
+    return root if (root / "submitted").is_dir() else root.parent
 
 
 def submitted_dir(path: Path) -> Path:
@@ -283,6 +319,8 @@ def grade_submission(job: Job, out: str, device: str, junit: bool, zygote: launc
         except GraderError as e:
             result = error_result(job, device, str(e))
     result["extra_data"]["student"], result["extra_data"]["sha256"] = job.student_text, job.sha256
+    if job.fingerprint:
+        result["extra_data"]["graded_with"] = job.fingerprint
     return result
 
 
@@ -394,13 +432,26 @@ def _run(todo: list[Job], workers: int, submit: Callable[[cf.Executor, Job], cf.
                         graded(future.result())
 
 
+def graded_by_another(out: Path, jobs: list[Job]) -> list[Job]:
+    """The jobs whose result, graded from this very notebook, was graded with another release or grader than the
+    job's (Job.fingerprint); a result that does not say (an older kit's) is not counted."""
+    stale = []
+    for job in jobs:
+        result = stored_result(out, job)
+        if result is not None and result["extra_data"].get("graded_with", job.fingerprint) != job.fingerprint:
+            stale.append(job)
+    return stale
+
+
 def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_spec: str | None = None,
-              junit: bool = False, work: Work = grade_job) -> int:
+              junit: bool = False, work: Work = grade_job, regrade: bool = False) -> int:
     """Grade the class; 0 when every submission has a result, 3 when some are grader errors
     (listed on stderr, retried by the next run), 130 when interrupted.
 
     `work` grades one job in a worker (grade_job; the tests pass stand-ins). A folder that is neither a course
     (holding submitted/) nor a submitted/ folder is refused with 2: any folder tree would pass for one.
+    A result graded with another release or grader (fingerprint()) is named and kept, or, with `regrade`,
+    graded again.
     """
     if not (root / "submitted").is_dir() and root.name != "submitted":
         print(f"{safe_name(str(root))} is not a course folder (it holds no submitted/ folder) nor a submitted/ "
@@ -413,12 +464,22 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
         print(f"error: {e}", file=sys.stderr)
         return 2
     jobs = discover(root)
+    prints = {a: fingerprint(course_of(root), a) for a in {j.assignment for j in jobs}}
+    jobs = [dataclasses.replace(j, fingerprint=prints[j.assignment]) for j in jobs]
     for stale in set_aside_stale(out, jobs):
         print(f"{stale}: its submission folder is gone (renamed or removed); its old result is set aside in "
               f"{out / 'stale'} and counts nowhere", file=sys.stderr)
     if part is not None:
         jobs = shard(jobs, part.index, part.count)
     todo = [j for j in jobs if not _done(out, j)]
+    another = graded_by_another(out, jobs)
+    if regrade:
+        todo += another
+    elif another:
+        print(f"{len(another)} results were graded with another release or grader than today's (the released "
+              "notebook, its points, or the kit's checks changed since): they stand as they were graded. Rerun "
+              "with --regrade to grade them again (--gradebook then records the new scores): "
+              + ", ".join(j.key for j in another), file=sys.stderr)
     print(f"{len(jobs)} submissions, {len(jobs) - len(todo)} already graded, {len(todo)} to grade "
           f"with {workers} worker(s)", file=sys.stderr)
     progress = Progress(len(jobs), len(jobs) - len(todo))
@@ -454,6 +515,27 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
             print(f"  {r['student']}/{r['assignment']}: {r['notes']}", file=sys.stderr)
         return 3
     return 0
+
+
+TABLE_ROWS = 60  # grade-all's score table shows this many submissions; summary.csv has them all
+
+
+def score_table(out: Path) -> str:
+    """The score table grade-all prints at the end, from <out>/summary.json: one line per submission (the first
+    TABLE_ROWS), its score, status and the start of its notes; "" without a summary."""
+    try:
+        rows = json.loads((out / "summary.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    head = ["student", "assignment", "score", "status", "notes"]
+    body = [[clean(str(r.get("student", ""))), clean(str(r.get("assignment", ""))),
+             f"{r.get('score', 0):g} / {r.get('max_score', 0):g}", clean(str(r.get("status", ""))),
+             clean(str(r.get("notes", "")))[:70]] for r in rows[:TABLE_ROWS] if isinstance(r, dict)]
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head) - 1)]
+    line = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
+    rule = "  ".join("-" * w for w in widths) + "  -----"
+    more = [f"... and {len(rows) - TABLE_ROWS} more in {out / 'summary.csv'}"] if len(rows) > TABLE_ROWS else []
+    return "\n".join([line.format(*head), rule, *(line.format(*row).rstrip() for row in body), *more])
 
 
 def write_summaries(out: Path, results: list[Results]) -> list[SummaryRow]:

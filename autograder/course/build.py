@@ -23,6 +23,7 @@ from traitlets.config import Config
 
 from autograder import CHECKOUT
 from autograder.course import examples
+from autograder.judging import registry as registered
 from autograder.judging.chapter import Chapter
 from autograder.judging.registry import CHAPTERS_DIR, derive, load, write_registry
 
@@ -128,6 +129,25 @@ def build(chapters: list[Chapter], root: Path = ROOT) -> None:
         print(f"examples/submitted/{{{','.join(students)}}}/{chapter.id}: made from the release")
 
 
+def point_problems(root: Path = ROOT, chapters_dir: Path = CHAPTERS_DIR) -> list[str]:
+    """What disagrees between the source notebooks' check cells and the chapters' checks, one sentence each,
+    for chapters whose folder exists: the points of each task (plugin.declaration_problems). Imports the checks
+    modules (torch)."""
+    from autograder.judging.plugin import declaration_problems, declared_checks
+
+    problems = []
+    for cid, found in derive(root / "source").items():
+        folder = chapters_dir / f"ch{cid}"
+        if not (folder / "checks.py").is_file():
+            continue
+        one = registered.chapter(cid, found, folder, registered.folder_config(folder))
+        module = registered.chapter_module(one, "checks")
+        if module is not None:
+            problems += [f"source/{cid}/{cid}.ipynb: {p}" for p in
+                         declaration_problems(one, module, declared_checks(module)) if p.startswith("task ")]
+    return problems
+
+
 def main(chapter_ids: list[str], root: Path = ROOT, chapters_dir: Path = CHAPTERS_DIR) -> int:
     """`python -m autograder build`: the registry of the course folder `root` written into `chapters_dir` (beside
     the chapters' folders), then the chapters built with that registry as it now is (a chapter new to it
@@ -137,6 +157,12 @@ def main(chapter_ids: list[str], root: Path = ROOT, chapters_dir: Path = CHAPTER
     if unknown:
         print(f"unknown chapters: {', '.join(unknown)}; known: {', '.join(known)}", file=sys.stderr)
         return 2
+    problems = point_problems(root, chapters_dir)
+    if problems:  # every grading of that chapter would stop on it, for everyone: refused before anything is written
+        print("error: the check cells' points disagree with the checks' points, so nothing was built (set the check "
+              "cell's points back in source/, or change the checks' points in the chapter's checks.py):\n  "
+              + "\n  ".join(problems), file=sys.stderr)
+        return 1
     registry = chapters_dir / "chapters.json"
     write_registry(root / "source", registry)
     print(f"{registry.relative_to(root) if registry.is_relative_to(root) else registry}: derived from the source "

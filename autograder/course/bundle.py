@@ -17,11 +17,15 @@ from autograder.judging.registry import CHAPTERS
 
 ROOT = CHECKOUT
 
+TORCH_PIN = "torch==2.13.0"  # the build scripts/setup.sh installs (tests/course/test_bundle.py keeps them equal)
+# PyPI's torch for Linux is the CUDA build (several GB of CUDA libraries Gradescope's CPU machines never use)
+CPU_WHEELS = "https://download.pytorch.org/whl/cpu"
+
 SETUP = """#!/usr/bin/env bash
 # Gradescope image setup: a venv with the pinned CPU torch, then the grader (torch, numpy, pytest only).
 set -euo pipefail
-TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
-TORCH_INDEX_URL="${TORCH_INDEX_URL:-}"   # set to a CPU wheel index to avoid the CUDA build
+TORCH_SPEC="${TORCH_SPEC:-%(pin)s}"
+TORCH_INDEX_URL="${TORCH_INDEX_URL:-%(cpu)s}"   # the CPU build: PyPI's Linux torch is the CUDA one
 apt-get update -qq && apt-get install -y -qq python3 python3-venv python3-pip >/dev/null
 # The kit needs Python 3.11 or newer; Ubuntu 22.04 images have 3.10 as python3 and 3.11 as a package.
 python=python3
@@ -78,7 +82,8 @@ def build_bundle(assignment: str, out: Path) -> Path:
         raise SystemExit(f"unknown assignment {assignment}; known: {', '.join(CHAPTERS)}")
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, text in (("setup.sh", SETUP), ("run_autograder", RUN.format(assignment=assignment))):
+        for name, text in (("setup.sh", SETUP % {"pin": TORCH_PIN, "cpu": CPU_WHEELS}),
+                           ("run_autograder", RUN.format(assignment=assignment))):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o755 << 16
             z.writestr(info, text)

@@ -30,6 +30,8 @@ class ClassOptions:
     junit: bool = False
     gradebook: bool = False  # record the scores in root/gradebook.db (nbgrader)
     feedback: bool = False  # write root/feedback/<student>/<assignment>/*.html
+    manual_grades: str | None = None  # keep | clear: a changed notebook's manual grades (gradebook.record)
+    regrade: bool = False  # grade again the results graded with another release or grader (batch.fingerprint)
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def write_reports(graded: Path, root: Path | None = None) -> Reports:
 def grade_class(options: ClassOptions) -> ClassRun:
     """Grade the class, then write what reads the results; stops after grading unless it completed."""
     o = options
-    code = grade_all(o.root, o.out, o.workers, o.device, o.shard, o.junit)
+    code = grade_all(o.root, o.out, o.workers, o.device, o.shard, o.junit, regrade=o.regrade)
     if code not in (0, 3):  # 3: some grader errors; the other results stand
         return ClassRun(o, code)
     reports = write_reports(o.out, o.root)
@@ -78,7 +80,7 @@ def grade_class(options: ClassOptions) -> ClassRun:
     recorded = None
     if o.gradebook:
         try:
-            recorded = record(o.root, o.out)
+            recorded = record(o.root, o.out, o.manual_grades)
         except SystemExit as e:  # an assignment not registered: nothing recorded, no feedback
             return ClassRun(o, code, reports, unregistered=str(e.code))
     feedback = None

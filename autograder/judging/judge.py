@@ -43,6 +43,8 @@ class Grade:
     integrity_count: int = 0  # and how many there are in all
     out_of_time: bool = False  # the grading's time ran out before some check called the code
     missing: list[str] = field(default_factory=list)  # answer cells deleted from the notebook
+    output_dropped: bool = False  # the student's prints passed what the box keeps: a note, never a point
+    undefined: list[str] = field(default_factory=list)  # answer cells that ran but do not define their name
 
     @property
     def name(self) -> str:
@@ -75,6 +77,11 @@ class Grade:
         return tasks
 
 
+# The note of a submission whose prints passed what the box keeps (sandbox/runtime/child.py, KeptOutput).
+OUTPUT_DROPPED = ("Your code printed more than 1 MiB while it was graded: your prints beyond 1 MiB were dropped. "
+                  "This costs no point; remove the debug prints to keep the output readable.")
+
+
 class GraderError(Exception):
     """The kit itself is broken (a check module fails to import): not the student's fault."""
 
@@ -87,7 +94,20 @@ def _load_notes(student: Student) -> list[str]:
     notes += [f"Answer cell '{cid}' is missing from the notebook." for cid in sub.missing]
     for cid, err in student.load_report.get("errors", {}).items():
         notes.append(f"Answer cell '{cid}' raised {err.get('type', 'an error')}: {err.get('message', '')}")
+    if student.output_dropped:
+        notes.append(OUTPUT_DROPPED)
     return notes
+
+
+def _undefined(student: Student) -> list[str]:
+    """The answer cells that are in the notebook and ran without an error but do not define the name the checks
+    call (renamed?), as the child's load report lists the names; [] when the cells did not load."""
+    names = student.load_report.get("names")
+    if not isinstance(names, dict):
+        return []
+    failed = student.load_report.get("errors", {})
+    sub = student.submission
+    return [cid for cid in sub.chapter.answers if cid not in names and cid not in sub.missing and cid not in failed]
 
 
 @contextlib.contextmanager
@@ -187,6 +207,8 @@ def grade_loaded(sub: Submission, options: GradeOptions | None = None, *, zygote
                   runner.protections)
     grade.out_of_time = runner.out_of_time
     grade.missing = list(sub.missing)
+    grade.output_dropped = runner.output_dropped
+    grade.undefined = _undefined(runner)
     if flags:  # a flag for the instructor's review, never a deduction
         grade.integrity, grade.integrity_count = [safe_text(str(f)) for f in flags[:MAX_FLAGS]], len(flags)
         grade.notes.append(integrity_note(flags))

@@ -277,6 +277,8 @@ class KitPlugin:
             if isinstance(exc, CheckFailure):
                 result.problem, result.hint = safe_text(exc.problem, MAX_OUTPUT), safe_text(exc.hint, MAX_OUTPUT)
                 result.mistake = exc.mistake
+            elif isinstance(exc, StudentError):  # what the judge saw of the call (a name not defined, a time-out)
+                result.mistake = exc.mistake
             if result.rule and call.excinfo is not None and call.excinfo.errisinstance(RuleBroken):
                 self._broken.setdefault(result.task, result.name)
             self.results.append(result)

@@ -53,6 +53,8 @@ def gradescope(grade: Grade) -> Results:
             extra["hint"] = clean(r.hint)
         if r.mistake:
             extra["mistake"] = clean(r.mistake)
+        if r.alone is not None:  # not scored for a broken rule: what the check gave on its own
+            extra["alone"] = r.alone.value
         status = r.outcome.status
         if status != "skipped":
             test["status"] = status
@@ -75,6 +77,8 @@ def gradescope(grade: Grade) -> Results:
             "bonus": {"score": grade.bonus, "max_score": grade.bonus_max},
             "out_of_time": grade.out_of_time,
             "missing": grade.missing,  # answer cells deleted from the notebook (grade_ids)
+            "output_dropped": grade.output_dropped,  # prints beyond what the box keeps were dropped (no point)
+            "undefined": grade.undefined,  # answer cells that do not define their name (renamed?)
         },
     }
 

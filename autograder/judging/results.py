@@ -63,6 +63,13 @@ class SubmissionStatus(str, enum.Enum):  # noqa: UP042 (not StrEnum, as Outcome)
         return self in (SubmissionStatus.GRADED, SubmissionStatus.ERROR)
 
 
+# What a StudentError's `mistake` may name besides a check's named mistakes: the judge's own findings about a
+# call (autograder/judging/student.py), which the class report lists for review.
+NOT_DEFINED: Final = "name-not-defined"  # the answer cell does not define the name the checks call (renamed?)
+TIMED_OUT: Final = "timed-out"  # a call did not finish within its time
+OVER_LIMIT: Final = "over-a-limit"  # the process died of a limit (memory, CPU time, file size)
+
+
 # -- measured figures --------------------------------------------------------------------------
 
 RecordProperty = Callable[[str, object], None]  # pytest's record_property fixture
@@ -122,7 +129,8 @@ class TestExtra(TypedDict, total=False):
     measured: Measured
     problem: str  # a failed check's: what exactly differs (the message's "Problem:" line)
     hint: str  # what to fix (its "Hint:" line)
-    mistake: str  # the stable id of the named mistake the check saw
+    mistake: str  # the stable id of the named mistake the check saw (or the judge's: student.NOT_DEFINED...)
+    alone: str  # not_scored for a broken rule: the Outcome's value the check gave on its own
 
 
 class _Test(TypedDict):
@@ -166,8 +174,11 @@ class ExtraData(_Extra, total=False):
     bonus: Bonus  # stretch tasks' points, included in the score
     out_of_time: bool  # the notebook's grading time ran out before some check; absent in older files
     missing: list[str]  # answer cells (grade_ids) deleted from the notebook; absent in older files
+    output_dropped: bool  # the student's prints beyond 1 MiB were dropped (a note only); absent in older files
+    undefined: list[str]  # answer cells that ran but do not define their name (renamed?); absent in older files
     student: str  # grade-all: the submission folder's name
     sha256: str  # grade-all: of the notebook graded ("" when there was none)
+    graded_with: str  # grade-all: the release and grader it was graded with (course.batch.fingerprint)
     grader_error: str  # grade-all: the grader failed on this submission; no score
 
 
@@ -227,7 +238,7 @@ def _is_measured(v: object) -> bool:
 
 
 _TEST_EXTRA = {"outcome": _is_outcome, "measured": _is_measured, "problem": _is_str, "hint": _is_str,
-               "mistake": _is_str}
+               "mistake": _is_str, "alone": _is_outcome}
 _TEST = {"name": _is_str, "score": _number, "max_score": _number, "output": _is_str, "tags": _strings,
          "visibility": _is_str}
 _TEST_OPTIONAL = {"status": lambda v: v in ("passed", "failed"),
@@ -236,8 +247,9 @@ _EXTRA_OPTIONAL = {
     "assignment": lambda v: v is None or isinstance(v, str), "notebook": _is_str, "device": _is_str,
     "sandbox": lambda v: isinstance(v, dict) and all(_strings(v.get(k, [])) for k in ("active", "off")),
     "integrity": _strings, "integrity_count": lambda v: type(v) is int and v >= 0,
-    "out_of_time": lambda v: isinstance(v, bool), "student": _is_str, "sha256": _is_str,
-    "grader_error": _is_str, "missing": _strings,
+    "out_of_time": lambda v: isinstance(v, bool), "output_dropped": lambda v: isinstance(v, bool),
+    "student": _is_str, "sha256": _is_str,
+    "grader_error": _is_str, "missing": _strings, "undefined": _strings, "graded_with": _is_str,
     "bonus": lambda v: isinstance(v, dict) and _number(v.get("score")) and _number(v.get("max_score"))}
 _RESULTS = {"score": _number, "max_score": _number, "output": _is_str, "tests": lambda v: isinstance(v, list),
             "extra_data": lambda v: isinstance(v, dict)}

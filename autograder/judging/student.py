@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from autograder.judging.notebook import Submission
-from autograder.judging.results import Outcome
+from autograder.judging.results import NOT_DEFINED, OVER_LIMIT, TIMED_OUT, Outcome
 from autograder.judging.untrusted import safe_json
 from autograder.sandbox.control import NO_CONTROL, BoxControl, NoControl
 from autograder.sandbox.launcher import Zygote
@@ -47,16 +47,19 @@ class StudentError(Exception):
     crashed or answered with something unusable), not_implemented (a stub), timeout (out of time, or the
     process died of a limit), not_run (the notebook's code could not run at all), grader_error (the grading
     machine failed). `raised` is the name of the exception type the student's code raised, when it raised one.
+    `mistake` names what the judge saw, for the class report's review list (one of MISTAKES, or None).
     Checks read these fields, never the message: a student's own error text cannot pose as either."""
 
-    def __init__(self, message: str, outcome: Outcome = Outcome.STUDENT_ERROR, raised: str | None = None) -> None:
+    def __init__(self, message: str, outcome: Outcome = Outcome.STUDENT_ERROR, raised: str | None = None,
+                 mistake: str | None = None) -> None:
         super().__init__(message)
         self.outcome = outcome
         self.raised = raised
+        self.mistake = mistake
 
     def restated(self, message: str) -> StudentError:
         """The same failure told with another message (a check adding what it was doing, or a hint)."""
-        return StudentError(message, self.outcome, self.raised)
+        return StudentError(message, self.outcome, self.raised, self.mistake)
 
 
 def summarize(value: Any) -> str:
@@ -95,6 +98,7 @@ class Student:
         self.crashes: dict[str, int] = {}
         self.arrived = 0.0  # time.perf_counter() when the last reply had arrived, before the judge read it
         self.protections: dict[str, list[str]] = {}
+        self.dropped_before = False  # a box before this one dropped some of the student's prints
         # Input files that checks make (images, archives); the child may read them.
         self.data_dir = Path(tempfile.mkdtemp(prefix="grade-data-"))
         self.data_dir.chmod(0o755)
@@ -107,6 +111,7 @@ class Student:
             return self.sandbox
         if self.sandbox is not None:
             self.sandbox.close()
+            self.dropped_before |= self.sandbox.output_dropped
             self.restarts += 1
             if self.restarts > MAX_RESTARTS:
                 self.fatal = f"Grading stopped calling your code after it crashed {MAX_RESTARTS} times."
@@ -152,6 +157,11 @@ class Student:
         box = self.sandbox
         return box.control if box is not None and box.alive and box.control is not None else NO_CONTROL
 
+    @property
+    def output_dropped(self) -> bool:
+        """Some of the student's prints were dropped (the box keeps the first MiB): a note, never a point."""
+        return self.dropped_before or (self.sandbox is not None and self.sandbox.output_dropped)
+
     def close(self) -> None:
         if self.sandbox is not None:
             self.sandbox.close()
@@ -174,7 +184,7 @@ class Student:
         shown = ", ".join(n[:60] for n in defined[:MAX_NAMES_SHOWN]) + (f" and {more} more" if more > 0 else "")
         return StudentError(f"`{name}` is not defined by your answer cell '{cell}'"
                             + (f" (it defines: {shown})" if defined else "")
-                            + ". Keep the name and the signature of the stub exactly as given.")
+                            + ". Keep the name and the signature of the stub exactly as given.", mistake=NOT_DEFINED)
 
     # -- calls ---------------------------------------------------------------
     def _request(self, name: str, header: dict[str, Any], buffers: list[bytes], during: str,
@@ -201,16 +211,20 @@ class Student:
             self.arrived = time.perf_counter()
         except ChildTimeout as e:
             self.broken[name] = StudentError(f"`{during}` did not finish within {e.seconds:g} s (an infinite loop, "
-                                              "or far too slow?). Later checks of it were not run.", Outcome.TIMEOUT)
+                                              "or far too slow?). Later checks of it were not run.", Outcome.TIMEOUT,
+                                              mistake=TIMED_OUT)
             raise self.broken[name].restated(str(self.broken[name])) from None
         except ChildDied as e:
             self.crashes[name] = self.crashes.get(name, 0) + 1
             message = f"`{during}` crashed: {e}."
-            outcome = Outcome.TIMEOUT if e.returncode in LIMIT_SIGNALS else Outcome.STUDENT_ERROR
+            limit = e.returncode in LIMIT_SIGNALS
+            outcome = Outcome.TIMEOUT if limit else Outcome.STUDENT_ERROR
+            mistake = OVER_LIMIT if limit else None
             if self.crashes[name] >= MAX_CRASHES:
                 self.broken[name] = StudentError(
-                    message + f" `{shown}` crashed {MAX_CRASHES} times; its later checks were not run.", outcome)
-            raise StudentError(message, outcome) from None
+                    message + f" `{shown}` crashed {MAX_CRASHES} times; its later checks were not run.", outcome,
+                    mistake=mistake)
+            raise StudentError(message, outcome, mistake=mistake) from None
         except wire.WireError as e:
             sandbox.kill()
             raise StudentError(f"`{during}` corrupted the grader's channel ({e}).") from None

@@ -98,6 +98,7 @@ class Sandbox:
         self._from_child: int | None = None
         self.scratch = Path(tempfile.mkdtemp(prefix="grade-"))
         self._buffer = bytearray()  # grown in place: concatenating bytes copied all of it for every chunk
+        self.output_dropped = False  # the child said it dropped some of the student's prints (a note, never a point)
 
     def _env(self) -> dict[str, str]:
         # One CPU thread: with intra-op threads, a busy core makes vectorized code
@@ -189,10 +190,12 @@ class Sandbox:
 
     def _receive(self, deadline: float, timeout: float, during: str) -> tuple[dict[str, Any], list[bytes]]:
         try:
-            return wire.read_frame(lambda n: self._read(n, deadline, timeout, during))
+            header, buffers = wire.read_frame(lambda n: self._read(n, deadline, timeout, during))
         except ChildTimeout:
             self.kill()
             raise
+        self.output_dropped |= isinstance(header, dict) and header.get("dropped") is True
+        return header, buffers
 
     def _write(self, pieces: list[bytes], deadline: float, timeout: float, during: str) -> None:
         """Write to a child that may have stopped reading: never blocks past `deadline`."""

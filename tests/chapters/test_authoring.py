@@ -243,3 +243,24 @@ def test_a_stretch_check_cell_with_nbgrader_points_is_refused(tmp_path: Path) ->
     (tmp_path / ID / f"{ID}.ipynb").write_text(json.dumps(notebook_json(cells_spec=cells)))
     with pytest.raises(RegistryError, match=r"needs 0 nbgrader points and a positive kit\.bonus"):
         derive(tmp_path)
+
+
+def test_build_refuses_a_check_cell_whose_points_the_checks_do_not_carry(
+        toy: tuple[Path, Registry], capsys: pytest.CaptureFixture[str]) -> None:
+    """check_softmax's points edited 10 -> 12 after release: `build` and nbgrader's generate_assignment succeeded,
+    then every grading of the chapter stopped on "its checks carry 10 points, its check cell 12". Now `build`
+    refuses it with that sentence, before the registry or the release changes."""
+    from autograder.course import build
+
+    root, _ = toy
+    source = root / "source" / ID / f"{ID}.ipynb"
+    nb = json.loads(source.read_text())
+    nb["cells"][3]["metadata"]["nbgrader"]["points"] = 5
+    source.write_text(json.dumps(nb))
+    registry = (root / "chapters" / "chapters.json").read_text()
+    assert build.main([ID], root=root, chapters_dir=root / "chapters") == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"source/{ID}/{ID}.ipynb: task 'double': its checks carry 3 points, its check cell in the notebook 5" \
+           in err, err
+    assert "nothing was built" in err, err
+    assert (root / "chapters" / "chapters.json").read_text() == registry and not (root / "release").exists()

@@ -374,7 +374,7 @@ def test_a_broken_report_is_a_warning_never_a_failed_grading(graded: Path, monke
         raise RuntimeError("boom")
 
     monkeypatch.setattr(class_report, "write_report", broken)
-    monkeypatch.setattr(run, "grade_all", lambda *args: 3)  # graded, with a grader error
+    monkeypatch.setattr(run, "grade_all", lambda *args, **options: 3)  # graded, with a grader error
     assert cli.main(["grade-all", str(graded), "--out", str(graded)]) == 3
     assert "warning: the class report could not be written: RuntimeError: boom" in capsys.readouterr().err
 
@@ -387,7 +387,11 @@ def test_grade_all_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixtu
     solved(course / "submitted" / "ada" / CH, CH)
     write_submission(course / "submitted" / "bea" / CH, CH, {})
     assert cli.main(["grade-all", str(course), "--out", str(out), "--workers", "1"]) == 0
-    assert f"class report: {out / 'report' / 'report.html'}" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"class report: {out / 'report' / 'report.html'}" in printed
+    table = printed.split("\n")  # the score table, as the demo prints one
+    assert table[0].split() == ["student", "assignment", "score", "status", "notes"], printed
+    assert table[2].split()[:5] == ["ada", CH, "24", "/", "20"] and table[3].split()[:5] == ["bea", CH, "0", "/", "20"]
     checks = _csv(out / "report" / "checks.csv")
     assert len(checks) == check_count(CH) and {(c["passed"], c["not_run"]) for c in checks} == {("1", "1")}
     flagged = _csv(out / "report" / "flagged.csv")
@@ -539,3 +543,52 @@ def test_a_damaged_gradebook_is_a_note_never_a_failed_report(tmp_path: Path) -> 
     text = " ".join(parse(graded / "report" / "report.html").text)
     assert "could not be read as nbgrader's gradebook" in text
     assert db.read_bytes() == b"not a database"
+
+
+LOOPS = "def softmax(logits, dim=-1):\n    while True:\n        pass\n"
+RENAMED = "def cross_entropy_of_softmax(labels, logits, dim=-1):\n    return -(labels * logits).sum()\n"
+LOOPS_WITHOUT_ITS_FUNCTION = "def log_softmax(logits, dim=-1):\n    while True:\n        pass\n"
+CHATTY = ("def softmax(logits, dim=-1):\n    print('.' * (1 << 21))\n    shifted = logits - logits.amax(dim=dim, "
+          "keepdim=True)\n    return shifted.exp() / shifted.exp().sum(dim=dim, keepdim=True)\n")
+
+
+def test_the_review_list_names_a_renamed_function_a_time_out_and_prints_cut_off(tmp_path: Path) -> None:
+    """cy's notebook of the course week: a softmax that loops, softmax_cross_entropy renamed (NameError in every
+    check), a log_softmax that loops and has no autograd.Function: the list said only "broke the stated rule of
+    log_softmax". dee's correct softmax prints 2 MiB a call."""
+    from autograder.judging.report import gradescope
+    from tests.kit import grade_fast
+
+    graded = tmp_path / "graded"
+    (tmp_path / "cy").mkdir()
+    (tmp_path / "dee").mkdir()
+    notebooks = {"cy": solved(tmp_path / "cy", CH, softmax=LOOPS, softmax_cross_entropy=RENAMED,
+                              log_softmax=LOOPS_WITHOUT_ITS_FUNCTION),
+                 "dee": solved(tmp_path / "dee", CH, softmax=CHATTY)}
+    for student, path in notebooks.items():
+        r = gradescope(grade_fast(path, only=None if student == "cy" else "softmax and not speed"))
+        r["extra_data"]["student"] = student
+        write(graded, r)
+    report = analyse(graded)
+    flagged = {f.student: f.reasons for f in report.flagged}
+    cy = "\n".join(flagged["cy"])
+    timed = [f.tasks for f in report.failures if "did not finish within" in f.example]
+    assert sorted(timed) == [["log_softmax"], ["softmax"]], timed  # one finding per task, never merged
+    assert "a function the checks call is not defined (renamed?): softmax_cross_entropy" in cy, cy
+    assert "timed out in softmax, log_softmax (an infinite loop, or far too slow?)" in cy, cy
+    assert "broke the stated rule" not in cy, cy  # the loop is the problem to look at, not the rule
+    assert flagged["dee"] == ["printed more than 1 MiB: the prints beyond it were dropped (no point lost)"]
+
+
+def test_assignment_and_task_names_never_break_mid_word(graded: Path) -> None:
+    """Every cell was overflow-wrap:anywhere, so the table squeezed the assignment column and printed
+    "07_numerical_stabi / lity". Names keep their width (break-word: broken only if longer than the page)."""
+    import re
+
+    html = write_report(graded).read_text()
+    cells = re.findall(rf"<t([dh])([^>]*)>{CH}</t\1>", html)
+    assert cells and all(attrs == " class=id" for _, attrs in cells), cells
+    tasks = [a for a in re.findall(r"<td([^>]*)>softmax_cross_entropy</td>", html) if "colspan" not in a]
+    assert tasks and all(attrs == " class=id" for attrs in tasks), tasks  # a full-width row has room
+    style = html.split("<style>")[1].split("</style>")[0]
+    assert "td.id,th.id{overflow-wrap:break-word}" in style

@@ -396,3 +396,106 @@ def test_a_failed_resubmission_leaves_no_score_of_the_notebook_it_replaced(
                   for g in gb.find_submission_notebook(CH, CH, "ada").grades}
         assert grades == {g: (None, None, True) for g in HONEST_MISTAKE}, grades
     assert "0 submissions recorded by nbgrader autograde, 1 already recorded, 1 failed" in done.stdout, done.stdout
+
+
+def _resubmits(course: Path, student: str) -> None:
+    """`student` hands in a changed notebook (the solution) after being graded by hand: +2 extra credit on
+    check_softmax and a comment on the softmax answer cell, as in the course week's walk."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.find_grade("check_softmax", CH, CH, student).manual_score = None  # another test's
+        gb.find_grade("check_softmax", CH, CH, student).extra_credit = 2.0
+        gb.find_comment("softmax", CH, CH, student).manual_comment = "Use the max along dim."
+        gb.db.commit()
+    write_submission(course / "submitted" / student / CH, CH,
+                     {k: v for k, v in solution_cells(CH).items() if k != "log_softmax"})  # the stretch task not done
+
+
+def _bob(course: Path) -> tuple[float, float | None, str | None]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return (gb.find_submission(CH, "bob").score, gb.find_grade("check_softmax", CH, CH, "bob").extra_credit,
+                gb.find_comment("softmax", CH, CH, "bob").manual_comment)
+
+
+@pytest.mark.parametrize("choice", ["keep", "clear"])
+def test_a_resubmission_over_manual_grades_waits_for_the_instructors_choice(
+        courses: dict[str, Path], tmp_path: Path, choice: str) -> None:
+    """bo's +2 and comment, given to his first notebook, stayed on the new one without a word: 22 / 20 in
+    Formgrader and grades.csv. Now the new notebook waits, named, until the instructor says keep or clear."""
+    course = tmp_path / "course"
+    shutil.copytree(courses["grade-all"], course)
+    for student in set(CLASS) - {"ada", "bob", "cid"}:
+        shutil.rmtree(course / "submitted" / student)
+        (course / "graded" / "results" / student / f"{CH}.json").unlink()
+    _resubmits(course, "bob")
+    cid = course / "submitted" / "cid" / CH / f"{CH}.ipynb"  # saved by an older Jupyter: cells without ids
+    nb = json.loads(cid.read_text())
+    for cell in nb["cells"]:
+        del cell["id"]
+    cid.write_text(json.dumps(nb))
+    done = _run(course, "autograder", "grade-all", ".", "--gradebook", "--workers", "1")
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 3, said
+    assert "MissingIDFieldWarning" not in said and "1 submissions recorded by nbgrader autograde" in said, said
+    # the class's folders hold timestamp.txt only, as if copied in by hand: Formgrader's Release Feedback fails
+    assert "1 submissions were copied into submitted/ by hand" in said and f"cid/{CH}" in said, said
+    assert "1 changed notebooks not recorded" in said and "--manual-grades keep" in said, said
+    assert f"bob/{CH}: check_softmax +2 extra credit, a comment on softmax" in said, said
+    assert _bob(course) == (17.0, 2.0, "Use the max along dim.")  # the old notebook's record, untouched
+
+    done = _run(course, "autograder", "grade-all", ".", "--gradebook", "--workers", "1", "--manual-grades", choice)
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0, said
+    assert "1 submissions recorded by nbgrader autograde, 2 already recorded" in said, said
+    if choice == "clear":
+        assert f"cleared for 1 changed notebooks: bob/{CH}: check_softmax +2 extra credit" in said, said
+        assert _bob(course) == (20.0, None, None)
+        assert "above the maximum" not in said, said
+        return
+    assert f"kept for 1 changed notebooks (review them in Formgrader): bob/{CH}" in said, said
+    assert _bob(course) == (22.0, 2.0, "Use the max along dim.")
+    assert f"1 scores in the gradebook are above the maximum, raised by manual grading in Formgrader (check they " \
+           f"are meant): bob/{CH}: 22 / 20 (check_softmax: +2 extra credit)" in said, said
+    exported = _run(course, "autograder", "export")
+    assert exported.returncode == 0, exported.stderr
+    assert f"bob/{CH}: 22 / 20" in exported.stderr, exported.stderr
+    from autograder.course.report import analyse
+
+    flagged = {f.student: f.reasons for f in analyse(course / "graded", course / "gradebook.db").flagged}
+    assert any(r.startswith("above the maximum in the gradebook: 22 / 20") for r in flagged["bob"]), flagged
+
+
+def test_a_gradebook_registered_with_other_points_than_the_checks_records_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_softmax 10 -> 12 in source/ and `generate_assignment --force`, past `build`: the gradebook's maximum
+    became 22 while the kit's checks carry 20, and ann's full-marks softmax read 10 / 12."""
+    from nbgrader.api import Gradebook
+
+    course, out = tmp_path / "course", tmp_path / "graded"
+    course.mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    _result(out, "ann", CH, f"{CH}.ipynb")
+    monkeypatch.setenv("PATH", os.environ["PATH"])
+    interpreter_bin_first()
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "effective-pytorch") as gb:
+        gb.add_assignment(CH)
+        gb.add_notebook(CH, CH)
+        for cell, points in (("check_softmax", 12), ("check_softmax_cross_entropy", 10), ("check_log_softmax", 0)):
+            gb.add_grade_cell(cell, CH, CH, max_score=points, cell_type="code")
+    with pytest.raises(SystemExit, match=f"{CH} is worth 22 points in the gradebook and 20 in the kit's checks: the "
+                                         "source notebook's check cells were changed after `build`"):
+        record(course, out)
+
+
+def test_hints_keep_their_disclosure_marker_in_formgrader_and_the_feedback(courses: dict[str, Path]) -> None:
+    """Formgrader and the feedback page style the notebook with Bootstrap 3, whose summary {display: block} hid the
+    triangle: the lesson's hints read as bare lines "Hint 1", "Hint 2", "Hint 3"."""
+    from autograder.course.nbgrader.autograde import SUMMARY_SHOWN
+
+    nb = json.loads((courses["grade-all"] / "autograded" / "bob" / CH / f"{CH}.ipynb").read_text())
+    lessons = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    hints = [s for s in lessons if "Hint 1" in s]
+    assert hints and all(SUMMARY_SHOWN in s and "<summary>" not in s for s in hints)

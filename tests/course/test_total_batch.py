@@ -208,3 +208,49 @@ def test_a_killed_worker_costs_one_grader_error_row_and_the_rest_is_graded(
     assert grade_all(course, out, workers=2, work=calm_grade) == 0
     assert "3 already graded, 2 to grade" in capsys.readouterr().err
     assert {r["status"] for r in _rows(out).values()} == {"graded"}
+
+
+def stamped_grade(job: Job, out: str, device: str, junit: bool) -> batch.SummaryRow:
+    """Full marks, stamped with what the job is graded with, as grade_submission stamps a result."""
+    result: Results = {"score": 1.0, "max_score": 1.0, "execution_time": 0.0, "output": "", "tests": [],
+                       "extra_data": {"assignment": job.assignment, "student": job.student, "sha256": job.sha256,
+                                      "graded_with": job.fingerprint}}
+    batch._write_atomic(result_path(Path(out), job), json.dumps(result))
+    return batch.row(result)
+
+
+def test_results_of_another_release_are_named_and_regraded_on_request(
+        course: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """check_softmax's points edited and the chapter released again: grade-all said "5 already graded, 0 to grade"
+    and kept every result of the old release without a word. Now it names them and regrades with --regrade."""
+    out = tmp_path / "graded"
+    assert grade_all(course, out, workers=1, work=stamped_grade) == 0
+    capsys.readouterr()
+    assert grade_all(course, out, workers=1, work=stamped_grade) == 0
+    assert "5 already graded, 0 to grade" in capsys.readouterr().err
+    released = json.loads(RELEASE.read_text())
+    check = next(c for c in released["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "check_softmax")
+    check["metadata"]["nbgrader"]["points"] = 12
+    (course / "release" / CH).mkdir(parents=True)
+    (course / "release" / CH / f"{CH}.ipynb").write_text(json.dumps(released))
+    before = (out / "results" / "ada" / f"{CH}.json").read_text()
+    assert grade_all(course, out, workers=1, work=stamped_grade) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "5 results were graded with another release or grader than today's" in err, err
+    assert "Rerun with --regrade" in err and f"ada/{CH}" in err and "5 already graded, 0 to grade" in err, err
+    assert (out / "results" / "ada" / f"{CH}.json").read_text() == before
+    assert grade_all(course, out, workers=1, work=stamped_grade, regrade=True) == 0
+    assert "0 already graded, 5 to grade" in capsys.readouterr().err
+    stamp = json.loads((out / "results" / "ada" / f"{CH}.json").read_text())["extra_data"]["graded_with"]
+    assert stamp == batch.fingerprint(course, CH) != json.loads(before)["extra_data"]["graded_with"]
+    assert grade_all(course, out, workers=1, work=stamped_grade) == 0
+    assert "another release" not in capsys.readouterr().err
+
+
+def test_the_fingerprint_is_the_same_in_every_copy_of_a_course(tmp_path: Path) -> None:
+    """Shards graded on other machines, in other folders, must not read as graded with another release."""
+    for name in ("one", "two"):
+        (tmp_path / name / "release" / CH).mkdir(parents=True)
+        (tmp_path / name / "release" / CH / f"{CH}.ipynb").write_text(RELEASE.read_text())
+    assert batch.fingerprint(tmp_path / "one", CH) == batch.fingerprint(tmp_path / "two", CH)
+    assert batch.fingerprint(tmp_path / "one", CH) != batch.fingerprint(tmp_path, CH)  # no release there

@@ -222,3 +222,34 @@ def test_prints_never_change_the_score(tmp_path: Path) -> None:
                    limits=small)
     lost = [(r.name, r.output[:300]) for r in g.results if r.status != "passed" and r.outcome.value != "skipped"]
     assert not lost and g.results, lost
+    notes = gradescope(g)["output"]
+    assert "your prints beyond 1 MiB were dropped" in notes and "costs no point" in notes, notes
+
+
+def test_a_quiet_notebook_has_no_note_on_dropped_prints(tmp_path: Path) -> None:
+    g = grade_fast(solved(tmp_path, CH), only="softmax and not speed")
+    assert "dropped" not in gradescope(g)["output"]
+
+
+CONSOLE = '''
+import sys
+def softmax(logits, dim=-1):
+    sys.stdout.buffer.write(b"raw bytes\\n")
+    sys.stdout.buffer.flush()
+    sys.stdout.writelines(["a\\n", "b\\n"])
+    assert sys.stdout.encoding.lower().replace("-", "") == "utf8" and not sys.stdout.isatty()
+    sys.stdout.reconfigure(line_buffering=True)
+    sys.stderr.buffer.write("caf\\u00e9".encode())
+    print(sys.stdout.fileno(), sys.stdout.errors, file=sys.stderr)
+    shifted = logits - logits.amax(dim=dim, keepdim=True)
+    e = shifted.exp()
+    return e / e.sum(dim=dim, keepdim=True)
+'''
+
+
+def test_code_that_writes_to_the_console_as_a_file_keeps_its_points(tmp_path: Path) -> None:
+    """sys.stdout.buffer (bytes), encoding, isatty, writelines, reconfigure: what code written for a terminal asks
+    of sys.stdout. The box's own stdout lacked `buffer`, so a correct softmax raised AttributeError in every check."""
+    g = grade_fast(solved(tmp_path, CH, softmax=CONSOLE), only="softmax and not speed")
+    lost = [(r.name, r.output[:300]) for r in g.results if r.status != "passed" and r.outcome.value != "skipped"]
+    assert not lost and g.results, lost

@@ -85,7 +85,7 @@ def test_every_command_parses_where_the_os_has_no_sched_getaffinity(
     assert "--workers" in capsys.readouterr().out
     asked: list[int] = []
 
-    def grade_all(root: Path, out: Path, workers: int, *args: object) -> int:
+    def grade_all(root: Path, out: Path, workers: int, *args: object, **options: object) -> int:
         asked.append(workers)
         return 2  # as if it failed: nothing more is done
 

@@ -193,7 +193,7 @@ class ForgedChild:
 
     def __init__(self, reply: dict[str, Any], buffers: list[bytes]) -> None:
         self.reply, self.buffers = reply, buffers
-        self.alive, self.plan = True, None
+        self.alive, self.plan, self.output_dropped = True, None, False
 
     def request(self, header: dict[str, Any], buffers: list[bytes], timeout: float | None,
                 during: str) -> tuple[dict[str, Any], list[bytes]]:

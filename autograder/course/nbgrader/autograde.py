@@ -41,7 +41,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Enum, Unicode
 
-from autograder.course.batch import Job, file_sha256, grade_submission, stored_result
+from autograder.course.batch import Job, file_sha256, fingerprint, grade_submission, stored_result
 from autograder.judging import results as fmt
 from autograder.judging.handin import NotOwnFile, own_folder
 from autograder.judging.registry import CHAPTERS
@@ -52,6 +52,7 @@ from autograder.sandbox import launcher
 
 MARK = {"passed": "PASS", "failed": "FAIL"}
 GRADED_SHA256 = "graded_sha256"  # the autograded notebook's kit metadata: the sha256 of the notebook graded
+GRADED_WITH = "graded_with"  # ... and the release and grader it was graded with (batch.fingerprint), if known
 
 
 def stock_options() -> list[str]:
@@ -206,6 +207,21 @@ def write_verdicts(nb: NotebookNode, result: Results) -> tuple[dict[str, float],
     return recorded, extra_credit
 
 
+# Formgrader and nbgrader's feedback page style the notebook with Bootstrap 3, whose `summary {display: block}`
+# takes away the disclosure triangle: a lesson's collapsed hints read as bare lines "Hint 1", "Hint 2" with
+# nothing to say they open. The autograded copy (what both pages show) gives each summary its marker back.
+SUMMARY = "<summary>"
+SUMMARY_SHOWN = '<summary style="display: list-item; cursor: pointer">'
+
+
+def hints_marked(nb: NotebookNode) -> None:
+    """Every `<summary>` of the notebook's lesson cells (markdown, not answers) with its disclosure marker shown,
+    whatever the page's stylesheet; nothing else changes."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and SUMMARY in cell.source and not utils.is_solution(cell):
+            cell.source = cell.source.replace(SUMMARY, SUMMARY_SHOWN)
+
+
 def record_extra_credit(db_url: str, nbgrader: dict[str, str], extra_credit: dict[str, float]) -> None:
     """Stretch tasks' points as the extra credit of their check cells (SaveAutoGrades sets auto scores only)."""
     from nbgrader.api import Gradebook
@@ -285,14 +301,18 @@ class KitAutograde(NbGraderPreprocessor):
             own_folder(submitted.parent, within)
         except NotOwnFile as e:
             raise KitGradingError(f"not graded: {e}") from None
-        job = Job(info["student"], info["assignment"], str(submitted), sha256)
+        # graded here, it is stamped with today's release and grader, as grade-all stamps its results
+        job = Job(info["student"], info["assignment"], str(submitted), sha256,
+                  fingerprint=fingerprint(Path(coursedir.root), info["assignment"]))
         result = self._result(job, Path(coursedir.root))
         recorded, extra_credit = write_verdicts(nb, result)
+        hints_marked(nb)
         if extra_credit:
             record_extra_credit(info["db_url"], info, extra_credit)
         if not isinstance(nb.metadata.get("kit"), dict):
             nb.metadata["kit"] = {}
         nb.metadata["kit"][GRADED_SHA256] = job.sha256  # what grade-all --gradebook compares
+        nb.metadata["kit"][GRADED_WITH] = result["extra_data"].get("graded_with", "")
         for task in _by_task(result):
             if f"check_{task}" not in recorded:
                 self.log.warning("kit: %s/%s has no check cell check_%s: nbgrader records no score for it",

@@ -64,13 +64,13 @@ def read_gradebook(db: Path) -> tuple[dict[tuple[str, str], Adjusted], list[str]
             adjusted: dict[tuple[str, str], Adjusted] = {}
             for assignment in gb.assignments:
                 for sub in gb.assignment_submissions(assignment.name):
-                    adjusted[(_text(sub.student_id), _text(assignment.name))] = _adjusted(sub)
+                    adjusted[(_text(sub.student_id), _text(assignment.name))] = adjusted_submission(sub)
     except Exception as e:  # a damaged or foreign file: the report is still written, and says why
         return {}, [], f"{db} could not be read as nbgrader's gradebook ({type(e).__name__}: {_text(str(e))[:200]})."
     return adjusted, roster, f"Formgrader's grades read from {db}."
 
 
-def _adjusted(sub: Any) -> Adjusted:
+def adjusted_submission(sub: Any) -> Adjusted:
     """One nbgrader SubmittedAssignment: its score and what manual grading changed. The kit records auto
     scores, and a stretch task's points as the extra credit of its 0-point check cell; any other extra
     credit, and any manual score, is the instructor's."""

@@ -97,7 +97,27 @@ def export(start: Path) -> int:
         print(clean(f"error: nbgrader export failed in {root}:\n{done.stdout}{done.stderr}"), file=sys.stderr)
         return 1
     print(f"grades: {root / 'grades.csv'} (nbgrader export, late penalties applied)")
+    over = above_max_rows(root / "grades.csv")
+    if over:
+        print("warning: scores above the maximum in grades.csv (extra credit: a stretch task's, or given by hand in "
+              "Formgrader; check those given by hand are meant):\n  " + "\n  ".join(over), file=sys.stderr)
     return 0
+
+
+def above_max_rows(grades: Path) -> list[str]:
+    """The rows of nbgrader's grades.csv whose raw score passes the maximum: "<student>/<assignment>: 22 / 20"."""
+    import csv
+
+    over = []
+    with grades.open(newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            try:
+                raw, top = float(row["raw_score"]), float(row["max_score"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if raw > top:
+                over.append(clean(f"{row.get('student_id')}/{row.get('assignment')}: {raw:g} / {top:g}"))
+    return over
 
 
 @dataclass
@@ -106,6 +126,61 @@ class Recorded:
     unchanged: int = 0  # already recorded from the same notebook
     failed: list[str] = field(default_factory=list)  # "<student>/<assignment>: why"
     unnamed: list[str] = field(default_factory=list)  # students with neither name (Formgrader: "None, None")
+    # A changed notebook over one graded by hand: "<student>/<assignment>: <the manual grades and comments>"
+    held: list[str] = field(default_factory=list)  # not recorded: the instructor has not said keep or clear
+    kept: list[str] = field(default_factory=list)  # recorded, the manual grades kept (--manual-grades keep)
+    cleared: list[str] = field(default_factory=list)  # recorded, the manual grades removed (--manual-grades clear)
+    above_max: list[str] = field(default_factory=list)  # "<student>/<assignment>: 22 / 20 (what raised it)"
+    # copied into submitted/ by hand, without the files `nbgrader submit` writes: Release Feedback fails on them
+    by_hand: list[str] = field(default_factory=list)  # "<student>/<assignment>"
+
+
+MANUAL_CHOICES = ("keep", "clear")  # grade-all --manual-grades: for a changed notebook graded by hand before
+
+
+def manual_marks(gb: Any, assignment: str, student: str) -> list[str]:
+    """What the instructor gave a submission by hand in Formgrader: manual scores, extra credit (other than the
+    kit's on stretch tasks' 0-point cells) and comments, one phrase each; [] when none or no submission."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        notebooks = gb.find_submission(assignment, student).notebooks
+    except MissingEntry:
+        return []
+    marks = []
+    for nb in notebooks:
+        for g in nb.grades:
+            if g.manual_score is not None:
+                marks.append(f"{g.name} {g.manual_score:g} / {g.max_score:g} by hand")
+            if g.extra_credit and g.max_score:
+                marks.append(f"{g.name} {g.extra_credit:+g} extra credit")
+        marks += [f"a comment on {c.name}" for c in nb.comments if c.manual_comment]
+    return [clean(m) for m in marks]
+
+
+def clear_manual(gb: Any, assignment: str, student: str) -> None:
+    """Remove what manual_marks lists (the kit's stretch credit stays)."""
+    for nb in gb.find_submission(assignment, student).notebooks:
+        for g in nb.grades:
+            g.manual_score = None
+            if g.max_score:
+                g.extra_credit = None
+        for c in nb.comments:
+            c.manual_comment = None
+    gb.db.commit()
+
+
+def above_max(gb: Any, assignments: list[str]) -> list[str]:
+    """Submissions that manual grading put above the assignment's maximum, with what did it."""
+    from autograder.course.nbgrader.formgrader import adjusted_submission
+
+    found = []
+    for assignment in assignments:
+        for sub in gb.assignment_submissions(assignment):
+            a = adjusted_submission(sub)
+            if a.score > a.max_score and a.score > a.auto_score:
+                found.append(f"{a.student}/{a.assignment}: {a.score:g} / {a.max_score:g} ({'; '.join(a.changes)})")
+    return found
 
 
 def nbgrader_api(course: Path, results: Path | None = None) -> Any:
@@ -130,14 +205,17 @@ def nbgrader_api(course: Path, results: Path | None = None) -> Any:
     return NbGraderAPI(app.coursedir, parent=app)
 
 
-def _recorded_sha(api: Any, student: str, assignment: str, notebook: str) -> str | None:
-    from autograder.course.nbgrader.autograde import GRADED_SHA256
+def _recorded(api: Any, student: str, assignment: str, notebook: str) -> tuple[str | None, str]:
+    """The sha256 of the notebook the gradebook's record was made from, and the release and grader its result was
+    graded with ("" when the record does not say); (None, "") without a record."""
+    from autograder.course.nbgrader.autograde import GRADED_SHA256, GRADED_WITH
 
     path = Path(api.coursedir.format_path(api.coursedir.autograded_directory, student, assignment), notebook)
     try:
-        return json.loads(path.read_text())["metadata"]["kit"][GRADED_SHA256]
+        kit = json.loads(path.read_text())["metadata"]["kit"]
+        return str(kit[GRADED_SHA256]), str(kit.get(GRADED_WITH, ""))
     except (OSError, ValueError, KeyError, TypeError):
-        return None
+        return None, ""
 
 
 def _why(outcome: dict[str, Any]) -> str:
@@ -173,16 +251,19 @@ def _clear_stale(url: str, course_id: str, student: str, assignment: str) -> str
             if cleared else "")
 
 
-def record(course: Path, out: Path) -> Recorded:
+def record(course: Path, out: Path, manual: str | None = None) -> Recorded:
     """Record every graded result of <out>/results in the course's gradebook with nbgrader's autograde.
 
     A submission already recorded from the same notebook, with the submitted timestamp, is left alone
-    (manual grades stay unflagged). Raises SystemExit naming the command to run when an assignment
-    is not registered in gradebook.db, and saying what to do when gradebook.db is locked or damaged."""
+    (manual grades stay unflagged). A changed notebook replacing one graded by hand (manual scores, extra
+    credit, comments: nbgrader would keep them for the new notebook, silently) is recorded only when `manual`
+    says what to do with them: "keep" or "clear"; otherwise it is held and listed. Raises SystemExit naming
+    the command to run when an assignment is not registered in gradebook.db, and saying what to do when
+    gradebook.db is locked or damaged."""
     from sqlalchemy.exc import DatabaseError
 
     try:
-        return _record(course, out)
+        return _record(course, out, manual)
     except (DatabaseError, sqlite3.DatabaseError) as e:  # sqlite's, alone or through nbgrader's Gradebook
         why = e.orig if isinstance(e, DatabaseError) else e
         raise SystemExit(f"{course / 'gradebook.db'}: {why}: nothing more recorded (what was recorded before "
@@ -190,8 +271,9 @@ def record(course: Path, out: Path) -> Recorded:
                          "done. Not a database: restore it from a backup.") from None
 
 
-def _record(course: Path, out: Path) -> Recorded:
+def _record(course: Path, out: Path, manual: str | None) -> Recorded:
     import nbformat
+    from nbformat.warnings import MissingIDFieldWarning
     from nbgrader.api import Gradebook, MissingEntry
     from sqlalchemy.exc import SAWarning
 
@@ -224,15 +306,24 @@ def _record(course: Path, out: Path) -> Recorded:
     if db is not None and repair_half_made(db):
         print(f"gradebook: {db} had no alembic_version (made without alembic on PATH); stamped", file=sys.stderr)
     with Gradebook(url, api.coursedir.course_id) as gb:
-        missing = []
+        missing, worth = [], []
         for assignment in todo:
             try:
-                gb.find_assignment(assignment)
+                found = gb.find_assignment(assignment).max_score
             except MissingEntry:
                 missing.append(assignment)
+                continue
+            points = sum(CHAPTERS[assignment].points.values())
+            if found and found != points:  # registered from a source notebook whose points `build` would refuse
+                worth.append(f"{assignment} is worth {found:g} points in the gradebook and {points:g} in the kit's "
+                             "checks")
     if missing:
         command = " && ".join(REGISTER.format(assignment=a) for a in missing)
         raise SystemExit(f"{', '.join(missing)} not registered in {url}: run `{command}` in {course} first")
+    if worth:
+        raise SystemExit(f"{'; '.join(worth)}: the source notebook's check cells were changed after `build` (run "
+                         "`.venv/bin/python -m autograder build <id>`, which names the cell, then register it again "
+                         f"in {course}); nothing was recorded")
     def stale(student: str, assignment: str) -> str:
         return _clear_stale(url, api.coursedir.course_id, student, assignment)
 
@@ -255,7 +346,9 @@ def _record(course: Path, out: Path) -> Recorded:
                 done.failed.append(f"{student}/{assignment}: {e}{stale(student, assignment)}")
                 continue
             try:  # what nbgrader's autograde reads first; it fails on a broken file with a bare traceback
-                nbformat.read(submitted, as_version=4)
+                with warnings.catch_warnings():  # cells without ids (an older Jupyter's): read all the same
+                    warnings.filterwarnings("ignore", category=MissingIDFieldWarning)
+                    nbformat.read(submitted, as_version=4)
             # Any exception: besides its ValueErrors, nbformat raises AttributeError, TypeError, AssertionError,
             # RecursionError or jsonschema's ValidationError on a file the kit reads, and one must not stop the rest.
             except Exception as e:
@@ -264,18 +357,36 @@ def _record(course: Path, out: Path) -> Recorded:
                        "readable one")
                 done.failed.append(f"{student}/{assignment}: {why}{stale(student, assignment)}")
                 continue
-            if student in autograded and _recorded_sha(api, student, assignment, extra["notebook"]) == extra["sha256"]:
-                done.unchanged += 1
+            sha, graded_with = _recorded(api, student, assignment, extra["notebook"]) if student in autograded \
+                else (None, "")
+            if sha == extra["sha256"] and graded_with == extra.get("graded_with", graded_with):
+                done.unchanged += 1  # the same notebook, graded with the same release and grader
+                continue
+            with Gradebook(url, api.coursedir.course_id) as gb:  # graded by hand, then handed in again
+                marks = manual_marks(gb, assignment, student) if sha is not None and sha != extra["sha256"] else []
+            graded_by_hand = f"{student}/{assignment}: {', '.join(marks)}"
+            if marks and manual not in MANUAL_CHOICES:
+                done.held.append(graded_by_hand)
                 continue
             with warnings.catch_warnings():  # nbgrader's own autoflush warning (see nbgrader_config.py), only it
                 warnings.filterwarnings("ignore", message=SESSION_WARNING, category=SAWarning)
+                warnings.filterwarnings("ignore", category=MissingIDFieldWarning)  # nbgrader reads the notebook too
                 outcome = api.autograde(assignment, student, force=True, create=True)
             if outcome["success"]:
                 done.recorded += 1
+                if not all((submitted.parent / name).is_file() for name in RELEASE_FEEDBACK_READS):
+                    done.by_hand.append(f"{student}/{assignment}")
+                if marks and manual == "clear":
+                    with Gradebook(url, api.coursedir.course_id) as gb:
+                        clear_manual(gb, assignment, student)
+                    done.cleared.append(graded_by_hand)
+                elif marks:
+                    done.kept.append(graded_by_hand)
             else:
                 done.failed.append(f"{student}/{assignment}: {_why(outcome)}{stale(student, assignment)}")
     with Gradebook(url, api.coursedir.course_id) as gb:  # autograde adds students by id alone
         done.unnamed = sorted(s.id for s in gb.students if s.first_name is None and s.last_name is None)
+        done.above_max = above_max(gb, list(todo))
     return done
 
 

@@ -14,7 +14,7 @@ from autograder.course.report.mistakes import failure_key, first_sentence
 from autograder.course.report.read import Submission, read_class, text
 from autograder.course.similarity import review as similar_answers
 from autograder.judging import results as fmt
-from autograder.judging.results import Outcome, SubmissionStatus, TestResult
+from autograder.judging.results import NOT_DEFINED, OVER_LIMIT, TIMED_OUT, Outcome, SubmissionStatus, TestResult
 
 PASSED, WRONG, NOT_RUN, MISSING = "passed", "wrong", "not run", "answer cell missing"
 # How the report counts each outcome: not run is a stub, or code that could not run at all; None: not scored here.
@@ -220,7 +220,19 @@ def _reasons(sub: Submission) -> list[tuple[int, str]]:
         reasons.append((4, "answer cell(s) deleted: " + ", ".join(sub.missing) + " (their checks scored 0; "
                            "the student can copy them back from the release)"))
     outcomes = [outcome(sub, t) for t in sub.tests]
-    voided = sorted({_task_and_name(t)[0] for t in sub.tests if fmt.outcome(t) is Outcome.NOT_SCORED})
+    undefined = list(dict.fromkeys([*sub.undefined, *_tasks_with(sub, NOT_DEFINED)]))
+    if undefined:
+        reasons.append((4, "a function the checks call is not defined (renamed?): " + ", ".join(undefined)
+                           + " (its checks scored 0; their message names what the cell defines)"))
+    timed_out = _tasks_with(sub, TIMED_OUT)
+    if timed_out:
+        reasons.append((5, "timed out in " + ", ".join(timed_out) + " (an infinite loop, or far too slow?)"))
+    over = _tasks_with(sub, OVER_LIMIT)
+    if over:
+        reasons.append((5, "hit the box's memory, CPU-time or file-size limit in " + ", ".join(over)))
+    # A task whose checks, on their own, all timed out is told as a time-out above, not as a broken rule.
+    voided = sorted({task for t in sub.tests if fmt.outcome(t) is Outcome.NOT_SCORED
+                     and (task := _task_and_name(t)[0]) not in _only_timed_out(sub)})
     if voided:
         reasons.append((5, "broke the stated rule of " + ", ".join(voided) + ": those tasks scored 0"))
     if sub.status is SubmissionStatus.GRADED and sub.max_score > 0 and sub.score == 0:
@@ -229,7 +241,32 @@ def _reasons(sub: Submission) -> list[tuple[int, str]]:
         reasons.append((5, "nothing implemented (the release unchanged?)" if nothing else "zero score"))
     if _out_of_time(sub):
         reasons.append((6, "ran out of grading time"))
+    if sub.output_dropped:
+        reasons.append((7, "printed more than 1 MiB: the prints beyond it were dropped (no point lost)"))
     return reasons
+
+
+JUDGE_FINDINGS = frozenset({NOT_DEFINED, TIMED_OUT, OVER_LIMIT})
+
+
+def _mistake(test: TestResult) -> str:
+    return text(test.get("extra_data", {}).get("mistake"))
+
+
+def _tasks_with(sub: Submission, mistake: str) -> list[str]:
+    """The tasks of which some check met `mistake` (the judge's own finding: student.NOT_DEFINED...), in order."""
+    return list(dict.fromkeys(_task_and_name(t)[0] for t in sub.tests if _mistake(t) == mistake))
+
+
+def _only_timed_out(sub: Submission) -> set[str]:
+    """Tasks not scored for a broken rule whose other checks all timed out on their own."""
+    voided: dict[str, list[bool]] = {}
+    for t in sub.tests:
+        if fmt.outcome(t) is Outcome.NOT_SCORED:
+            alone = t.get("extra_data", {}).get("alone")
+            voided.setdefault(_task_and_name(t)[0], []).append(alone == Outcome.TIMEOUT.value
+                                                              or _mistake(t) == TIMED_OUT)
+    return {task for task, timed in voided.items() if all(timed)}
 
 
 def _score_reasons(subs: list[Submission]) -> dict[tuple[str, str], list[tuple[int, str]]]:
@@ -286,8 +323,10 @@ def _add_failure(failures: dict[tuple[str, str], Failure], sub: Submission, test
     """Count `test`'s failure in the group of the mistake it names."""
     task, name = _task_and_name(test)
     key = failure_key(test) or "(no message)"
-    # A named mistake groups by its id, whatever its wording on this student's inputs.
-    group = text(test.get("extra_data", {}).get("mistake")) or key
+    # A named mistake groups by its id, whatever its wording on this student's inputs; the judge's own findings
+    # (a time-out, a name not defined) by task too, since the same finding on two tasks is two problems.
+    mistake = _mistake(test)
+    group = f"{task}: {mistake}" if mistake in JUDGE_FINDINGS else mistake or key
     failure = failures.setdefault((sub.assignment, group),
                                   Failure(sub.assignment, kind, key, text(test["output"])[:1500]))
     failure.students.add(sub.student)
@@ -358,6 +397,10 @@ def analyse(graded: Path, gradebook: Path | None = None) -> Report:
         lesson = lessons.setdefault(sub.assignment, Lesson(sub.assignment))
         lesson.submissions += 1
         reasons = _reasons(sub) + by_score.get((sub.student, sub.assignment), [])
+        book = adjusted.get((sub.student, sub.assignment))
+        if book is not None and book.score > book.max_score and book.score > book.auto_score:
+            reasons.append((3, f"above the maximum in the gradebook: {book.score:g} / {book.max_score:g}, raised by "
+                               f"manual grading ({'; '.join(book.changes)}); given to a notebook since replaced?"))
         if (sub.student, sub.assignment) in similar:
             reasons.append((7, similar[(sub.student, sub.assignment)]))
         if (flag := _flag(sub, reasons)) is not None:

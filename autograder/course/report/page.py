@@ -66,6 +66,7 @@ img{max-width:100%}
 code,.msg{font-family:ui-monospace,monospace;font-size:12px}
 .msg{white-space:pre-wrap;overflow-wrap:anywhere}
 td,p,h1,h3{overflow-wrap:anywhere}
+td.id,th.id{overflow-wrap:break-word}
 details summary{cursor:pointer;color:#2a5d9f}
 """
 
@@ -77,7 +78,7 @@ def _overview(report: Report) -> str:
                 default=None)
         median = statistics.median(le.scores) if le.scores else None
         rows.append(
-            f"<tr><td>{esc(a)}</td><td class=n>{le.submissions}</td>"
+            f"<tr><td class=id>{esc(a)}</td><td class=n>{le.submissions}</td>"
             f"<td class=n>{'–' if le.mean is None else f'{le.mean:.1f} / {le.full_marks:g}'}</td>"
             f"<td class=n{_shade(le.percent)}>{pct(le.percent)}</td>"
             f"<td class=n>{'–' if median is None else f'{median:g}'}</td>"
@@ -109,7 +110,7 @@ def _headline(report: Report) -> str:
 
 def _task_rows(tasks: list[Task]) -> str:
     return "".join(
-        f"<tr><td>{esc(t.assignment)}</td><td>{esc(t.label)}</td><td class=n>{t.points:g}</td>"
+        f"<tr><td class=id>{esc(t.assignment)}</td><td class=id>{esc(t.label)}</td><td class=n>{t.points:g}</td>"
         f"<td class=n>{t.submissions}</td><td class=n{_shade(t.share(t.earned))}>{pct(t.share(t.earned))}</td>"
         f"<td class=n>{pct(t.share(t.wrong))}</td><td class=n>{pct(t.share(t.missing))}</td>"
         f"<td class=n>{pct(t.share(t.not_run))}</td><td class=n>{t.full}</td><td class=n>{t.zero}</td></tr>"
@@ -177,7 +178,7 @@ def _flagged_table(report: Report) -> str:
     if not report.flagged:
         return "<p>Nothing to review.</p>"
     rows = "".join(
-        f"<tr><td>{esc(f.student)}</td><td>{esc(f.assignment)}</td>"
+        f"<tr><td class=id>{esc(f.student)}</td><td class=id>{esc(f.assignment)}</td>"
         f"<td class=n>{f'{f.score:g} / {f.max_score:g}' if f.status.scored else '–'}</td>"
         f"<td>{'<br>'.join(esc(r) for r in f.reasons)}</td><td><div class=msg>{esc(f.detail[:300])}</div></td></tr>"
         for f in report.flagged)
@@ -188,7 +189,7 @@ def _flagged_table(report: Report) -> str:
 def _students_table(report: Report) -> str:
     """Student x assignment: the score (Formgrader's where a gradebook was read, the kit's beside it where they
     differ); the same in students.csv, for sorting in a spreadsheet (this page runs no script)."""
-    head = "".join(f"<th>{esc(a)}</th>" for a in report.lessons)
+    head = "".join(f"<th class=id>{esc(a)}</th>" for a in report.lessons)
     rows = []
     for student in report.students:
         cells = []
@@ -252,8 +253,10 @@ def _failures_section(report: Report, images: dict[str, str]) -> str:
 
 
 def _flagged_section(report: Report, images: dict[str, str]) -> str:
-    return ("<h2>Flagged for review</h2><p class=muted>Grader errors, review flags, broken stated rules, deleted "
-            "answer cells, zero scores, drops and scores far below the class, notebooks not submitted.</p>"
+    return ("<h2>Flagged for review</h2><p class=muted>Grader errors, review flags, scores that manual grading put "
+            "above the maximum, deleted answer cells, functions not defined (renamed?), time-outs and limits hit, "
+            "broken stated rules, zero scores, drops and scores far below the class, prints cut at 1 MiB, notebooks "
+            "not submitted.</p>"
             + _flagged_table(report))
 
 

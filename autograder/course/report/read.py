@@ -40,6 +40,8 @@ class Submission:
     sandbox_off: list[str] = field(default_factory=list)
     out_of_time: bool | None = None  # the grading's time ran out; None: a file of an older version, which does not say
     missing: list[str] = field(default_factory=list)  # answer cells deleted from the notebook
+    output_dropped: bool = False  # the student's prints beyond 1 MiB were dropped (no point lost)
+    undefined: list[str] = field(default_factory=list)  # answer cells that do not define their name (renamed?)
 
     @property
     def scored(self) -> bool:
@@ -67,7 +69,8 @@ def read_submission(path: Path) -> Submission:
             [text(f) for f in extra.get("integrity", [])],
             extra.get("integrity_count", len(extra.get("integrity", []))),
             [text(p) for p in fmt.sandbox_off(result)], extra.get("out_of_time"),
-            [text(c) for c in extra.get("missing", [])])
+            [text(c) for c in extra.get("missing", [])], extra.get("output_dropped") is True,
+            [text(c) for c in extra.get("undefined", [])])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         return Submission(student, assignment, 0.0, 0.0, SubmissionStatus.UNREADABLE,
                           f"the result file {path.name} cannot be read ({type(e).__name__}: {text(str(e))[:200]}); "

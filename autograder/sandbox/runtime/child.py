@@ -212,7 +212,7 @@ def serve(channel_in: Any, channel_out: Any) -> None:
     wire.write_frame(channel_out, {"setup": child.setup(hello["preamble"], hello["harness"])}, [])
     # The cells come once the judge holds this box from outside (autograder/sandbox/control.py).
     cells, _ = wire.read_frame(read)
-    wire.write_frame(channel_out, {"value": None, "load": child.load(cells["cells"])}, [])
+    wire.write_frame(channel_out, _noted({"value": None, "load": child.load(cells["cells"])}), [])
     while True:
         try:
             req, buffers = wire.read_frame(read)
@@ -233,7 +233,7 @@ def serve(channel_in: Any, channel_out: Any) -> None:
             header["ok"] = True
         except BaseException as exc:  # the student's code may raise SystemExit too
             header, out = {"ok": False, "error": _error(exc)}, []
-        wire.write_frame(channel_out, header, out)
+        wire.write_frame(channel_out, _noted(header), out)
 
 
 OUTPUT_KEPT = 1 << 20  # characters of the student's prints kept in the log; the rest is dropped
@@ -241,21 +241,32 @@ OUTPUT_KEPT = 1 << 20  # characters of the student's prints kept in the log; the
 
 class KeptOutput(io.TextIOBase):
     """sys.stdout and sys.stderr of the student's code: the first OUTPUT_KEPT characters go to the log, the rest
-    is dropped. A print never fails: the box's file-size limit (RLIMIT_FSIZE) would otherwise turn the log's
-    growth into "File too large" errors raised in the student's code, a score that changes with prints."""
+    is dropped (`dropped` then says so, in every reply: the judge's note, never a point). A print never fails:
+    the box's file-size limit (RLIMIT_FSIZE) would otherwise turn the log's growth into "File too large" errors
+    raised in the student's code, a score that changes with prints. It answers what code asks of a console
+    (`buffer`, `encoding`, `isatty`, `reconfigure`...), so that no such call fails either."""
+
+    encoding = "utf-8"
+    errors = "replace"
 
     def __init__(self, log: int) -> None:
-        self.log = open(log, "w", buffering=1, closefd=False)  # noqa: SIM115
+        self.log = open(log, "w", buffering=1, closefd=False, encoding="utf-8", errors="replace")  # noqa: SIM115
         self.left = OUTPUT_KEPT
+        self.buffer = KeptBytes(self)
+
+    @property
+    def dropped(self) -> bool:
+        return self.left < 0
 
     def write(self, text: str) -> int:
+        text = text if isinstance(text, str) else str(text)
         kept = text[:max(self.left, 0)]
         self.left -= len(text)
         if kept:
             try:
                 self.log.write(kept)
             except (OSError, ValueError):
-                self.left = 0
+                self.left = -1
         return len(text)
 
     def flush(self) -> None:
@@ -265,8 +276,48 @@ class KeptOutput(io.TextIOBase):
     def writable(self) -> bool:
         return True
 
+    def isatty(self) -> bool:
+        return False
+
+    def reconfigure(self, **settings: Any) -> None:
+        """Accepted and ignored (the encoding is UTF-8, the line buffering the log's)."""
+
     def fileno(self) -> int:
         return 1  # /dev/null: what writes to the descriptor itself reach
+
+
+class KeptBytes(io.BufferedIOBase):
+    """KeptOutput's `buffer`: bytes written to it are decoded and kept, or dropped, as text."""
+
+    def __init__(self, text: KeptOutput) -> None:
+        self.text = text
+
+    def write(self, data: Any) -> int:
+        size = len(memoryview(data).cast("B"))
+        self.text.write(bytes(data).decode("utf-8", errors="replace"))
+        return size
+
+    def flush(self) -> None:
+        self.text.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return 1
+
+
+OUTPUT: KeptOutput | None = None  # the student's prints, as main() set them up (the judge's reference to them)
+
+
+def _noted(header: dict[str, Any]) -> dict[str, Any]:
+    """A reply's header, with `dropped` once some of the student's output was dropped."""
+    if OUTPUT is not None and OUTPUT.dropped:
+        header["dropped"] = True
+    return header
 
 
 def main() -> None:
@@ -279,7 +330,8 @@ def main() -> None:
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    sys.stdout = sys.stderr = KeptOutput(log)
+    global OUTPUT
+    sys.stdout = sys.stderr = OUTPUT = KeptOutput(log)
     torch.set_num_threads(1)  # see sandbox.Sandbox._env
     serve(channel_in, channel_out)
 
