@@ -391,7 +391,7 @@ def test_grade_all_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert f"class report: {out / 'report' / 'report.html'}" in printed
     table = printed.split("\n")  # the score table, as the demo prints one
     assert table[0].split() == ["student", "assignment", "score", "status", "notes"], printed
-    assert table[2].split()[:5] == ["ada", CH, "24", "/", "20"] and table[3].split()[:5] == ["bea", CH, "0", "/", "20"]
+    assert table[2].split()[:5] == ["ada", CH, "22", "/", "22"] and table[3].split()[:5] == ["bea", CH, "0", "/", "22"]
     checks = _csv(out / "report" / "checks.csv")
     assert len(checks) == check_count(CH) and {(c["passed"], c["not_run"]) for c in checks} == {("1", "1")}
     flagged = _csv(out / "report" / "flagged.csv")

@@ -408,8 +408,7 @@ def _resubmits(course: Path, student: str) -> None:
         gb.find_grade("check_softmax", CH, CH, student).extra_credit = 2.0
         gb.find_comment("softmax", CH, CH, student).manual_comment = "Use the max along dim."
         gb.db.commit()
-    write_submission(course / "submitted" / student / CH, CH,
-                     {k: v for k, v in solution_cells(CH).items() if k != "log_softmax"})  # the stretch task not done
+    write_submission(course / "submitted" / student / CH, CH, solution_cells(CH))  # every task right
 
 
 def _bob(course: Path) -> tuple[float, float | None, str | None]:
@@ -444,7 +443,7 @@ def test_a_resubmission_over_manual_grades_waits_for_the_instructors_choice(
     assert "1 submissions were copied into submitted/ by hand" in said and f"cid/{CH}" in said, said
     assert "1 changed notebooks not recorded" in said and "--manual-grades keep" in said, said
     assert f"bob/{CH}: check_softmax +2 extra credit, a comment on softmax" in said, said
-    assert _bob(course) == (17.0, 2.0, "Use the max along dim.")  # the old notebook's record, untouched
+    assert _bob(course) == (21.0, 2.0, "Use the max along dim.")  # the old notebook's record, untouched
 
     done = _run(course, "autograder", "grade-all", ".", "--gradebook", "--workers", "1", "--manual-grades", choice)
     said = " ".join((done.stdout + done.stderr).split())
@@ -452,26 +451,26 @@ def test_a_resubmission_over_manual_grades_waits_for_the_instructors_choice(
     assert "1 submissions recorded by nbgrader autograde, 2 already recorded" in said, said
     if choice == "clear":
         assert f"cleared for 1 changed notebooks: bob/{CH}: check_softmax +2 extra credit" in said, said
-        assert _bob(course) == (20.0, None, None)
+        assert _bob(course) == (22.0, None, None)
         assert "above the maximum" not in said, said
         return
     assert f"kept for 1 changed notebooks (review them in Formgrader): bob/{CH}" in said, said
-    assert _bob(course) == (22.0, 2.0, "Use the max along dim.")
+    assert _bob(course) == (24.0, 2.0, "Use the max along dim.")
     assert f"1 scores in the gradebook are above the maximum, raised by manual grading in Formgrader (check they " \
-           f"are meant): bob/{CH}: 22 / 20 (check_softmax: +2 extra credit)" in said, said
+           f"are meant): bob/{CH}: 24 / 22 (check_softmax: +2 extra credit)" in said, said
     exported = _run(course, "autograder", "export")
     assert exported.returncode == 0, exported.stderr
-    assert f"bob/{CH}: 22 / 20" in exported.stderr, exported.stderr
+    assert f"bob/{CH}: 24 / 22" in exported.stderr, exported.stderr
     from autograder.course.report import analyse
 
     flagged = {f.student: f.reasons for f in analyse(course / "graded", course / "gradebook.db").flagged}
-    assert any(r.startswith("above the maximum in the gradebook: 22 / 20") for r in flagged["bob"]), flagged
+    assert any(r.startswith("above the maximum in the gradebook: 24 / 22") for r in flagged["bob"]), flagged
 
 
 def test_a_gradebook_registered_with_other_points_than_the_checks_records_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """check_softmax 10 -> 12 in source/ and `generate_assignment --force`, past `build`: the gradebook's maximum
-    became 22 while the kit's checks carry 20, and ann's full-marks softmax read 10 / 12."""
+    """check_softmax 6 -> 8 in source/ and `generate_assignment --force`, past `build`: the gradebook's maximum
+    became 24 while the kit's checks carry 22, and ann's full-marks softmax read 6 / 8."""
     from nbgrader.api import Gradebook
 
     course, out = tmp_path / "course", tmp_path / "graded"
@@ -483,9 +482,10 @@ def test_a_gradebook_registered_with_other_points_than_the_checks_records_nothin
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "effective-pytorch") as gb:
         gb.add_assignment(CH)
         gb.add_notebook(CH, CH)
-        for cell, points in (("check_softmax", 12), ("check_softmax_cross_entropy", 10), ("check_log_softmax", 0)):
+        for cell, points in (("check_softmax", 8), ("check_softmax_cross_entropy", 6), ("check_log_softmax", 5),
+                             ("check_robust_loss", 5)):
             gb.add_grade_cell(cell, CH, CH, max_score=points, cell_type="code")
-    with pytest.raises(SystemExit, match=f"{CH} is worth 22 points in the gradebook and 20 in the kit's checks: the "
+    with pytest.raises(SystemExit, match=f"{CH} is worth 24 points in the gradebook and 22 in the kit's checks: the "
                                          "source notebook's check cells were changed after `build`"):
         record(course, out)
 
