@@ -24,9 +24,10 @@ from typing import Any
 
 import pytest
 
-from autograder.course.batch import error_result
+from autograder.course.batch import default_workers, error_result
 from autograder.course.build import generate_release
 from autograder.course.cases import mutant
+from autograder.course.nbgrader.autograde import AHEAD_PAYS_OFF
 from autograder.course.nbgrader.gradebook import (
     interpreter_bin_first,
     nbgrader_api,
@@ -177,6 +178,8 @@ def courses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     done = _run(course, "nbgrader", "autograde", CH)
     assert done.returncode == 1, done.stdout + done.stderr  # the tampered notebooks fail, loudly
+    if default_workers() > 1 and AHEAD_PAYS_OFF * default_workers() <= len(CLASS):  # judge processes graded ahead
+        assert done.stderr.count("graded ahead by a judge process") >= len(CLASS) - len(FAILING), done.stderr
     failed = {s for s in CLASS if f"There was an error processing assignment '{CH}' for student '{s}'" in done.stderr}
     assert failed == FAILING, done.stderr
 
