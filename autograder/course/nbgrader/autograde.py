@@ -296,7 +296,6 @@ class Ahead:
 
 
 AHEAD = Ahead()
-AHEAD_PAYS_OFF = 4  # submissions per judge process from which grading ahead is the faster (see KitAutograde._plan)
 atexit.register(AHEAD.close)
 
 
@@ -312,6 +311,10 @@ class KitAutograde(NbGraderPreprocessor):
     workers = Int(0, help="judge processes that grade a run's submissions ahead, in parallel, kept warm while "
                   "nbgrader's process lives (0: one per core; 1: each submission in nbgrader's own process)"
                   ).tag(config=True)
+    # Each judge process imports torch and starts a zygote (seconds of CPU): for a few submissions nbgrader's own
+    # process grades them sooner than starting the processes would let them be graded side by side.
+    ahead_from = Int(16, help="grade a run's submissions ahead when it autogrades at least this many (or the "
+                     "judge processes are warm already)").tag(config=True)
 
     def _converter(self) -> Any:
         parent = self.parent
@@ -319,9 +322,9 @@ class KitAutograde(NbGraderPreprocessor):
             parent = parent.parent
         return parent
 
-    def _plan(self, root: Path) -> None:
-        """Hand every submission of this nbgrader run that it will autograde to the judge processes, once a run,
-        when there is more than one (or the processes are warm already)."""
+    def _plan(self, root: Path, current: Job) -> None:
+        """Hand every submission this nbgrader run will autograde (`current`, the one it autogrades now, among them)
+        to the judge processes, once a run, when there are `ahead_from` of them (or the processes are warm)."""
         converter = self._converter()
         workers = self.workers or default_workers()
         if converter is None or id(converter.assignments) in AHEAD.planned or workers < 2 or (
@@ -341,7 +344,8 @@ class KitAutograde(NbGraderPreprocessor):
             for notebook in sorted(converter.assignments[folder]):
                 dest = Path(coursedir.format_path(coursedir.autograded_directory, m["student_id"], m["assignment_id"]),
                             Path(notebook).name)
-                if dest.exists() and not converter.force:
+                if dest.exists() and not converter.force and (m["student_id"], m["assignment_id"]) != (
+                        current.student, current.assignment):
                     continue  # nbgrader skips it, unless the submission is newer: then it is graded here
                 try:
                     job = Job(m["student_id"], m["assignment_id"], str(Path(coursedir.root, notebook)),
@@ -350,9 +354,7 @@ class KitAutograde(NbGraderPreprocessor):
                     continue  # preprocess refuses it
                 if not (self.results_dir and stored_result(root / self.results_dir, job) is not None):
                     jobs.append(job)
-        # Starting the judge processes costs about what AHEAD_PAYS_OFF gradings per process save by running
-        # side by side: fewer submissions are graded here, in nbgrader's process, unless the processes are warm.
-        if len(jobs) >= AHEAD_PAYS_OFF * workers or (jobs and AHEAD.pool is not None):
+        if len(jobs) >= self.ahead_from or (jobs and AHEAD.pool is not None):
             AHEAD.submit(jobs, root, self.device, workers)
 
     def _coursedir(self) -> Any:
@@ -372,7 +374,7 @@ class KitAutograde(NbGraderPreprocessor):
             if not self.grade_missing:
                 raise KitGradingError(f"no result of this notebook in {self.results_dir} "
                                       "(grade-all has not graded this version, or it was a grader error)")
-        self._plan(root)
+        self._plan(root, job)
         ahead = AHEAD.take(job)
         if ahead is not None:
             self.log.info("kit: %s/%s graded ahead by a judge process", job.student, job.assignment)
