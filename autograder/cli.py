@@ -46,6 +46,8 @@ def _grade(args: argparse.Namespace) -> int:
         torch.set_num_threads(1)
         if warm:  # the zygote is still importing torch._dynamo: time for the judge's own lazy import (0.4 s), which
             import torch.fx.experimental.symbolic_shapes  # (autograd.grad with grad_outputs imports it)
+        if sub is not None and sub.chapter.config.judge_loads_dynamo:  # and its oracles' (1 s and more)
+            import torch._dynamo
         from autograder.judging.report import clean, gradescope, text
 
         limits = Limits(call_seconds=args.timeout)
