@@ -389,6 +389,7 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
     if part is not None:
         jobs = shard(jobs, part.index, part.count)
     todo = [j for j in jobs if not _done(out, j)]
+    workers = max(1, min(workers, len(todo)))  # a worker with nothing to grade would only start a judge
     print(f"{len(jobs)} submissions, {len(jobs) - len(todo)} already graded, {len(todo)} to grade "
           f"with {workers} worker(s)", file=sys.stderr)
     progress = Progress(len(jobs), len(jobs) - len(todo))
