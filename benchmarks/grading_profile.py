@@ -2,10 +2,10 @@
 
     .venv/bin/python benchmarks/grading_profile.py [--chapter 07_numerical_stability ...] [--repeats 2] [--checks]
 
-Each chapter's solved notebook is graded `--repeats` times in this one process (as grade-all's workers and
-nbgrader's KitAutograde do: torch imported and the zygote started once; the first grading also pays the checks
-module's import, so the figures are each stage's fastest grading). The judge's own methods are wrapped with
-time.perf_counter, nothing in them changes:
+Each chapter's solved notebook (or, with --form, its first named wrong form or the release) is graded `--repeats`
+times in this one process (as grade-all's workers and nbgrader's KitAutograde do: torch imported and the zygote
+started once; the first grading also pays the checks module's import, so the figures are each stage's fastest
+grading). The judge's own methods are wrapped with time.perf_counter, nothing in them changes:
 
 - judge start: importing the judge (torch) with the zygote starting beside it, until its first child answers;
 - load: reading the notebook; static: the judge's own reading of the cells (review flags, rules);
@@ -42,6 +42,7 @@ ZYGOTE = launcher.zygote(warm=True)
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from autograder.course.cases import mutants  # noqa: E402
 from autograder.course.reference import solution_cells  # noqa: E402
 from autograder.judging import judge, student  # noqa: E402
 from autograder.judging.registry import CHAPTERS  # noqa: E402
@@ -153,13 +154,18 @@ def main() -> None:
     parser.add_argument("--chapter", action="append", choices=sorted(CHAPTERS), help="default: all")
     parser.add_argument("--repeats", type=int, default=2, help="gradings of each notebook; the fastest is shown")
     parser.add_argument("--checks", action="store_true", help="also each check's time")
+    parser.add_argument("--form", choices=["solution", "wrong", "empty"], default="solution",
+                        help="the notebook graded: solved, its chapter's first named wrong form (cases.py, as "
+                             "class_grading.py's wrong submissions), or the release left as it is")
     args = parser.parse_args()
     torch.set_num_threads(1)  # as grade-all's workers and the command line
     # judge start: the zygote's first child, with torch imported here beside it
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"grading-profile-{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
     chapters = args.chapter or sorted(CHAPTERS)
-    paths = {c: write_submission(tmp, c, solution_cells(c)) for c in chapters}
+    cells = {"solution": solution_cells, "wrong": lambda c: {**solution_cells(c), **mutants(c)[0].cells},
+             "empty": lambda c: {}}[args.form]
+    paths = {c: write_submission(tmp, c, cells(c)) for c in chapters}
     warmup = judge.grade(paths[chapters[0]], zygote=ZYGOTE, options=judge.GradeOptions(only="nothing-at-all"))
     print(f"judge start (import torch and the judge, zygote's first child ready): "
           f"{time.perf_counter() - started:.2f} s ({len(warmup.results)} checks)")
@@ -176,7 +182,8 @@ def main() -> None:
             for name, parts in sorted(checks.items(), key=lambda kv: -kv[1]["total"]):
                 print(f"  {name[:58]:58s} {parts['total']:6.2f} "
                       + " ".join(f"{parts[k]:9.2f}" for k in [*CHECK_PARTS, "judge's own work"]))
-    print(f"\nseconds per grading of the solved notebook, fastest of {args.repeats}, one process, one torch thread")
+    print(f"\nseconds per grading of the {args.form} notebook, fastest of {args.repeats}, one process, one torch "
+          "thread")
     print("(first: the process's first grading of the chapter, which imports its checks module)")
     print("| chapter | first | total | " + " | ".join(STAGES) + " |")
     print("| --- " * (len(STAGES) + 3) + "|")
