@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.course.batch import merge, score_table
+from autograder.course.batch import default_workers, merge, score_table
 from autograder.course.run import ClassOptions, ClassRun, Reports, grade_class, write_reports
 from autograder.course.shards import ShardError
 from autograder.course.shards import resolve as resolve_shard
@@ -46,6 +46,8 @@ def _grade(args: argparse.Namespace) -> int:
         torch.set_num_threads(1)
         if warm:  # the zygote is still importing torch._dynamo: time for the judge's own lazy import (0.4 s), which
             import torch.fx.experimental.symbolic_shapes  # (autograd.grad with grad_outputs imports it)
+        if sub is not None and sub.chapter.config.judge_loads_dynamo:  # and its oracles' (1 s and more)
+            import torch._dynamo
         from autograder.judging.report import clean, gradescope, text
 
         limits = Limits(call_seconds=args.timeout)
@@ -66,13 +68,6 @@ def _grade(args: argparse.Namespace) -> int:
         Path(args.out).write_text(fmt.dumps(result))
     print(text(g))
     return 0
-
-
-def default_workers() -> int:
-    """One grade-all worker per core this process may run on (os.sched_getaffinity where the OS has it, as
-    Linux does; else every core): asked only when grade-all runs, so that no command needs it to parse."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return max(1, len(affinity(0)) if affinity is not None else os.cpu_count() or 1)
 
 
 def _grade_all(args: argparse.Namespace) -> int:

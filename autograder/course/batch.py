@@ -264,20 +264,29 @@ def error_result(job: Job, device: str, message: str) -> Results:
     }
 
 
+def default_workers() -> int:
+    """One grade-all worker per core this process may run on (os.sched_getaffinity where the OS has it, as
+    Linux does; else every core): asked only when grade-all runs, so that no command needs it to parse."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return max(1, len(affinity(0)) if affinity is not None else os.cpu_count() or 1)
+
+
 # -- the worker side ------------------------------------------------------------
 
 
-def _init_worker(counter: Any, warm: bool) -> None:
+def _init_worker(counter: Any, warm: bool, judge: bool = True) -> None:
     """Set up this worker process, which only judges: pin it (and the sandboxes it starts, held there by a cpuset
     where one can be made: sandbox/control.py) to one core of its own, start its zygote, and give torch one thread.
     `warm`: some assignment's grading imports torch._dynamo (Chapter.loads_dynamo), so the zygote imports it at
-    once."""
+    once. Without `judge` (grade_all's `work` is a stand-in that grades nothing) it is only pinned."""
     with counter.get_lock():
         slot = counter.value
         counter.value += 1
     if hasattr(os, "sched_setaffinity"):  # Linux; elsewhere (macOS) the OS places the workers itself
         cores = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, {cores[slot % len(cores)]})
+    if not judge:
+        return
     launcher.zygote(warm)  # on this core too; it imports torch while the worker imports its own
     import torch
 
@@ -480,6 +489,7 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
               "notebook, its points, or the kit's checks changed since): they stand as they were graded. Rerun "
               "with --regrade to grade them again (--gradebook then records the new scores): "
               + ", ".join(j.key for j in another), file=sys.stderr)
+    workers = max(1, min(workers, len(todo)))  # a worker with nothing to grade would only start a judge
     print(f"{len(jobs)} submissions, {len(jobs) - len(todo)} already graded, {len(todo)} to grade "
           f"with {workers} worker(s)", file=sys.stderr)
     progress = Progress(len(jobs), len(jobs) - len(todo))
@@ -488,7 +498,8 @@ def grade_all(root: Path, out: Path, workers: int, device: str = "cpu", shard_sp
 
     def new_pool() -> cf.Executor:
         counter = ctx.Value("i", 0)
-        return cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(counter, warm))
+        return cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                                      initargs=(counter, warm, work is grade_job))
 
     def failed(job: Job, message: str) -> None:
         result = error_result(job, device, message)

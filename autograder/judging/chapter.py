@@ -18,6 +18,9 @@ class ChapterConfig:
     loads_dynamo: bool = False
     # A call into student code trains a model: short test limits keep the default call limit for it.
     trains: bool = False
+    # Its checks' own oracles import torch._dynamo in the judge (torch.func, an optimizer's first step): the command
+    # line imports it while the zygote starts, not in the first check that needs it.
+    judge_loads_dynamo: bool = False
 
 
 @dataclass(frozen=True)

@@ -145,14 +145,16 @@ class Run(Generic[T]):
 
 
 def interleave(runs: Sequence[Run[T]], rng: torch.Generator, rounds: int, warmup: int,
-               verify: Callable[[int, list[T]], None], budget: float = math.inf) -> list[list[tuple[float, T]]]:
+               verify: Callable[[int, list[T]], None], budget: float = math.inf,
+               decided: Callable[[list[list[tuple[float, T]]]], bool] | None = None) -> list[list[tuple[float, T]]]:
     """The timing engine: each round draws a fresh seed from `rng` and times every run once on it, on the
     judge's clock, in an order that rotates every round; then `verify(seed, replies in the runs' order)`.
     Every other run's process is frozen from before a run's timer starts until after it stops; the timer stops
     when the run's last reply has arrived (Student.arrived), before the judge decodes it.
     For each run, (seconds, reply) of every round after the `warmup` rounds. Once the first run's requests
     have taken `budget` seconds in all, warm-up ends and two measured rounds are enough (code that slow is
-    far from any bar, and its cost does not shrink with more rounds)."""
+    far from any bar, and its cost does not shrink with more rounds). `decided(timed so far)`, asked after each
+    measured round, ends the rounds early: the verdict is certain whatever the rounds left could show."""
     timed: list[list[tuple[float, T]]] = [[] for _ in runs]
     spent = 0.0
     for r in itertools.count():
@@ -173,7 +175,8 @@ def interleave(runs: Sequence[Run[T]], rng: torch.Generator, rounds: int, warmup
         if r >= warmup or over:
             for i, t in replies.items():
                 timed[i].append(t)
-        if len(timed[0]) >= rounds or (over and len(timed[0]) >= 2):
+        if len(timed[0]) >= rounds or (over and len(timed[0]) >= 2) or (
+                decided is not None and r >= warmup and decided(timed)):
             break
     return timed
 
@@ -191,6 +194,13 @@ MAX_SUBTRACTED = 0.9
 STUDENT_BUDGET = 3.0
 # The time limit of one timed request of the student's (`count` calls).
 TIMED_REQUEST_SECONDS = 60.0
+# A comparison against a bar (compare_speed's `at_most`) stops after DECIDED_ROUNDS measured rounds once its ratio is
+# below at_most / PASS_MARGIN or above at_most * FAIL_MARGIN. The rounds left could only lower each side's fastest
+# time. Noise inflates one side's fastest of 3 by up to 5x under a load of 12 on 2 cores: to pass early, a loop (14x
+# to 800x the reference here) would need its reference inflated 7x and more in every one of DECIDED_ROUNDS rounds,
+# and to fail early a correct form (1x to 6x, benchmarks/timing_stability.py) its own calls 5x and more.
+DECIDED_ROUNDS = 5
+PASS_MARGIN, FAIL_MARGIN = 4.0, 4.0
 
 
 def input_sets(specs: list[Spec] | list[list[Spec]]) -> list[list[Spec]]:
@@ -202,7 +212,7 @@ def compare_speed(
     student: Remote[..., Any], reference: Remote[..., Any], specs: list[Spec] | list[list[Spec]],
     oracle: Callable[..., torch.Tensor], rng: torch.Generator,
     *, constants: tuple[int | float, ...] = (), count: int = 5, rounds: int = 7, warmup: int = 2, rtol: float = 1e-4,
-    atol: float = 0.0, budget: float = STUDENT_BUDGET, subtract_making: bool = True,
+    atol: float = 0.0, budget: float = STUDENT_BUDGET, subtract_making: bool = True, at_most: float | None = None,
 ) -> Speed:
     """Per-call times of the student's function and a reference (in a clean process, see reference_process),
     each from its fastest of `rounds` interleaved rounds.
@@ -216,7 +226,8 @@ def compare_speed(
     correct form, and its verdict does not hang on subtracting two noisy times (a loop's cost per row still
     dwarfs the making). Every output of the first two must match `oracle` on the same inputs (torch.allclose
     with `rtol` and `atol`). Once the student's requests have taken `budget` seconds, two measured rounds are
-    enough (interleave).
+    enough (interleave). Given the bar `at_most` (the most the student's time may be, in reference times), the
+    rounds stop as soon as the verdict is certain (DECIDED_ROUNDS, PASS_MARGIN, FAIL_MARGIN).
     """
     sets = input_sets(specs)
     # A loop can take seconds per request: it fails the bar, not the grading's limit on one call.
@@ -246,7 +257,17 @@ def compare_speed(
             Run(reference.student, lambda seed: reference.timed(sets, seed, count, constants))]
     if subtract_making:
         runs.append(Run(reference.student, lambda seed: reference.student.timed_run(None, sets, seed, count)))
-    timed = interleave(runs, rng, rounds, warmup, verify, budget)
+    def decided(timed: list[list[tuple[float, dict[str, Any]]]]) -> bool:
+        if at_most is None or len(timed[0]) < DECIDED_ROUNDS:
+            return False
+        slowdown = _speed(timed, count, subtract_making).slowdown
+        return slowdown < at_most / PASS_MARGIN or slowdown > at_most * FAIL_MARGIN
+
+    return _speed(interleave(runs, rng, rounds, warmup, verify, budget, decided), count, subtract_making)
+
+
+def _speed(timed: list[list[tuple[float, dict[str, Any]]]], count: int, subtract_making: bool) -> Speed:
+    """compare_speed's figures from its rounds so far."""
     # Noise on a busy machine only ever adds time: the fastest round of each request is the closest to its cost.
     fastest = [min(t for t, _ in times) / count for times in timed]
     making = fastest[2] if subtract_making else 0.0

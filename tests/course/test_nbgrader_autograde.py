@@ -7,6 +7,7 @@ marks. These tests write verdicts into the real release notebook and score them 
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import copy
 import dataclasses
 import os
@@ -17,7 +18,8 @@ import nbformat
 import pytest
 from nbgrader import utils
 
-from autograder.course.nbgrader.autograde import KitGradingError, record_extra_credit, write_verdicts
+from autograder.course.batch import Job
+from autograder.course.nbgrader.autograde import Ahead, KitGradingError, record_extra_credit, write_verdicts
 from autograder.course.nbgrader.gradebook import interpreter_bin_first
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.results import Results
@@ -269,3 +271,24 @@ def test_the_names_earlier_course_configs_give_still_load_the_preprocessors(dott
 
     module, name = dotted.rsplit(".", 1)
     assert getattr(importlib.import_module(module), name) in (KitAutograde, MissingCells)
+
+
+def test_a_result_graded_ahead_is_taken_once_and_only_for_the_very_bytes_nbgrader_grades() -> None:
+    """A judge process graded the submission when nbgrader's run began; if the student resubmitted since (other
+    bytes), the release or grader changed, or the worker died, nbgrader's own process grades it again."""
+    ahead = Ahead()
+    job = Job("ada", CH, f"/course/submitted/ada/{CH}/{CH}.ipynb", "a" * 64, fingerprint="f" * 64)
+    graded: cf.Future[Results] = cf.Future()
+    graded.set_result(_result([_test("softmax", "softmax values", 5, 5)]))
+    ahead.futures[("ada", CH, f"{CH}.ipynb")] = ((job.sha256, job.fingerprint), graded)
+    assert ahead.take(dataclasses.replace(job, sha256="b" * 64)) is None
+    ahead.futures[("ada", CH, f"{CH}.ipynb")] = ((job.sha256, job.fingerprint), graded)
+    assert ahead.take(dataclasses.replace(job, student="bea")) is None
+    assert ahead.take(dataclasses.replace(job, fingerprint="g" * 64)) is None  # graded before a rebuild
+    ahead.futures[("ada", CH, f"{CH}.ipynb")] = ((job.sha256, job.fingerprint), graded)
+    assert ahead.take(job) is graded.result()
+    assert ahead.take(job) is None
+    died: cf.Future[Results] = cf.Future()
+    died.set_exception(cf.process.BrokenProcessPool("a worker died"))
+    ahead.futures[("ada", CH, f"{CH}.ipynb")] = ((job.sha256, job.fingerprint), died)
+    assert ahead.take(job) is None

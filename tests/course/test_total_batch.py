@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
+from autograder import CHECKOUT as ROOT  # not tests.kit, which imports torch
 from autograder import cli
 from autograder.course import batch
 from autograder.course.batch import Job, grade_all, result_path
 from autograder.judging.notebook import MAX_NOTEBOOK_BYTES, NotebookError, load_submission
 from autograder.judging.results import Results
-from tests.kit import ROOT
 
 # No torch at the top: the pool's spawned workers import this module for fake_grade.
 CH = "07_numerical_stability"

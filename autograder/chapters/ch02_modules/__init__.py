@@ -2,4 +2,4 @@
 
 from autograder.judging.chapter import ChapterConfig
 
-CONFIG = ChapterConfig(loads_dynamo=True, trains=True)
+CONFIG = ChapterConfig(loads_dynamo=True, trains=True, judge_loads_dynamo=True)

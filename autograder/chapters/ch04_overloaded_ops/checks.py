@@ -247,7 +247,7 @@ def _timed(fn: Remote[..., Any], reference: str, specs: list[list[Spec]], oracle
     """`fn` against REFERENCE's function `reference` on inputs that the calls take from `specs` in turn."""
     with reference_process(fn.student, REFERENCE) as ref:
         return compare_speed(fn, fn.run_by(ref, reference), specs, oracle, rng, count=10, rounds=15,
-                             warmup=2, rtol=rtol, atol=atol, subtract_making=False)
+                             warmup=2, rtol=rtol, atol=atol, subtract_making=False, at_most=AT_MOST)
 
 
 # Library functions that iterate over a tensor's rows or columns, or over any Python iterable (judging/static/

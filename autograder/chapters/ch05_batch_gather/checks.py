@@ -178,7 +178,7 @@ def _timed(fn: Remote[..., Any], reference: str, specs: list[Spec], oracle: Any,
     with reference_process(fn.student, REFERENCE) as ref:
         return compare_speed(fn, fn.run_by(ref, reference), specs, oracle, rng, constants=constants,
                              count=10, rounds=15, warmup=2, rtol=tolerance, atol=tolerance,
-                             subtract_making=False)
+                             subtract_making=False, at_most=AT_MOST)
 
 
 TENSOR_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.int64, torch.int32)

@@ -18,6 +18,13 @@ No other cell is executed: answer and lesson cells keep no output in the autogra
 Sources, metadata and checksums are nbgrader's (its sanitizing step has already restored locked
 cells and points from gradebook.db), so locked cells, `generate_feedback` and `export` work as usual.
 
+Submissions are graded ahead: at the first submission of a run that will autograde more than one, every
+submission nbgrader matched is handed to a pool of `workers` judge processes (grade-all's workers: each pinned
+to a core, torch and a zygote loaded once), kept warm for the life of nbgrader's process (Formgrader's server
+keeps it between Autograde buttons); each notebook then takes its own result, graded by the same call
+(grade_submission, same seed) from the very bytes nbgrader hands it (else it is graded here, in nbgrader's
+process, as a single submission is).
+
 A grader error (no sandbox on this machine, a kit bug) raises: nbgrader logs it, removes that
 autograded notebook, records no score and exits non-zero; Formgrader shows the submission as not
 autograded. A code grade cell the kit has no checks for also raises, since nbgrader would score a
@@ -28,10 +35,15 @@ Needs nbgrader (the dev extras); the grading path never imports this module.
 
 from __future__ import annotations
 
+import atexit
+import concurrent.futures as cf
 import contextlib
+import multiprocessing
 import os
+import re
 import textwrap
 from collections.abc import Iterator
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +51,17 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool, Enum, Unicode
+from traitlets import Bool, Enum, Int, Unicode
 
-from autograder.course.batch import Job, file_sha256, fingerprint, grade_submission, stored_result
+from autograder.course.batch import (
+    Job,
+    _init_worker,
+    default_workers,
+    file_sha256,
+    fingerprint,
+    grade_submission,
+    stored_result,
+)
 from autograder.judging import results as fmt
 from autograder.judging.handin import NotOwnFile, own_folder
 from autograder.judging.registry import CHAPTERS
@@ -247,6 +267,62 @@ def one_torch_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _grade_in_worker(job: Job, root: str, device: str) -> Results:
+    """A pool worker's grading of one submission (its zygote started by batch._init_worker)."""
+    return grade_submission(job, root, device, junit=False, zygote=launcher.zygote())
+
+
+def _key(job: Job) -> tuple[str, str, str]:
+    return job.student, job.assignment, Path(job.notebook).name
+
+
+class Ahead:
+    """The judge processes of nbgrader's process and the submissions handed to them (by _key)."""
+
+    def __init__(self) -> None:
+        self.pool: cf.ProcessPoolExecutor | None = None
+        self.workers = 0
+        self.futures: dict[tuple[str, str, str], tuple[tuple[str, str], cf.Future[Results]]] = {}
+        self.planned: set[int] = set()  # the converter runs whose submissions were handed over
+
+    def executor(self, workers: int, warm: bool) -> cf.ProcessPoolExecutor:
+        if self.pool is None or self.workers != workers:
+            self.close()
+            ctx = multiprocessing.get_context("spawn")
+            self.pool = cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                                               initargs=(ctx.Value("i", 0), warm))
+            self.workers = workers
+        return self.pool
+
+    def submit(self, jobs: list[Job], root: Path, device: str, workers: int) -> None:
+        warm = any(c.loads_dynamo for c in (CHAPTERS.get(j.assignment) for j in jobs) if c is not None)
+        pool = self.executor(workers, warm)
+        for job in jobs:
+            self.futures[_key(job)] = (
+                (job.sha256, job.fingerprint), pool.submit(_grade_in_worker, job, str(root), device))
+
+    def take(self, job: Job) -> Results | None:
+        """The result graded ahead of this very notebook, or None (not handed over, another version of it,
+        or its worker died: graded again in nbgrader's process)."""
+        graded, future = self.futures.pop(_key(job), (("", ""), None))
+        if future is None or graded != (job.sha256, job.fingerprint):
+            return None
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            self.close()
+            return None
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool, self.futures = None, {}
+
+
+AHEAD = Ahead()
+atexit.register(AHEAD.close)
+
+
 class KitAutograde(NbGraderPreprocessor):
     """Grades a submission with the kit and writes the verdicts into its check cells (see the module)."""
 
@@ -256,6 +332,58 @@ class KitAutograde(NbGraderPreprocessor):
     grade_missing = Bool(True, help="grade a submission that has no current result in results_dir; "
                          "False fails it instead (grade-all --gradebook records only what it graded)"
                          ).tag(config=True)
+    workers = Int(0, help="judge processes that grade a run's submissions ahead, in parallel, kept warm while "
+                  "nbgrader's process lives (0: one per core; 1: each submission in nbgrader's own process)"
+                  ).tag(config=True)
+    # Each judge process imports torch and starts a zygote (seconds of CPU): for a few submissions nbgrader's own
+    # process grades them sooner than starting the processes would let them be graded side by side.
+    ahead_from = Int(16, help="grade a run's submissions ahead when it autogrades at least this many (or the "
+                     "judge processes are warm already)").tag(config=True)
+
+    def _converter(self) -> Any:
+        parent = self.parent
+        while parent is not None and not isinstance(getattr(parent, "assignments", None), dict):
+            parent = parent.parent
+        return parent
+
+    def _plan(self, root: Path, current: Job) -> None:
+        """Hand every submission this nbgrader run will autograde (`current`, the one it autogrades now, among them)
+        to the judge processes, once a run, when there are `ahead_from` of them (or the processes are warm)."""
+        converter = self._converter()
+        workers = self.workers or default_workers()
+        if converter is None or id(converter.assignments) in AHEAD.planned or workers < 2 or (
+                self.results_dir and not self.grade_missing):
+            return
+        AHEAD.planned.add(id(converter.assignments))
+        coursedir = converter.coursedir
+        regexp = coursedir.format_path(coursedir.submitted_directory, "(?P<student_id>.*)", "(?P<assignment_id>.*)",
+                                       escape=True)
+        excluded = set(coursedir.student_id_exclude.split(",")) if coursedir.student_id_exclude else set()
+        within = Path(coursedir.root, coursedir.submitted_directory)
+        jobs = []
+        prints: dict[str, str] = {}  # each assignment's fingerprint, stamped on what is graded ahead too
+        for folder in sorted(converter.assignments):
+            m = re.match(regexp, folder)
+            if m is None or m["student_id"] in excluded:
+                continue
+            for notebook in sorted(converter.assignments[folder]):
+                dest = Path(coursedir.format_path(coursedir.autograded_directory, m["student_id"], m["assignment_id"]),
+                            Path(notebook).name)
+                if dest.exists() and not converter.force and (m["student_id"], m["assignment_id"]) != (
+                        current.student, current.assignment):
+                    continue  # nbgrader skips it, unless the submission is newer: then it is graded here
+                try:
+                    assignment = m["assignment_id"]
+                    if assignment not in prints:
+                        prints[assignment] = fingerprint(Path(coursedir.root), assignment)
+                    job = Job(m["student_id"], assignment, str(Path(coursedir.root, notebook)),
+                              file_sha256(Path(coursedir.root, notebook), within), fingerprint=prints[assignment])
+                except (NotOwnFile, OSError):
+                    continue  # preprocess refuses it
+                if not (self.results_dir and stored_result(root / self.results_dir, job) is not None):
+                    jobs.append(job)
+        if len(jobs) >= self.ahead_from or (jobs and AHEAD.pool is not None):
+            AHEAD.submit(jobs, root, self.device, workers)
 
     def _coursedir(self) -> Any:
         parent = self.parent
@@ -274,11 +402,18 @@ class KitAutograde(NbGraderPreprocessor):
             if not self.grade_missing:
                 raise KitGradingError(f"no result of this notebook in {self.results_dir} "
                                       "(grade-all has not graded this version, or it was a grader error)")
-        chapter = CHAPTERS.get(job.assignment)  # as grade-all's workers: chapters that trace load torch._dynamo
-        # nbgrader's process keeps one zygote for all its gradings; it imports torch while the judge imports its own
-        zygote = launcher.zygote(chapter is not None and chapter.loads_dynamo)
-        with one_torch_thread():
-            result = grade_submission(job, str(root), self.device, junit=False, zygote=zygote)
+        self._plan(root, job)
+        ahead = AHEAD.take(job)
+        if ahead is not None:
+            self.log.info("kit: %s/%s graded ahead by a judge process", job.student, job.assignment)
+            result = ahead
+        else:
+            chapter = CHAPTERS.get(job.assignment)  # as grade-all's workers: chapters that trace load torch._dynamo
+            # nbgrader's process keeps one zygote for all its gradings; it imports torch while the judge imports
+            # its own
+            zygote = launcher.zygote(chapter is not None and chapter.loads_dynamo)
+            with one_torch_thread():
+                result = grade_submission(job, str(root), self.device, junit=False, zygote=zygote)
         error = fmt.grader_error(result)
         if error:
             raise KitGradingError(f"grader error, no score recorded (autograde it again): {error}")
