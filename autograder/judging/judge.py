@@ -44,6 +44,7 @@ class Grade:
     integrity_count: int = 0  # and how many there are in all
     out_of_time: bool = False  # the grading's time ran out before some check called the code
     missing: list[str] = field(default_factory=list)  # answer cells deleted from the notebook
+    device_note: str = ""  # lines that would mix devices on a GPU (CPU gradings; also in notes): advice only
 
     @property
     def name(self) -> str:
@@ -194,7 +195,8 @@ def grade_loaded(sub: Submission, options: GradeOptions | None = None, *, zygote
         grade.integrity, grade.integrity_count = [safe_text(str(f)) for f in flags[:MAX_FLAGS]], len(flags)
         grade.notes.append(integrity_note(flags))
     if device_notes:
-        grade.notes.append(devices.note(device_notes))
+        grade.device_note = devices.note(device_notes)
+        grade.notes.append(grade.device_note)
     if device == "cuda" and not runner.cuda and not runner.fatal:
         grade.notes.append("CUDA was asked for but no CUDA GPU is available: the checks were skipped.")
     grade.execution_time = time.perf_counter() - started

@@ -57,7 +57,7 @@ def gradescope(grade: Grade) -> Results:
         if status != "skipped":
             test["status"] = status
         tests.append(test)
-    return {
+    results: Results = {
         # Stretch tasks' points are extra credit: in the score, on top of the assignment's points.
         "score": grade.score + grade.bonus,
         "max_score": grade.max_score,
@@ -77,6 +77,9 @@ def gradescope(grade: Grade) -> Results:
             "missing": grade.missing,  # answer cells deleted from the notebook (grade_ids)
         },
     }
+    if grade.device_note:  # also in output: advice, which grade-all's summary does not count as an error
+        results["extra_data"]["device_note"] = clean(grade.device_note)
+    return results
 
 
 def _label(task: str, bonus: bool) -> str:

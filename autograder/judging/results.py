@@ -166,6 +166,7 @@ class ExtraData(_Extra, total=False):
     bonus: Bonus  # stretch tasks' points, included in the score
     out_of_time: bool  # the notebook's grading time ran out before some check; absent in older files
     missing: list[str]  # answer cells (grade_ids) deleted from the notebook; absent in older files
+    device_note: str  # the CPU grading's device note (judging/static/devices.py), also in output; advice only
     student: str  # grade-all: the submission folder's name
     sha256: str  # grade-all: of the notebook graded ("" when there was none)
     grader_error: str  # grade-all: the grader failed on this submission; no score
@@ -237,7 +238,7 @@ _EXTRA_OPTIONAL = {
     "sandbox": lambda v: isinstance(v, dict) and all(_strings(v.get(k, [])) for k in ("active", "off")),
     "integrity": _strings, "integrity_count": lambda v: type(v) is int and v >= 0,
     "out_of_time": lambda v: isinstance(v, bool), "student": _is_str, "sha256": _is_str,
-    "grader_error": _is_str, "missing": _strings,
+    "grader_error": _is_str, "missing": _strings, "device_note": _is_str,
     "bonus": lambda v: isinstance(v, dict) and _number(v.get("score")) and _number(v.get("max_score"))}
 _RESULTS = {"score": _number, "max_score": _number, "output": _is_str, "tests": lambda v: isinstance(v, list),
             "extra_data": lambda v: isinstance(v, dict)}

@@ -93,3 +93,23 @@ def test_the_references_get_no_note() -> None:
     for chapter in CHAPTERS:
         cells = [{"id": k, "source": v} for k, v in solution_cells(chapter).items()]
         assert read_cells(cells, CHAPTERS[chapter].preamble) == [], chapter
+
+
+def test_a_device_note_alone_does_not_make_a_zero_an_error_row(tmp_path: Path) -> None:
+    """grade-all's summary calls a 0 with notes an error (the notebook did not load, a cell raised): advice is
+    not one."""
+    from autograder.course.batch import row
+    from autograder.judging.judge import Grade
+    from autograder.judging.report import gradescope
+    from autograder.judging.results import SubmissionStatus
+
+    def status(g: Grade) -> SubmissionStatus:
+        result = gradescope(g)
+        result["extra_data"]["student"] = "ada"
+        return row(result)["status"]
+
+    note = "Device note (no points...):\n  cell 'one_hot', line 3: torch.arange(c): makes its tensor on the CPU"
+    g = Grade(tmp_path / "a.ipynb", "03_broadcasting", "cpu", notes=[note], device_note=note)
+    assert status(g) is SubmissionStatus.GRADED
+    g.notes.insert(0, "Answer cell 'one_hot' raised ValueError: boom")
+    assert status(g) is SubmissionStatus.ERROR
