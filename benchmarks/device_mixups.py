@@ -153,17 +153,21 @@ def graded(m: MixUp, old: bool) -> bool | None:
     if harness is not None:
         registry[m.chapter] = dataclasses.replace(CHAPTERS[m.chapter], harness=harness)
     strays: list[str] = []
+    outputs: list[str] = []
 
     def grader(notebook: Path, device: str, only: str | None) -> Any:
         options = GradeOptions("cpu", selftest.SEED, fakegpu.LIMITS, only=fakegpu.selection(only))
         g, findings = fakegpu.grade_on_fake_gpu(notebook, options, registry)
         strays.extend(s for s in findings.strays if not s.startswith(tuple(fakegpu.ON_THE_CPU)))
+        outputs.extend(r.output for r in g.results)
         return g
 
-    if isinstance(case, Mutant):  # its declared failures, but those the emulation leaves out (then: every check)
+    if isinstance(case, Mutant):  # its declared failures, but those the emulation leaves out (then: every check,
+        # and none may fail on a device error)
         fails = {k: v for k, v in case.fails.items() if k not in fakegpu.LEFT_OUT}
         row = selftest.mutant_row(dataclasses.replace(case, cells=cells, fails=fails), "cpu", grader)
-        return not row.ok or bool(strays)
+        mixed = not fails and any(p in text for text in outputs for p in DEVICE_ERRORS)
+        return not row.ok or bool(strays) or mixed
     only = case.only if isinstance(case, CorrectForm) else ("loss_scaler" if harness is not None else None)
     g = selftest._graded(grader, m.chapter, cells, "cpu", only)
     return isinstance(g, str) or any(r.status == "failed" for r in g.results) or bool(strays)

@@ -105,8 +105,8 @@ def test_reference_keeps_every_tensor_on_the_inputs_device(chapter: str) -> None
 
 
 def _emulated(case: Mutant | CorrectForm) -> bool:
-    if isinstance(case, Mutant):
-        return not set(case.fails) <= fakegpu.LEFT_OUT
+    if isinstance(case, Mutant):  # a hang is the clock's to show, and the emulation's limits are long
+        return not set(case.fails) <= fakegpu.LEFT_OUT and not all("timed out" in p for p in case.fails.values())
     return "torch.func" not in case.name  # torch.func's transforms cannot wrap a Python tensor (fakegpu.py)
 
 
