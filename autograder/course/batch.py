@@ -353,8 +353,9 @@ def row(result: Results) -> SummaryRow:
     extra = result["extra_data"]
     if fmt.grader_error(result):
         status = SubmissionStatus.GRADER_ERROR
-    else:
-        status = SubmissionStatus.ERROR if result["output"] and result["score"] == 0 else SubmissionStatus.GRADED
+    else:  # a note that is advice only (the device note) makes no error
+        said = result["output"].replace(extra.get("device_note", "\0"), "").strip()
+        status = SubmissionStatus.ERROR if said and result["score"] == 0 else SubmissionStatus.GRADED
     return {
         # names on one line, whatever version of the kit wrote the result
         "student": safe_name(extra["student"]), "assignment": safe_name(extra["assignment"] or ""),

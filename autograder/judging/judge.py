@@ -22,6 +22,7 @@ from autograder.judging.notebook import NotebookError, Submission, load_submissi
 from autograder.judging.plugin import CheckResult, KitPlugin
 from autograder.judging.registry import CHAPTERS_DIR, Chapter
 from autograder.judging.seeds import secret_seed
+from autograder.judging.static import devices
 from autograder.judging.static.review import MAX_FLAGS, scan_submission
 from autograder.judging.static.review import note as integrity_note
 from autograder.judging.student import Student
@@ -45,6 +46,7 @@ class Grade:
     missing: list[str] = field(default_factory=list)  # answer cells deleted from the notebook
     output_dropped: bool = False  # the student's prints passed what the box keeps: a note, never a point
     undefined: list[str] = field(default_factory=list)  # answer cells that ran but do not define their name
+    device_note: str = ""  # lines that would mix devices on a GPU (CPU gradings; also in notes): advice only
 
     @property
     def name(self) -> str:
@@ -175,6 +177,8 @@ def grade_loaded(sub: Submission, options: GradeOptions | None = None, *, zygote
     device, only, junit = o.device, o.only, o.junit
     notebook = sub.path
     flags = scan_submission(sub)  # the judge's own read of the cells, for review: no point depends on it
+    # Lines that would mix devices on a GPU: said on a CPU-only grading, where no device check could run them.
+    device_notes = devices.read_submission(sub) if device == "cpu" else []
     runner = Student(sub, device, o.limits, time.monotonic() + o.total_seconds, zygote)
     plugin = KitPlugin(runner, o.seed if o.seed is not None else secret_seed(sub, o.student), device)
     try:
@@ -212,6 +216,9 @@ def grade_loaded(sub: Submission, options: GradeOptions | None = None, *, zygote
     if flags:  # a flag for the instructor's review, never a deduction
         grade.integrity, grade.integrity_count = [safe_text(str(f)) for f in flags[:MAX_FLAGS]], len(flags)
         grade.notes.append(integrity_note(flags))
+    if device_notes:
+        grade.device_note = devices.note(device_notes)
+        grade.notes.append(grade.device_note)
     if device == "cuda" and not runner.cuda and not runner.fatal:
         grade.notes.append("CUDA was asked for but no CUDA GPU is available: the checks were skipped.")
     grade.execution_time = time.perf_counter() - started

@@ -59,7 +59,7 @@ def gradescope(grade: Grade) -> Results:
         if status != "skipped":
             test["status"] = status
         tests.append(test)
-    return {
+    results: Results = {
         # Stretch tasks' points are extra credit: in the score, on top of the assignment's points.
         "score": grade.score + grade.bonus,
         "max_score": grade.max_score,
@@ -81,6 +81,9 @@ def gradescope(grade: Grade) -> Results:
             "undefined": grade.undefined,  # answer cells that do not define their name (renamed?)
         },
     }
+    if grade.device_note:  # also in output: advice, which grade-all's summary does not count as an error
+        results["extra_data"]["device_note"] = clean(grade.device_note)
+    return results
 
 
 def _label(task: str, bonus: bool) -> str:

@@ -176,6 +176,7 @@ class ExtraData(_Extra, total=False):
     missing: list[str]  # answer cells (grade_ids) deleted from the notebook; absent in older files
     output_dropped: bool  # the student's prints beyond 1 MiB were dropped (a note only); absent in older files
     undefined: list[str]  # answer cells that ran but do not define their name (renamed?); absent in older files
+    device_note: str  # the CPU grading's device note (judging/static/devices.py), also in output; advice only
     student: str  # grade-all: the submission folder's name
     sha256: str  # grade-all: of the notebook graded ("" when there was none)
     graded_with: str  # grade-all: the release and grader it was graded with (course.batch.fingerprint)
@@ -250,6 +251,7 @@ _EXTRA_OPTIONAL = {
     "out_of_time": lambda v: isinstance(v, bool), "output_dropped": lambda v: isinstance(v, bool),
     "student": _is_str, "sha256": _is_str,
     "grader_error": _is_str, "missing": _strings, "undefined": _strings, "graded_with": _is_str,
+    "device_note": _is_str,
     "bonus": lambda v: isinstance(v, dict) and _number(v.get("score")) and _number(v.get("max_score"))}
 _RESULTS = {"score": _number, "max_score": _number, "output": _is_str, "tests": lambda v: isinstance(v, list),
             "extra_data": lambda v: isinstance(v, dict)}

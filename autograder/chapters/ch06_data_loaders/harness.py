@@ -140,8 +140,10 @@ def stream_error(dataset: Any, num_workers: int, timeout: float, limit: int) -> 
 
 
 def _as_loaded(image: Any) -> Any:
-    """`image` ([3, H, W]) as the datasets give it: a channels-first view of an [H, W, 3] array."""
-    return image.permute(1, 2, 0).contiguous().permute(2, 0, 1)
+    """`image` ([3, H, W]) as the datasets give it: a channels-first view of an [H, W, 3] array, on the CPU (a
+    grading on a GPU has moved its inputs there; a dataset decodes to host memory, and DataLoader's workers
+    cannot share GPU tensors)."""
+    return image.cpu().permute(1, 2, 0).contiguous().permute(2, 0, 1)
 
 
 def collate(images: list[Any]) -> dict[str, Any]:
@@ -159,7 +161,7 @@ class _Images(Dataset):
 
     def __init__(self, images: list[Any]) -> None:
         super().__init__()
-        self.images = images
+        self.images = [image.cpu() for image in images]  # forked workers read them: host memory
 
     def __len__(self) -> int:
         return len(self.images)
