@@ -7,7 +7,7 @@ demo test e2e: export JUPYTER_DATA_DIR := $(KIT_HOME)/jupyter
 demo test e2e: export JUPYTER_RUNTIME_DIR := $(KIT_HOME)/jupyter/runtime
 demo test e2e: export IPYTHONDIR := $(KIT_HOME)/ipython
 
-.PHONY: setup demo test lint e2e-setup e2e slurm-setup slurm-test
+.PHONY: setup demo test lint device-sweep e2e-setup e2e slurm-setup slurm-test
 setup:
 	bash scripts/setup.sh
 
@@ -22,6 +22,11 @@ test: setup
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+
+# Every wrong form of cases.py graded on the fake GPU too (tests/devices/fakegpu.py): about a minute more on 2 cores,
+# so `make test` grades every correct form and one wrong form a chapter.
+device-sweep: setup
+	$(PY) -m pytest tests/devices -m device_sweep -n auto --dist worksteal
 
 # The browser test (JupyterLab and Formgrader in chromium): minutes, so not part of `make test`.
 e2e-setup:

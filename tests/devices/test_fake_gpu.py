@@ -15,6 +15,7 @@ mechanism catches each; the last tests here put two of them back.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -115,10 +116,16 @@ def _forms(chapter: str) -> list[Mutant | CorrectForm]:
 
 
 FORMS = [case for chapter in CHAPTERS for case in _forms(chapter) if _emulated(case)]
+# `make test` grades every correct form and one wrong form a chapter on fakegpu (about 20 s on 2 cores); every
+# wrong form as well runs with `make device-sweep` (the `device_sweep` marker; about a minute more).
+SAMPLED = {next(c.id for c in FORMS if c.chapter == ch and isinstance(c, Mutant)) for ch in CHAPTERS
+           if any(c.chapter == ch and isinstance(c, Mutant) for c in FORMS)}
+SAMPLED |= {c.id for c in FORMS if isinstance(c, CorrectForm)}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", FORMS, ids=lambda case: case.id)
+@pytest.mark.parametrize("case", [case if case.id in SAMPLED else pytest.param(case, marks=pytest.mark.device_sweep)
+                                  for case in FORMS], ids=lambda case: case.id)
 def test_each_form_is_graded_on_the_gpu_as_it_declares(case: Mutant | CorrectForm) -> None:
     grade, strays = grader()
     if isinstance(case, Mutant):
@@ -157,3 +164,11 @@ def test_a_harness_that_mixes_devices_is_caught_on_fakegpu(tmp_path: Path) -> No
     grade, _ = grader({**CHAPTERS, chapter.id: dataclasses.replace(chapter, harness=harness)})
     g = selftest._graded(grade, chapter.id, solution_cells(chapter.id), "cpu", "loss_scaler")
     assert any("same device" in output for _, output in lost(g))
+
+
+def test_the_checks_left_out_deselect_no_other_check() -> None:
+    """selection() is a pytest -k expression, which matches substrings: `not check_x` would also drop check_x_y."""
+    names = {m for checks in Path(__file__).parents[2].glob("autograder/chapters/ch*/checks.py")
+             for m in re.findall(r"^def (check_\w+)", checks.read_text(), re.M)}
+    assert names >= fakegpu.LEFT_OUT
+    assert not {(left, name) for left in fakegpu.LEFT_OUT for name in names if left in name and left != name}

@@ -662,20 +662,23 @@ def running_total_difference():
                                            "check_running_total_random": "the totals from the end"})
 def running_total_suffix():
     def running_total(x):
-        return x @ (1.0 * (torch.arange(x.shape[-1])[:, None] >= torch.arange(x.shape[-1])))
+        return x @ (1.0 * (torch.arange(x.shape[-1], device=x.device)[:, None]
+                           >= torch.arange(x.shape[-1], device=x.device)))
 
 
 @wrong("running_total: strict mask", fails={"check_running_total_rule": "misses its own entry",
                                            "check_running_total_random": "misses its own entry"})
 def running_total_strict():
     def running_total(x):
-        return x @ (1.0 * (torch.arange(x.shape[-1])[:, None] < torch.arange(x.shape[-1])))
+        return x @ (1.0 * (torch.arange(x.shape[-1], device=x.device)[:, None]
+                           < torch.arange(x.shape[-1], device=x.device)))
 
 
 @wrong("running_total: bool mask", fails={"check_running_total_rule": "float != bool"})
 def running_total_bool_mask():
     def running_total(x):
-        return x @ (torch.arange(x.shape[-1])[:, None] <= torch.arange(x.shape[-1]))
+        return x @ (torch.arange(x.shape[-1], device=x.device)[:, None]
+                    <= torch.arange(x.shape[-1], device=x.device))
 
 
 @wrong("running_total: torch.cumsum", fails={"check_running_total_rule": "torch.cumsum: not among the allowed"})

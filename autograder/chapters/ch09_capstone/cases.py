@@ -259,7 +259,7 @@ def identity_rows_and_zeroed_grads():
 # -- checkpoint and restore ------------------------------------------------------------------------------------------
 
 
-@wrong("forgets the optimizer", fails={"check_checkpoint_resume": "optimizer started afresh"}, edits="checkpoint")
+@wrong("forgets the optimizer", fails={"check_checkpoint_restores_run": "optimizer started afresh"}, edits="checkpoint")
 def forgets_the_optimizer():
     def restore(model, optimizer, scaler, ckpt):
         model.load_state_dict(ckpt["model"])
@@ -268,7 +268,7 @@ def forgets_the_optimizer():
         return int(ckpt["step"])
 
 
-@wrong("forgets the random state", fails={"check_checkpoint_resume": "random number generator"},
+@wrong("forgets the random state", fails={"check_checkpoint_restores_run": "random number generator"},
        edits="checkpoint")
 def forgets_the_random_state():
     def restore(model, optimizer, scaler, ckpt):

@@ -611,7 +611,7 @@ def _expect_weights(api: Api, got: ResumeRun, case: dict[str, Any], device: str,
 
 
 @check(task="checkpoint", points=2, visible=True)
-def check_checkpoint_resume(api: Api, rng: torch.Generator, device: str) -> None:
+def check_checkpoint_restores_run(api: Api, rng: torch.Generator, device: str) -> None:
     """restored at once into fresh objects after a reseed, the run ends with the uninterrupted run's weights
     (AdamW's state and the dropout masks' random state restored), and restore returns the step"""
     case = _resume_case(rng, device)
