@@ -13,6 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.devices import fakegpu
+
+# The autograd engine sizes its per-device queues at the first backward of a process, from the devices known then:
+# a fakegpu registered later makes every backward on it fail an internal assert. Each xdist worker registers it
+# before any test runs.
+fakegpu.device()
+
 JUPYTER_HOME = "KIT_TESTS_JUPYTER_HOME"  # set by the first process of a run; pytest-xdist workers inherit it
 JUPYTER_DIRS = {"JUPYTER_DATA_DIR": "data", "JUPYTER_RUNTIME_DIR": "runtime", "JUPYTER_CONFIG_DIR": "config",
                 "IPYTHONDIR": "ipython"}
