@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
+import multiprocessing
 import pickle
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -345,31 +346,42 @@ class FakeGpuBox:
         self.alive = False
 
 
+def _grade_in_child(conn: Connection, notebook: Path, options: GradeOptions,
+                    registry: Mapping[str, Chapter] | None) -> None:  # pragma: no cover - in the forkserver's child
+    try:
+        findings = Findings()
+        with mock.patch.object(student_module, "Sandbox", functools.partial(FakeGpuBox, findings)):
+            g = grade(notebook, options=options, zygote=None, registry=registry)  # type: ignore[arg-type]
+        data = pickle.dumps((g, findings))
+    except BaseException as exc:  # sent back, raised in the test
+        data = pickle.dumps(RuntimeError(f"the grading on fakegpu raised {type(exc).__name__}: {exc}"))
+    conn.send_bytes(data)
+    conn.close()
+
+
+# Each grading runs in a child of a fork server that imported torch and this module and never ran a backward:
+# autograd's device threads do not survive a fork, and a test process has run backwards before (a plain fork of
+# it fails every backward on fakegpu). What a grading changes (04's case that replaces torch.Tensor.T, a crash)
+# goes with its child, as a sandboxed child's would. The server imports what a grading imports (pytest, every
+# chapter's checks and cases, through the test module), once, so that each child starts warm.
+_SERVER = multiprocessing.get_context("forkserver")
+_SERVER.set_forkserver_preload([__name__, "pytest", "tests.devices.test_fake_gpu"])
+
+
 def grade_on_fake_gpu(notebook: Path, options: GradeOptions, registry: Mapping[str, Chapter] | None = None
                       ) -> tuple[Grade, Findings]:
-    """`grade` with the cells run on fakegpu (the judge on the CPU, as `options` say), in a forked process: the
-    cells run in the judge's process there, and what they change (04's case that replaces torch.Tensor.T, a
-    crash) goes with it, as a sandboxed child's would."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the forked grading
-        os.close(read)
-        try:
-            findings = Findings()
-            with mock.patch.object(student_module, "Sandbox", functools.partial(FakeGpuBox, findings)):
-                g = grade(notebook, options=options, zygote=None, registry=registry)  # type: ignore[arg-type]
-            data = pickle.dumps((g, findings))
-        except BaseException as exc:  # sent back, raised in the test
-            data = pickle.dumps(RuntimeError(f"the grading on fakegpu raised {type(exc).__name__}: {exc}"))
-        with os.fdopen(write, "wb") as out:
-            out.write(data)
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as got:
-        data = got.read()
-    _, status = os.waitpid(pid, 0)
+    """`grade` with the cells run on fakegpu (the judge on the CPU, as `options` say), in a child process."""
+    got, sent = _SERVER.Pipe(duplex=False)
+    child = _SERVER.Process(target=_grade_in_child, args=(sent, notebook, options, registry))
+    child.start()
+    sent.close()
+    try:
+        data = got.recv_bytes()
+    except EOFError:
+        data = b""
+    child.join()
     if not data:
-        raise RuntimeError(f"the grading on fakegpu died (wait status {status})")
+        raise RuntimeError(f"the grading on fakegpu died (exit code {child.exitcode})")
     result = pickle.loads(data)
     if isinstance(result, BaseException):
         raise result
