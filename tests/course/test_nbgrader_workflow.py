@@ -401,9 +401,15 @@ def test_a_failed_resubmission_leaves_no_score_of_the_notebook_it_replaced(
     assert "0 submissions recorded by nbgrader autograde, 1 already recorded, 1 failed" in done.stdout, done.stdout
 
 
+RESUBMITTED = datetime(2026, 11, 21, 9, 30)
+
+
 def _resubmits(course: Path, student: str) -> None:
     """`student` hands in a changed notebook (the solution) after being graded by hand: +2 extra credit on
-    check_softmax and a comment on the softmax answer cell, as in the course week's walk."""
+    check_softmax and a comment on the softmax answer cell, as in the course week's walk. `nbgrader collect`
+    brings the new notebook's timestamp.txt with it: nbgrader then no longer counts the student as autograded
+    (the gradebook's timestamp is the old one), and grade-all recorded the new notebook over the manual grades
+    without a word, the hold never reached (the browser test found it, tests/e2e/test_regrading.py)."""
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
@@ -412,6 +418,7 @@ def _resubmits(course: Path, student: str) -> None:
         gb.find_comment("softmax", CH, CH, student).manual_comment = "Use the max along dim."
         gb.db.commit()
     write_submission(course / "submitted" / student / CH, CH, solution_cells(CH))  # every task right
+    (course / "submitted" / student / CH / "timestamp.txt").write_text(f"{RESUBMITTED} UTC")
 
 
 def _bob(course: Path) -> tuple[float, float | None, str | None]:
@@ -420,6 +427,14 @@ def _bob(course: Path) -> tuple[float, float | None, str | None]:
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         return (gb.find_submission(CH, "bob").score, gb.find_grade("check_softmax", CH, CH, "bob").extra_credit,
                 gb.find_comment("softmax", CH, CH, "bob").manual_comment)
+
+
+def _bob_submitted(course: Path) -> datetime:
+    """The time of bob's notebook that the gradebook's record was made from (Formgrader's Timestamp)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return gb.find_submission(CH, "bob").timestamp
 
 
 @pytest.mark.parametrize("choice", ["keep", "clear"])
@@ -447,11 +462,13 @@ def test_a_resubmission_over_manual_grades_waits_for_the_instructors_choice(
     assert "1 changed notebooks not recorded" in said and "--manual-grades keep" in said, said
     assert f"bob/{CH}: check_softmax +2 extra credit, a comment on softmax" in said, said
     assert _bob(course) == (21.0, 2.0, "Use the max along dim.")  # the old notebook's record, untouched
+    assert _bob_submitted(course) == SUBMITTED
 
     done = _run(course, "autograder", "grade-all", ".", "--gradebook", "--workers", "1", "--manual-grades", choice)
     said = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 0, said
     assert "1 submissions recorded by nbgrader autograde, 2 already recorded" in said, said
+    assert _bob_submitted(course) == RESUBMITTED
     if choice == "clear":
         assert f"cleared for 1 changed notebooks: bob/{CH}: check_softmax +2 extra credit" in said, said
         assert _bob(course) == (22.0, None, None)

@@ -357,13 +357,17 @@ def _record(course: Path, out: Path, manual: str | None) -> Recorded:
                        "readable one")
                 done.failed.append(f"{student}/{assignment}: {why}{stale(student, assignment)}")
                 continue
-            sha, graded_with = _recorded(api, student, assignment, extra["notebook"]) if student in autograded \
-                else (None, "")
-            if sha == extra["sha256"] and graded_with == extra.get("graded_with", graded_with):
-                done.unchanged += 1  # the same notebook, graded with the same release and grader
+            sha, graded_with = _recorded(api, student, assignment, extra["notebook"])
+            if student in autograded and sha == extra["sha256"] and graded_with == extra.get("graded_with",
+                                                                                             graded_with):
+                done.unchanged += 1  # the same notebook, handed in at the same time, graded with the same grader
                 continue
-            with Gradebook(url, api.coursedir.course_id) as gb:  # graded by hand, then handed in again
-                marks = manual_marks(gb, assignment, student) if sha is not None and sha != extra["sha256"] else []
+            # Graded by hand, then handed in again. Not only for the students nbgrader counts as autograded: a
+            # resubmission collected by `nbgrader collect` comes with a newer timestamp.txt than the gradebook's,
+            # and nbgrader counts that student out. A record whose notebook is unknown (no autograded copy, or one
+            # without the kit's stamp) is held too, when it has manual grades: nothing says they fit this one.
+            with Gradebook(url, api.coursedir.course_id) as gb:
+                marks = manual_marks(gb, assignment, student) if sha != extra["sha256"] else []
             graded_by_hand = f"{student}/{assignment}: {', '.join(marks)}"
             if marks and manual not in MANUAL_CHOICES:
                 done.held.append(graded_by_hand)
