@@ -153,16 +153,18 @@ def _validate(page: Page) -> Locator:
     return dialog
 
 
-def _submit(course: Path, student: str, cells: dict[str, str]) -> None:
-    """A submission as `nbgrader collect` leaves it, and the student in the gradebook with a name."""
+def _submit(course: Path, student: str, cells: dict[str, str], name: tuple[str, str] = ("Ada", "Lovelace"),
+            when: str = "2026-11-20 10:00:00.000000 UTC") -> None:
+    """A submission as `nbgrader collect` leaves it (a resubmission replaces the one before), and the student in
+    the gradebook with a name."""
     from nbgrader.api import Gradebook
 
     folder = course / "submitted" / student / CH
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     write_submission(folder, CH, cells)
-    (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    (folder / "timestamp.txt").write_text(when)
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        gb.update_or_create_student(student, first_name="Ada", last_name="Lovelace")
+        gb.update_or_create_student(student, first_name=name[0], last_name=name[1])
 
 
 def _ok(modal: Locator, message: str, while_open: Callable[[], object] = lambda: None) -> None:
