@@ -567,14 +567,20 @@ def warm_course(courses: dict[str, Path], tmp_path_factory: pytest.TempPathFacto
 
 
 def _as_grade_all_scored(course: Path, grade_all: Path) -> None:
-    """The gradebook's scores and the check cells' outputs are those of grade-all's results of the same notebooks."""
+    """The gradebook's auto scores and the check cells' outputs are those of grade-all's results of the same notebooks
+    (the gradebook was copied with the manual grades earlier tests gave: not compared)."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for student in HONEST:
-            graded = json.loads((grade_all / "graded" / "results" / student / f"{CH}.json").read_text())
-            assert gb.find_submission(CH, student).score == graded["score"], student
-            assert _check_outputs(course, student) == _check_outputs(grade_all, student), student
+    def auto(db: Path, student: str) -> dict[str, float]:
+        with Gradebook(f"sqlite:///{db}") as gb:
+            return {g.name: g.auto_score for g in gb.find_submission_notebook(CH, CH, student).grades}
+
+    for student in HONEST:
+        graded = json.loads((grade_all / "graded" / "results" / student / f"{CH}.json").read_text())
+        scores = auto(course / "gradebook.db", student)
+        assert sum(scores.values()) == graded["score"], student
+        assert scores == auto(grade_all / "gradebook.db", student), student
+        assert _check_outputs(course, student) == _check_outputs(grade_all, student), student
 
 
 def test_a_warm_judge_serves_consecutive_nbgrader_processes(warm_course: Path, courses: dict[str, Path]) -> None:
