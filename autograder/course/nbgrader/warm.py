@@ -38,7 +38,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import fcntl
-import functools
 import hashlib
 import importlib.metadata
 import multiprocessing
@@ -196,9 +195,9 @@ def _wait_gone(where: Paths, seconds: float) -> bool:
 # -- what a service grades with -----------------------------------------------------------------------------------
 
 
-@functools.cache
 def code_sha() -> str:
-    """Of every file of the kit's package (its code, the chapters' checks and registry), read once per process."""
+    """Of every file of the kit's package (its code, the chapters' checks and registry) as they are now on disk: a
+    client reads them at each run (about 2 MB), so a long-lived Formgrader finds the kit updated under it too."""
     digest = hashlib.sha256()
     for path in sorted(p for p in PACKAGE.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
@@ -261,6 +260,7 @@ class Service:
     def __init__(self, course: Path, where: Paths, workers: int, warm_seconds: float, warm: bool, lock: int) -> None:
         self.course, self.where, self.workers, self.warm_seconds, self.warm = course, where, workers, warm_seconds, warm
         self.lock_fd = lock  # its flock: the course's one service
+        self.identity = identity()  # what its judge processes, started now, load
         self.lock = threading.Lock()
         self.held = 0  # submissions handed over and not yet taken, by every client
         self.last = time.monotonic()
@@ -298,7 +298,7 @@ class Service:
                 self.touch()
                 op = request[0]
                 if op == "hello":
-                    conn.send(("hello", {**identity(), "pid": os.getpid(), "workers": self.workers,
+                    conn.send(("hello", {**self.identity, "pid": os.getpid(), "workers": self.workers,
                                          "course": str(self.course)}))
                 elif op == "grade":
                     _, jobs, root, device, within, warm_seconds = request
