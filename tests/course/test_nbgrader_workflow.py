@@ -623,6 +623,8 @@ def test_a_warm_judge_killed_mid_run_leaves_the_rest_to_nbgrader(warm_course: Pa
     assert "the warm judge of this course failed (it is gone" in log, log
     here = [s for s in HONEST if f"{s}/{CH} graded by the warm judge" not in log]
     assert here and all(f"kit: {s}/{CH}: check_softmax" in log for s in HONEST), log
+    left = re.search(rf"/{CH} and the (\d+) submissions left of this run are graded in nbgrader's", log)
+    assert left and int(left[1]) == len(here) - 1, log
     _as_grade_all_scored(warm_course, courses["grade-all"])
     deadline = time.monotonic() + 30  # its judge processes (and their zygotes) go with it
     while _group(pid["pid"]) and time.monotonic() < deadline:

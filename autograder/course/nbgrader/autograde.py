@@ -339,14 +339,10 @@ class Handed:
 
     def take(self, job: Job) -> tuple[Results | None, str]:
         """(the warm judge's result of this very notebook, "") or (None, why not: it was not handed over, or
-        another version of it was); Unavailable when the warm judge failed (then nothing more is taken from it)."""
+        another version of it was); Unavailable when the warm judge failed."""
         if self.judge is None or self.jobs.pop(_key(job), None) is None:
             return None, ""
-        try:
-            return self.judge.take(job)
-        except warm_judge.Unavailable:
-            self.close()
-            raise
+        return self.judge.take(job)
 
     def left(self) -> list[Job]:
         """The submissions handed over and not taken yet."""
