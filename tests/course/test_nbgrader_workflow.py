@@ -585,7 +585,8 @@ def _as_grade_all_scored(course: Path, grade_all: Path) -> None:
 
 def test_a_warm_judge_serves_consecutive_nbgrader_processes(warm_course: Path, courses: dict[str, Path]) -> None:
     """`nbgrader autograde <assignment>`, once per assignment: the first process starts the course's warm judge, the
-    next finds it warm and pays no judge start; the scores are grade-all's."""
+    next finds it warm and pays no judge start, its submissions graded ahead meanwhile (no autograded copy records
+    them); the scores are grade-all's."""
     first = _run(warm_course, "nbgrader", "autograde", CH, "--student=ada", "--force", *WARM)
     assert first.returncode == 0, first.stderr
     started = re.search(r"the warm judge of this course \(pid (\d+), 2 judge processes\) started: 1 submissions",
@@ -596,6 +597,8 @@ def test_a_warm_judge_serves_consecutive_nbgrader_processes(warm_course: Path, c
     assert f"the warm judge of this course (pid {started[1]}, 2 judge processes) found warm: 3 submissions handed " \
            "to it" in second.stderr, second.stderr
     assert all(f"{s}/{CH} graded by the warm judge of this course" in second.stderr for s in HONEST), second.stderr
+    early = re.findall(rf"(\w+)/{CH} graded by the warm judge of this course before this run asked", second.stderr)
+    assert sorted(early) == ["bob", "cid"], second.stderr  # ada's autograded copy records her notebook: asked again
     assert "graded ahead by a judge process" not in second.stderr
     _as_grade_all_scored(warm_course, courses["grade-all"])
 

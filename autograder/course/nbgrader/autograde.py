@@ -422,7 +422,8 @@ class KitAutograde(NbGraderPreprocessor):
                     continue  # preprocess refuses it
                 if not (self.results_dir and stored_result(root / self.results_dir, job) is not None):
                     jobs.append(job)
-        if jobs and self.warm_seconds > 0 and self._hand_to_warm_judge(jobs, root, within, workers):
+        autograded = coursedir.format_path(coursedir.autograded_directory, "{student}", "{assignment}")
+        if jobs and self.warm_seconds > 0 and self._hand_to_warm_judge(jobs, root, within, autograded, workers):
             return
         self._ahead(jobs, root, workers)
 
@@ -430,14 +431,14 @@ class KitAutograde(NbGraderPreprocessor):
         if len(jobs) >= self.ahead_from or (jobs and AHEAD.pool is not None):
             AHEAD.submit(jobs, root, self.device, workers)
 
-    def _hand_to_warm_judge(self, jobs: list[Job], root: Path, within: Path, workers: int) -> bool:
+    def _hand_to_warm_judge(self, jobs: list[Job], root: Path, within: Path, autograded: str, workers: int) -> bool:
         """Hand every job to the course's warm judge (found warm, or started now); False, logged, when there is none
         to use: then nbgrader's process grades them."""
         warm = any(c.loads_dynamo for c in (CHAPTERS.get(j.assignment) for j in jobs) if c is not None)
         try:
             judge = warm_judge.connect(root, workers, self.warm_seconds, warm,
                                        log=lambda line: self.log.warning("kit: %s", line))
-            judge.submit(jobs, root, self.device, within, self.warm_seconds)
+            judge.submit(jobs, self.device, within, autograded, self.warm_seconds)
         except warm_judge.Unavailable as e:
             HANDED.close()
             self.log.warning("kit: no warm judge for this course (%s): grading in nbgrader's process", e)
@@ -460,7 +461,9 @@ class KitAutograde(NbGraderPreprocessor):
             self._ahead(left, root, self.workers or default_workers())
             return None
         if result is not None:
-            self.log.info("kit: %s/%s graded by the warm judge of this course", job.student, job.assignment)
+            self.log.info("kit: %s/%s graded by the warm judge of this course%s", job.student, job.assignment,
+                          " before this run asked (it grades the course's submissions no autograded copy records)"
+                          if why == "ahead" else "")
         elif why:
             self.log.warning("kit: %s/%s: %s; graded in nbgrader's process", job.student, job.assignment, why)
         return result

@@ -24,6 +24,12 @@ process then never imports torch at all.
   a `stop` request (stale, `stop`), or with its course's results taken; its judge processes exit with it (they
   watch their parent), its zygotes with them. It is started detached (a double fork, a session of its own), so
   it outlives the nbgrader process that started it and leaves no zombie.
+- Ahead of the asking: after a client hands over its run's submissions, the service queues the course's other
+  submissions that no autograded copy records as graded from their bytes with today's release and grader (the
+  kit's metadata of it), and grades them while judges would idle (a client's submissions come first: at most one
+  grading a judge runs ahead of them). The next `nbgrader autograde <assignment>` (or Formgrader's next button)
+  takes those results if they are of the very (sha256, fingerprint) it grades; an instructor who autogrades the
+  assignments one after another pays each nbgrader process's own start, not the gradings one after another.
 - Failure: any failure of the service (refused, died, no answer within the time limits) raises Unavailable in the
   client; KitAutograde logs it and grades in nbgrader's process as it did before.
 
@@ -37,9 +43,11 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import importlib.metadata
+import json
 import multiprocessing
 import os
 import secrets
@@ -50,6 +58,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -58,7 +67,8 @@ from pathlib import Path
 from typing import Any
 
 from autograder import PACKAGE
-from autograder.course.batch import Job, _init_worker, file_sha256, grade_submission
+from autograder.course.batch import Job, _init_worker, discover, file_sha256, fingerprint, grade_submission
+from autograder.judging.registry import CHAPTERS
 from autograder.judging.results import Results
 from autograder.sandbox import launcher
 
@@ -254,17 +264,42 @@ def job_key(job: Job) -> Key:
     return job.student, job.assignment, Path(job.notebook).name
 
 
+Graded = tuple[Key, str, str]  # a submission as graded: its key, the notebook's sha256, the release's fingerprint
+
+
+def graded_as(job: Job) -> Graded:
+    return job_key(job), job.sha256, job.fingerprint
+
+
+def autograded(template: str, job: Job) -> bool:
+    """Whether nbgrader's autograded copy of the submission was graded from these bytes with this release and
+    grader (the kit's metadata of it: autograde.GRADED_SHA256, GRADED_WITH)."""
+    path = Path(template.format(student=job.student, assignment=job.assignment), Path(job.notebook).name)
+    try:
+        kit = json.loads(path.read_bytes()).get("metadata", {}).get("kit", {})
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(kit, dict) and (kit.get("graded_sha256"), kit.get("graded_with")) == (job.sha256,
+                                                                                            job.fingerprint)
+
+
 class Service:
-    """One course's warm judge: a pool of judge processes and the submissions its clients handed to it."""
+    """One course's warm judge: a pool of judge processes, the submissions its clients handed to it, and the course's
+    other submissions that no autograded copy records (graded while judges are idle, ahead of the run that will ask
+    for them: `speculate`)."""
 
     def __init__(self, course: Path, where: Paths, workers: int, warm_seconds: float, warm: bool, lock: int) -> None:
         self.course, self.where, self.workers, self.warm_seconds, self.warm = course, where, workers, warm_seconds, warm
         self.lock_fd = lock  # its flock: the course's one service
         self.identity = identity()  # what its judge processes, started now, load
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.held = 0  # submissions handed over and not yet taken, by every client
+        self.running = 0  # gradings in the pool
         self.last = time.monotonic()
         self.stopping = False
+        self.queue: deque[tuple[Job, str, str]] = deque()  # (job, device, within) to grade while judges are idle
+        self.early: dict[Graded, cf.Future[Results | None]] = {}  # graded ahead of any client's asking
+        self.asked: set[Graded] = set()  # handed over by a client: not graded ahead
         self.pool = self._pool()
 
     def _pool(self) -> cf.ProcessPoolExecutor:
@@ -275,14 +310,60 @@ class Service:
             pool.submit(_ready)
         return pool
 
-    def submit(self, job: Job, root: str, device: str, within: str) -> cf.Future[Results | None]:
+    def _run(self, job: Job, device: str, within: str) -> cf.Future[Results | None]:
         with self.lock:
             try:
-                return self.pool.submit(_grade, job, root, device, within)
+                future = self.pool.submit(_grade, job, str(self.course), device, within)
             except BrokenProcessPool:  # a judge process died (killed, out of memory): fresh ones for what follows
                 self.pool.shutdown(wait=False, cancel_futures=True)
                 self.pool = self._pool()
-                return self.pool.submit(_grade, job, root, device, within)
+                future = self.pool.submit(_grade, job, str(self.course), device, within)
+            self.running += 1
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, _: cf.Future[Results | None]) -> None:
+        """(In the pool's own thread, which must not submit: `watch` feeds the pool.)"""
+        with self.lock:
+            self.running -= 1
+            self.last = time.monotonic()
+
+    def _feed(self) -> None:
+        """Grade the queue's next submissions while fewer gradings than judges run: a client's come first."""
+        with self.lock:
+            while self.running < self.workers and self.queue and not self.stopping:
+                job, device, within = self.queue.popleft()
+                if graded_as(job) not in self.asked and graded_as(job) not in self.early:
+                    self.early[graded_as(job)] = self._run(job, device, within)
+
+    def submit(self, job: Job, device: str, within: str) -> tuple[cf.Future[Results | None], bool]:
+        """The grading of a client's job, and whether it was graded (or begun) ahead of the asking."""
+        with self.lock:
+            early = self.early.pop(graded_as(job), None)
+            if early is not None and not (early.done() and (early.cancelled() or early.exception() is not None
+                                                             or early.result() is None)):
+                return early, True  # graded or begun ahead: a failed one is graded again
+            self.asked.add(graded_as(job))
+            return self._run(job, device, within), False
+
+    def speculate(self, device: str, within: str, template: str) -> None:
+        """Queue the course's submissions (in `within`, nbgrader's submitted/) that no autograded copy (`template`
+        names its folder) records as graded from their bytes with today's release: the next nbgrader run (the next
+        assignment's, Formgrader's next button) finds them graded."""
+        prints: dict[str, str] = {}
+        found = []
+        for job in discover(Path(within)):
+            if job.refused or not job.notebook or job.assignment not in CHAPTERS:
+                continue
+            if job.assignment not in prints:
+                prints[job.assignment] = fingerprint(self.course, job.assignment)
+            job = dataclasses.replace(job, fingerprint=prints[job.assignment])
+            if not autograded(template, job):
+                found.append((job, device, within))
+        with self.lock:
+            queued = {graded_as(j) for j, _, _ in self.queue}
+            self.queue.extend(q for q in found if graded_as(q[0]) not in queued)
+        self._feed()
 
     def touch(self, held: int = 0) -> None:
         with self.lock:
@@ -291,7 +372,7 @@ class Service:
 
     def serve(self, conn: Connection) -> None:
         """One client's requests: hello, grade (hand over jobs), take (one job's result), stop."""
-        futures: dict[Key, tuple[tuple[str, str], cf.Future[Results | None]]] = {}
+        futures: dict[Key, tuple[tuple[str, str], cf.Future[Results | None], bool]] = {}
         try:
             while True:
                 request = conn.recv()
@@ -301,27 +382,30 @@ class Service:
                     conn.send(("hello", {**self.identity, "pid": os.getpid(), "workers": self.workers,
                                          "course": str(self.course)}))
                 elif op == "grade":
-                    _, jobs, root, device, within, warm_seconds = request
+                    _, jobs, device, within, template, warm_seconds = request
                     self.warm_seconds = float(warm_seconds)
                     for job in jobs:
                         old = futures.pop(job_key(job), None)
                         if old is not None:
                             old[1].cancel()
                             self.touch(-1)
-                        futures[job_key(job)] = ((job.sha256, job.fingerprint), self.submit(job, root, device, within))
+                        future, early = self.submit(job, device, within)
+                        futures[job_key(job)] = ((job.sha256, job.fingerprint), future, early)
                         self.touch(1)
                     conn.send(("accepted", len(jobs)))
+                    threading.Thread(target=self.speculate, args=(device, within, template), daemon=True).start()
                 elif op == "take":
-                    graded, future = futures.pop(request[1], (("", ""), None))
-                    if future is None:
-                        conn.send(("missing", None, None))
+                    handed = futures.pop(request[1], None)
+                    if handed is None:
+                        conn.send(("missing", None, None, False))
                         continue
+                    graded, future, early = handed
                     try:
                         result = future.result()
                     except BaseException as e:  # a judge died, or the kit raised: the client grades it
-                        conn.send(("error", graded, f"{type(e).__name__}: {e}"))
+                        conn.send(("error", graded, f"{type(e).__name__}: {e}", early))
                     else:
-                        conn.send(("result", graded, result))
+                        conn.send(("result", graded, result, early))
                     finally:
                         self.touch(-1)
                 elif op == "stop":
@@ -331,8 +415,9 @@ class Service:
         except (EOFError, OSError):
             pass  # the client is gone
         finally:
-            for _, future in futures.values():
-                future.cancel()
+            for _, future, early in futures.values():
+                if not early:
+                    future.cancel()
             self.touch(-len(futures))
             with contextlib.suppress(OSError):
                 conn.close()
@@ -340,8 +425,9 @@ class Service:
     def watch(self) -> None:
         while True:
             time.sleep(0.2)
+            self._feed()
             with self.lock:
-                idle = self.held <= 0 and time.monotonic() - self.last > self.warm_seconds
+                idle = self.held <= 0 and self.running <= 0 and time.monotonic() - self.last > self.warm_seconds
             if idle:
                 self.stop(f"idle for {self.warm_seconds:g} s", idle=True)
                 return
@@ -467,15 +553,18 @@ class Warm:
     def pid(self) -> int:
         return int(self.hello["pid"])
 
-    def submit(self, jobs: list[Job], root: Path, device: str, within: Path, warm_seconds: float) -> None:
-        reply = _ask(self.conn, ("grade", jobs, str(root), device, str(within), warm_seconds), ANSWER_SECONDS)
+    def submit(self, jobs: list[Job], device: str, within: Path, autograded: str, warm_seconds: float) -> None:
+        """Hand `jobs` over; `within`: nbgrader's submitted/ folder, `autograded`: its autograded/<student>/
+        <assignment> folders as a template of {student} and {assignment} (the service grades the course's other
+        submissions ahead, those no autograded copy records)."""
+        reply = _ask(self.conn, ("grade", jobs, device, str(within), autograded, warm_seconds), ANSWER_SECONDS)
         if reply[:1] != ("accepted",):
             raise Unavailable(f"it refused the submissions ({reply[0]})")
 
     def take(self, job: Job, seconds: float = TAKE_SECONDS) -> tuple[Results | None, str]:
-        """(the result graded from the very bytes of `job` with its release and grader, "") or (None, why not);
-        Unavailable when the service failed."""
-        op, graded, result = _ask(self.conn, ("take", job_key(job)), seconds)
+        """(the result graded from the very bytes of `job` with its release and grader, "" or "ahead" when it was
+        graded before this run asked) or (None, why not); Unavailable when the service failed."""
+        op, graded, result, early = _ask(self.conn, ("take", job_key(job)), seconds)
         if op == "missing":
             return None, "not handed to the warm judge"
         if graded != (job.sha256, job.fingerprint):
@@ -484,7 +573,7 @@ class Warm:
             return None, f"the warm judge failed on it ({result})"
         if result is None:
             return None, "its notebook changed while the warm judge graded it"
-        return result, ""
+        return result, "ahead" if early else ""
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
