@@ -9,9 +9,11 @@ wall time, seconds per notebook, checks run and the score agreement on the
 honest submissions, with the load average before each figure.
 
 The kit's `nbgrader autograde` rows: one process per assignment with the course's
-warm judge (autograder/course/nbgrader/warm.py) started by the first of them, the
-same with the judge warm from the start (an instructor's next round), and one
-process for the class with the judge cold (stopped before).
+warm judge (autograder/course/nbgrader/warm.py) started by the first of them (it
+grades the other assignments' submissions while idle), the same again with
+--force and the judge warm (every submission autograded already, so none is graded
+ahead: each process waits for its own), and one process for the class with the
+judge cold (stopped before).
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ def main() -> None:
         if not args.no_kit:
             warm.stop(course)
             for name, chosen in (("one process per assignment, warm judge started by the first", chapters),
-                                 ("one process per assignment, warm judge warm from the start", chapters),
+                                 ("one process per assignment again (--force), warm judge warm", chapters),
                                  ("one process for the class, warm judge cold", None)):
                 if chosen is None:
                     warm.stop(course)

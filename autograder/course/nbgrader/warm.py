@@ -352,7 +352,9 @@ class Service:
         assignment's, Formgrader's next button) finds them graded."""
         prints: dict[str, str] = {}
         found = []
-        for job in discover(Path(within)):
+        # assignment by assignment, as an instructor runs `nbgrader autograde <assignment>` over them: the next
+        # run's submissions are graded first
+        for job in sorted(discover(Path(within)), key=lambda j: (j.assignment, j.student)):
             if job.refused or not job.notebook or job.assignment not in CHAPTERS:
                 continue
             if job.assignment not in prints:
