@@ -17,12 +17,13 @@ process then never imports torch at all.
   kit's package, not only batch._kit_sha256's judging/ and sandbox/, since its judge processes load the chapters'
   checks and the registry once and keep them; the interpreter and torch's version). A client that finds another
   identity stops that service and starts a fresh one: an instructor who updates the kit is never graded by the
-  old code. A result is taken only for the very (sha256, fingerprint) of the Job nbgrader grades (as
-  autograde.Ahead.take), and the judge process checks the notebook's sha256 before and after grading it: the
+  old code (a client hashes the files at each run, so a Formgrader server that outlives the update sees it too).
+  A result is taken only for the very (sha256, fingerprint) of the Job nbgrader grades (as autograde.Ahead.take),
+  and the judge process checks the notebook's sha256 before and after grading it: the
   bytes it graded are the bytes nbgrader records.
-- Lifetime: the service exits once it has held no submission for `warm_seconds` (the last client's value), after
-  a `stop` request (stale, `stop`), or with its course's results taken; its judge processes exit with it (they
-  watch their parent), its zygotes with them. It is started detached (a double fork, a session of its own), so
+- Lifetime: the service exits once it has graded nothing and held no submission for `warm_seconds` (the last
+  client's value), or at a `stop` request (a stale service, `stop`, the tests); its judge processes exit with it
+  (they watch their parent), its zygotes with them. It is started detached (a double fork, a session of its own), so
   it outlives the nbgrader process that started it and leaves no zombie.
 - Ahead of the asking: after a client hands over its run's submissions, the service queues the course's other
   submissions that no autograded copy records as graded from their bytes with today's release and grader (the
@@ -34,6 +35,11 @@ process then never imports torch at all.
   client; KitAutograde logs it and grades in nbgrader's process as it did before.
 
 Results are grade-all's: the same call (batch.grade_submission), in a judge process set up the same way.
+
+Why a service and not more of nbgrader's process: the cost is the judge's start, paid by every nbgrader process,
+and the gradings waited for one run after the other; only processes that outlive nbgrader's remove both. A
+multiprocessing.connection socket (authenticated, pickling Jobs and Results) needs nothing outside the standard
+library; the private folder, not the socket, is what keeps other users out.
 
 Needs no nbgrader: the service imports nothing of it. `python -m autograder.course.nbgrader.warm stop <course>`
 stops a course's service (`stop-all`: every one of this user's).
