@@ -6,7 +6,14 @@
 The class mixes correct, wrong, empty (the release) and broken (corrupt JSON,
 os._exit at import) submissions across every chapter that exists. It prints
 wall time, seconds per notebook, checks run and the score agreement on the
-honest submissions.
+honest submissions, with the load average before each figure.
+
+The kit's `nbgrader autograde` rows: one process per assignment with the course's
+warm judge (autograder/course/nbgrader/warm.py) started by the first of them (it
+grades the other assignments' submissions while idle), the same again with
+--force and the judge warm (every submission autograded already, so none is graded
+ahead: each process waits for its own), and one process for the class with the
+judge cold (stopped before).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from autograder.course.batch import grade_all
 from autograder.course.build import generate_release
 from autograder.course.cases import mutants
+from autograder.course.nbgrader import warm
 from autograder.course.nbgrader.autograde import stock_options
 from autograder.judging.registry import CHAPTERS
 from tests.kit import ROOT, solution_cells, write_submission
@@ -87,15 +95,26 @@ def main() -> None:
         course = Path(tmp) / "course"
         kinds = make_class(course, args.submissions)
         chapters = {c for c, _ in kinds.values()}
+        loads = {}
+        kit = [f"--KitAutograde.workers={args.workers}"]
+        loads["stock"] = os.getloadavg()
         t_nbgrader = 0.0 if args.no_stock else nbgrader_autograde(course, chapters, stock_options())
         theirs = {} if args.no_stock else nbgrader_scores(course)
+        loads["grade-all"] = os.getloadavg()
         started = time.perf_counter()
         grade_all(course, Path(tmp) / "graded", args.workers)
         t_kit = time.perf_counter() - started
-        t_path = 0.0 if args.no_kit else nbgrader_autograde(course, chapters, [])
-        ours = {} if args.no_kit else nbgrader_scores(course)
-        t_whole = 0.0 if args.no_kit else nbgrader_autograde(course, None, [])
-        ours_whole = {} if args.no_kit else nbgrader_scores(course)
+        rows = []  # (name, seconds, recorded scores, load before)
+        if not args.no_kit:
+            warm.stop(course)
+            for name, chosen in (("one process per assignment, warm judge started by the first", chapters),
+                                 ("one process per assignment again (--force), warm judge warm", chapters),
+                                 ("one process for the class, warm judge cold", None)):
+                if chosen is None:
+                    warm.stop(course)
+                load = os.getloadavg()
+                rows.append((name, nbgrader_autograde(course, chosen, kit), nbgrader_scores(course), load))
+            warm.stop(course)
         results = {p.parent.name: json.loads(p.read_text()) for p in (Path(tmp) / "graded" / "results").glob("*/*")}
     checks = sum(len(r["tests"]) for r in results.values())
     honest = [s for s, (_, k) in kinds.items() if k in ("correct", "empty")]
@@ -105,19 +124,23 @@ def main() -> None:
     load = os.getloadavg()
     print(f"{n} submissions over {len(chapters)} chapters ({', '.join(sorted(chapters))}); load average at the end "
           f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
-    print(f"grade-all x{args.workers}      : {t_kit:7.1f} s  ({t_kit / n:.2f} s/notebook, {checks} checks)")
+    def before(name: str) -> str:
+        return "load before {:.1f} {:.1f} {:.1f}".format(*loads[name])
+
+    print(f"grade-all x{args.workers}      : {t_kit:7.1f} s  ({t_kit / n:.2f} s/notebook, {checks} checks; "
+          f"{before('grade-all')})")
     if not args.no_stock:
         agree = sum(abs(theirs.get(s, 0) - graded[s]) < 1e-9 for s in honest)
-        print(f"nbgrader autograde : {t_nbgrader:7.1f} s  ({t_nbgrader / n:.2f} s/notebook, {2 * n}-ish test cells)")
+        print(f"nbgrader autograde : {t_nbgrader:7.1f} s  ({t_nbgrader / n:.2f} s/notebook, {2 * n}-ish test cells; "
+              f"{before('stock')})")
         print(f"speed-up           : {t_nbgrader / t_kit:.1f}x")
         print(f"honest submissions with equal scores: {agree}/{len(honest)}")
-    if not args.no_kit:
-        # a stretch task's points are extra credit there, which nbgrader's score counts
-        for name, seconds, recorded in (("one process per assignment", t_path, ours),
-                                        ("one process for the class", t_whole, ours_whole)):
-            same = sum(abs(recorded.get(s, 0) - r["score"]) < 1e-9 for s, r in results.items())
-            print(f"nbgrader autograde with the kit, {name}: {seconds:7.1f} s ({seconds / t_kit:.2f}x grade-all; "
-                  f"the goal is at most 1.5x); {same}/{len(graded)} recorded as grade-all scored them")
+    # a stretch task's points are extra credit there, which nbgrader's score counts
+    for name, seconds, recorded, load in rows:
+        same = sum(abs(recorded.get(s, 0) - r["score"]) < 1e-9 for s, r in results.items())
+        print(f"nbgrader autograde with the kit, {name}: {seconds:7.1f} s ({seconds / t_kit:.2f}x grade-all; "
+              f"the goal is at most 1.5x); {same}/{len(graded)} recorded as grade-all scored them; load before "
+              "{:.1f} {:.1f} {:.1f}".format(*load))
 
 
 if __name__ == "__main__":

@@ -15,9 +15,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -176,8 +179,9 @@ def courses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     other = base / "grade-all"
     shutil.copytree(course, other)
 
-    # judge processes grade the class ahead, as they do a large one's (KitAutograde.ahead_from)
-    done = _run(course, "nbgrader", "autograde", CH, "--KitAutograde.ahead_from=2")
+    # judge processes grade the class ahead, as they do a large one's (KitAutograde.ahead_from), in nbgrader's
+    # process (no warm judge of the course: test_a_warm_judge_serves_consecutive_nbgrader_processes)
+    done = _run(course, "nbgrader", "autograde", CH, "--KitAutograde.ahead_from=2", "--KitAutograde.warm_seconds=0")
     assert done.returncode == 1, done.stdout + done.stderr  # the tampered notebooks fail, loudly
     if default_workers() > 1:
         assert done.stderr.count("graded ahead by a judge process") >= len(CLASS) - len(FAILING), done.stderr
@@ -263,7 +267,7 @@ def test_a_grader_failure_fails_the_autograde_and_records_no_zero(
         return error_result(job, device, "the grading machine could not sandbox this submission: no free uid")
 
     monkeypatch.setattr(kit, "grade_submission", broken)
-    outcome = nbgrader_api(course).autograde(CH, student)
+    outcome = _api(course, warm_seconds=0).autograde(CH, student)  # graded here, where the failure is
     assert not outcome["success"]
     assert ("grader error, no score recorded" if failure == "grader error" else "a bug in the kit") in outcome["log"]
     assert not (course / "autograded" / student / CH).exists()  # Formgrader: not autograded
@@ -272,6 +276,43 @@ def test_a_grader_failure_fails_the_autograde_and_records_no_zero(
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         grades = gb.find_submission_notebook(CH, CH, student).grades
         assert [(g.auto_score, g.needs_manual_grade) for g in grades] == [(None, True)] * 4  # a cell a task
+
+
+def _api(course: Path, **kit: Any) -> Any:
+    """nbgrader's API on the course (nbgrader_api), with these KitAutograde settings."""
+    from traitlets.config import Config
+
+    api = nbgrader_api(course)
+    api.update_config(Config({"KitAutograde": kit}))  # the converters it makes take its config
+    return api
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own, on every autograde
+def test_a_warm_judge_folder_others_can_enter_is_refused_and_nbgrader_grades(
+        courses: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    import autograder.course.nbgrader.autograde as kit
+
+    course, student = courses["nbgrader"], "hal"
+    folder = course / "submitted" / student / CH
+    folder.mkdir(parents=True)
+    write_submission(folder, CH, solution_cells(CH))
+    xdg = Path(tempfile.mkdtemp(prefix="kit-xdg-"))
+    (xdg / "kit-warm").mkdir(mode=0o755)
+    (xdg / "kit-warm").chmod(0o755)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(xdg))
+    here: list[str] = []
+
+    def in_nbgrader(job: Any, out: str, device: str, junit: bool, zygote: Any) -> Results:
+        here.append(job.student)
+        return error_result(job, device, "graded in nbgrader's process")
+
+    monkeypatch.setattr(kit, "grade_submission", in_nbgrader)
+    outcome = _api(course, warm_seconds=60, workers=2).autograde(CH, student)
+    shutil.rmtree(xdg)
+    said = " ".join(outcome["log"].split())
+    assert f"no warm judge for this course ({xdg / 'kit-warm'} has mode 0755, not 0700" in said, said
+    assert "grading in nbgrader's process" in said and here == [student], said
+    assert not outcome["success"] and "graded in nbgrader's process" in said
 
 
 def test_a_half_made_gradebook_is_stamped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -519,3 +560,106 @@ def test_hints_keep_their_disclosure_marker_in_formgrader_and_the_feedback(cours
     lessons = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
     hints = [s for s in lessons if "Hint 1" in s]
     assert hints and all(SUMMARY_SHOWN in s and "<summary>" not in s for s in hints)
+
+
+# -- the course's warm judge (autograder/course/nbgrader/warm.py) across nbgrader processes ----------------------
+
+WARM = ["--KitAutograde.warm_seconds=120", "--KitAutograde.workers=2"]  # 2 judges on any machine: the warm path
+HONEST = ["ada", "bob", "cid"]
+
+
+@pytest.fixture(scope="module")
+def warm_course(courses: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A copy of grade-all's course (graded/results: grade-all's results) with its honest students and nothing
+    autograded; its warm judge stopped at the end."""
+    from autograder.course.nbgrader import warm
+
+    course = tmp_path_factory.mktemp("warm") / "course"
+    shutil.copytree(courses["grade-all"], course)
+    shutil.rmtree(course / "autograded")
+    for student in set(CLASS) - set(HONEST):
+        shutil.rmtree(course / "submitted" / student)
+    yield course
+    warm.stop(course)
+
+
+def _as_grade_all_scored(course: Path, grade_all: Path) -> None:
+    """The gradebook's auto scores and the check cells' outputs are those of grade-all's results of the same notebooks
+    (the gradebook was copied with the manual grades earlier tests gave: not compared)."""
+    from nbgrader.api import Gradebook
+
+    def auto(db: Path, student: str) -> dict[str, float]:
+        with Gradebook(f"sqlite:///{db}") as gb:
+            return {g.name: g.auto_score for g in gb.find_submission_notebook(CH, CH, student).grades}
+
+    for student in HONEST:
+        graded = json.loads((grade_all / "graded" / "results" / student / f"{CH}.json").read_text())
+        scores = auto(course / "gradebook.db", student)
+        assert sum(scores.values()) == graded["score"], student
+        assert scores == auto(grade_all / "gradebook.db", student), student
+        assert _check_outputs(course, student) == _check_outputs(grade_all, student), student
+
+
+def test_a_warm_judge_serves_consecutive_nbgrader_processes(warm_course: Path, courses: dict[str, Path]) -> None:
+    """`nbgrader autograde <assignment>`, once per assignment: the first process starts the course's warm judge, the
+    next finds it warm and pays no judge start, its submissions graded ahead meanwhile (no autograded copy records
+    them); the scores are grade-all's."""
+    first = _run(warm_course, "nbgrader", "autograde", CH, "--student=ada", "--force", *WARM)
+    assert first.returncode == 0, first.stderr
+    started = re.search(r"the warm judge of this course \(pid (\d+), 2 judge processes\) started: 1 submissions",
+                        first.stderr)
+    assert started and f"ada/{CH} graded by the warm judge of this course" in first.stderr, first.stderr
+    second = _run(warm_course, "nbgrader", "autograde", CH, "--force", *WARM)
+    assert second.returncode == 0, second.stderr
+    assert f"the warm judge of this course (pid {started[1]}, 2 judge processes) found warm: 3 submissions handed " \
+           "to it" in second.stderr, second.stderr
+    assert all(f"{s}/{CH} graded by the warm judge of this course" in second.stderr for s in HONEST), second.stderr
+    early = re.findall(rf"(\w+)/{CH} graded by the warm judge of this course before this run asked", second.stderr)
+    assert sorted(early) == ["bob", "cid"], second.stderr  # ada's autograded copy records her notebook: asked again
+    assert "graded ahead by a judge process" not in second.stderr
+    _as_grade_all_scored(warm_course, courses["grade-all"])
+
+
+def test_a_warm_judge_killed_mid_run_leaves_the_rest_to_nbgrader(warm_course: Path,
+                                                                 courses: dict[str, Path]) -> None:
+    from autograder.course.nbgrader import warm
+
+    shutil.rmtree(warm_course / "autograded", ignore_errors=True)
+    run = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", CH, "--force", *WARM], cwd=warm_course,
+                           env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
+    assert run.stderr is not None
+    said = []
+    for line in run.stderr:
+        said.append(line)
+        if "graded by the warm judge of this course" in line:
+            break
+    pid = warm.status(warm_course)
+    assert pid is not None, "".join(said)
+    os.kill(pid["pid"], signal.SIGKILL)
+    said += run.stderr.readlines()
+    assert run.wait(timeout=600) == 0, "".join(said)
+    log = "".join(said)
+    assert "the warm judge of this course failed (it is gone" in log, log
+    here = [s for s in HONEST if f"{s}/{CH} graded by the warm judge" not in log]
+    assert here and all(f"kit: {s}/{CH}: check_softmax" in log for s in HONEST), log
+    left = re.search(rf"/{CH} and the (\d+) submissions left of this run are graded in nbgrader's", log)
+    assert left and int(left[1]) == len(here) - 1, log
+    _as_grade_all_scored(warm_course, courses["grade-all"])
+    deadline = time.monotonic() + 30  # its judge processes (and their zygotes) go with it
+    while _group(pid["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _group(pid["pid"]), "the warm judge's processes outlived it"
+
+
+def _group(pgid: int) -> list[int]:
+    """The processes of process group `pgid` that run (not zombies: a container's pid 1 may reap none)."""
+    found = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append(int(stat_file.parent.name))
+    return found

@@ -18,12 +18,14 @@ No other cell is executed: answer and lesson cells keep no output in the autogra
 Sources, metadata and checksums are nbgrader's (its sanitizing step has already restored locked
 cells and points from gradebook.db), so locked cells, `generate_feedback` and `export` work as usual.
 
-Submissions are graded ahead: at the first submission of a run that will autograde more than one, every
-submission nbgrader matched is handed to a pool of `workers` judge processes (grade-all's workers: each pinned
-to a core, torch and a zygote loaded once), kept warm for the life of nbgrader's process (Formgrader's server
-keeps it between Autograde buttons); each notebook then takes its own result, graded by the same call
-(grade_submission, same seed) from the very bytes nbgrader hands it (else it is graded here, in nbgrader's
-process, as a single submission is).
+Submissions are graded ahead: at the first submission of a run, every submission nbgrader matched is handed to
+the course's warm judge (warm.py: a service of `workers` judge processes, grade-all's workers, each pinned to a
+core, torch and a zygote loaded once, shared by consecutive `nbgrader autograde` processes and Formgrader's
+buttons, started by the first of them and exiting `warm_seconds` after its last use). Without one
+(`warm_seconds` 0, a private folder that is not private, a service that fails), a run that will autograde
+`ahead_from` or more hands them to a pool of such judge processes kept warm for the life of nbgrader's process.
+Each notebook then takes its own result, graded by the same call (grade_submission, same seed) from the very bytes
+nbgrader hands it (else it is graded here, in nbgrader's process, as a single submission is).
 
 A grader error (no sandbox on this machine, a kit bug) raises: nbgrader logs it, removes that
 autograded notebook, records no score and exits non-zero; Formgrader shows the submission as not
@@ -51,7 +53,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool, Enum, Int, Unicode
+from traitlets import Bool, Enum, Float, Int, Unicode
 
 from autograder.course.batch import (
     Job,
@@ -62,6 +64,7 @@ from autograder.course.batch import (
     grade_submission,
     stored_result,
 )
+from autograder.course.nbgrader import warm as warm_judge
 from autograder.judging import results as fmt
 from autograder.judging.handin import NotOwnFile, own_folder
 from autograder.judging.registry import CHAPTERS
@@ -323,6 +326,37 @@ AHEAD = Ahead()
 atexit.register(AHEAD.close)
 
 
+class Handed:
+    """The submissions of nbgrader's current run handed to the course's warm judge (warm.py), by _key."""
+
+    def __init__(self) -> None:
+        self.judge: warm_judge.Warm | None = None
+        self.jobs: dict[tuple[str, str, str], Job] = {}
+
+    def hand(self, judge: warm_judge.Warm, jobs: list[Job]) -> None:
+        self.close()
+        self.judge, self.jobs = judge, {_key(j): j for j in jobs}
+
+    def take(self, job: Job) -> tuple[Results | None, str]:
+        """(the warm judge's result of this very notebook, "") or (None, why not: it was not handed over, or
+        another version of it was); Unavailable when the warm judge failed."""
+        if self.judge is None or self.jobs.pop(_key(job), None) is None:
+            return None, ""
+        return self.judge.take(job)
+
+    def left(self) -> list[Job]:
+        """The submissions handed over and not taken yet."""
+        return list(self.jobs.values())
+
+    def close(self) -> None:
+        if self.judge is not None:
+            self.judge.close()
+        self.judge, self.jobs = None, {}
+
+
+HANDED = Handed()
+
+
 class KitAutograde(NbGraderPreprocessor):
     """Grades a submission with the kit and writes the verdicts into its check cells (see the module)."""
 
@@ -339,6 +373,12 @@ class KitAutograde(NbGraderPreprocessor):
     # process grades them sooner than starting the processes would let them be graded side by side.
     ahead_from = Int(16, help="grade a run's submissions ahead when it autogrades at least this many (or the "
                      "judge processes are warm already)").tag(config=True)
+    # Each `nbgrader autograde <assignment>` is a process of its own: the course's warm judge (warm.py) spares the
+    # next ones the judge start, and grades every run's submissions ahead, however few.
+    warm_seconds = Float(180.0, help="seconds the course's warm judge (judge processes shared by consecutive "
+                         "nbgrader processes and Formgrader, started by the first) waits for the next submission "
+                         "before it exits; 0: no warm judge, each nbgrader process grades on its own"
+                         ).tag(config=True)
 
     def _converter(self) -> Any:
         parent = self.parent
@@ -382,8 +422,51 @@ class KitAutograde(NbGraderPreprocessor):
                     continue  # preprocess refuses it
                 if not (self.results_dir and stored_result(root / self.results_dir, job) is not None):
                     jobs.append(job)
+        autograded = coursedir.format_path(coursedir.autograded_directory, "{student}", "{assignment}")
+        if jobs and self.warm_seconds > 0 and self._hand_to_warm_judge(jobs, root, within, autograded, workers):
+            return
+        self._ahead(jobs, root, workers)
+
+    def _ahead(self, jobs: list[Job], root: Path, workers: int) -> None:
         if len(jobs) >= self.ahead_from or (jobs and AHEAD.pool is not None):
             AHEAD.submit(jobs, root, self.device, workers)
+
+    def _hand_to_warm_judge(self, jobs: list[Job], root: Path, within: Path, autograded: str, workers: int) -> bool:
+        """Hand every job to the course's warm judge (found warm, or started now); False, logged, when there is none
+        to use: then nbgrader's process grades them."""
+        warm = any(c.loads_dynamo for c in (CHAPTERS.get(j.assignment) for j in jobs) if c is not None)
+        try:
+            judge = warm_judge.connect(root, workers, self.warm_seconds, warm,
+                                       log=lambda line: self.log.warning("kit: %s", line))
+            judge.submit(jobs, self.device, within, autograded, self.warm_seconds)
+        except warm_judge.Unavailable as e:
+            HANDED.close()
+            self.log.warning("kit: no warm judge for this course (%s): grading in nbgrader's process", e)
+            return False
+        HANDED.hand(judge, jobs)
+        self.log.info("kit: the warm judge of this course (pid %d, %s judge processes) %s: %d submissions handed to "
+                      "it", judge.pid, judge.hello.get("workers"), judge.how, len(jobs))
+        return True
+
+    def _from_warm_judge(self, job: Job, root: Path) -> Results | None:
+        """The warm judge's result of this very notebook, or None (logged): then it is graded ahead or here. When
+        the warm judge fails, the submissions left are graded here (ahead, when `ahead_from` of them are left)."""
+        try:
+            result, why = HANDED.take(job)
+        except warm_judge.Unavailable as e:
+            left = [j for j in HANDED.left() if _key(j) != _key(job)]
+            HANDED.close()
+            self.log.warning("kit: the warm judge of this course failed (%s): %s/%s and the %d submissions left of "
+                             "this run are graded in nbgrader's process", e, job.student, job.assignment, len(left))
+            self._ahead(left, root, self.workers or default_workers())
+            return None
+        if result is not None:
+            self.log.info("kit: %s/%s graded by the warm judge of this course%s", job.student, job.assignment,
+                          " before this run asked (it grades the course's submissions no autograded copy records)"
+                          if why == "ahead" else "")
+        elif why:
+            self.log.warning("kit: %s/%s: %s; graded in nbgrader's process", job.student, job.assignment, why)
+        return result
 
     def _coursedir(self) -> Any:
         parent = self.parent
@@ -403,8 +486,10 @@ class KitAutograde(NbGraderPreprocessor):
                 raise KitGradingError(f"no result of this notebook in {self.results_dir} "
                                       "(grade-all has not graded this version, or it was a grader error)")
         self._plan(root, job)
-        ahead = AHEAD.take(job)
+        ahead = self._from_warm_judge(job, root)
         if ahead is not None:
+            result = ahead
+        elif (ahead := AHEAD.take(job)) is not None:
             self.log.info("kit: %s/%s graded ahead by a judge process", job.student, job.assignment)
             result = ahead
         else:
