@@ -21,7 +21,8 @@ CH = "07_numerical_stability"
 ONE_CHECK = "check_softmax_guide_example"
 # The only modules that may use the process's shared zygote (autograder.sandbox.launcher.zygote): the entry
 # points. Everything below them (sandbox.process.Sandbox, judging.student.Student, judging.judge) is handed one.
-ENTRY_POINTS = {"cli.py", "course/batch.py", "course/nbgrader/autograde.py", "course/selftest.py", "course/demo.py"}
+ENTRY_POINTS = {"cli.py", "course/batch.py", "course/nbgrader/autograde.py", "course/nbgrader/warm.py",
+                "course/selftest.py", "course/demo.py"}
 
 
 def _reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
