@@ -9,8 +9,8 @@ wall time, seconds per notebook, checks run and the score agreement on the
 honest submissions, with the load average before each figure.
 
 The kit's `nbgrader autograde` rows: one process per assignment with the course's
-warm judge (autograder/course/nbgrader/warm.py) started by the first of them (it
-grades the other assignments' submissions while idle), the same again with
+warm judge (autograder/course/nbgrader/warm.py) started by the first of them (with
+--grade-course-ahead it also grades the other assignments' submissions while idle), the same again with
 --force and the judge warm (every submission autograded already, so none is graded
 ahead: each process waits for its own), and one process for the class with the
 judge cold (stopped before).
@@ -90,13 +90,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--no-stock", action="store_true", help="leave stock nbgrader out (minutes)")
     parser.add_argument("--no-kit", action="store_true", help="leave nbgrader autograde with the kit out")
+    parser.add_argument("--grade-course-ahead", action="store_true",
+                        help="the warm judge grades the other assignments' submissions while idle (off by default)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         course = Path(tmp) / "course"
         kinds = make_class(course, args.submissions)
         chapters = {c for c, _ in kinds.values()}
         loads = {}
-        kit = [f"--KitAutograde.workers={args.workers}"]
+        kit = [f"--KitAutograde.workers={args.workers}",
+               f"--KitAutograde.grade_course_ahead={args.grade_course_ahead}"]
         loads["stock"] = os.getloadavg()
         t_nbgrader = 0.0 if args.no_stock else nbgrader_autograde(course, chapters, stock_options())
         theirs = {} if args.no_stock else nbgrader_scores(course)

@@ -602,9 +602,10 @@ def _as_grade_all_scored(course: Path, grade_all: Path) -> None:
 
 def test_a_warm_judge_serves_consecutive_nbgrader_processes(warm_course: Path, courses: dict[str, Path]) -> None:
     """`nbgrader autograde <assignment>`, once per assignment: the first process starts the course's warm judge, the
-    next finds it warm and pays no judge start, its submissions graded ahead meanwhile (no autograded copy records
-    them); the scores are grade-all's."""
-    first = _run(warm_course, "nbgrader", "autograde", CH, "--student=ada", "--force", *WARM)
+    next finds it warm and pays no judge start, its submissions graded ahead meanwhile when grade_course_ahead is set
+    (no autograded copy records them); the scores are grade-all's."""
+    first = _run(warm_course, "nbgrader", "autograde", CH, "--student=ada", "--force", *WARM,
+                 "--KitAutograde.grade_course_ahead=True")
     assert first.returncode == 0, first.stderr
     started = re.search(r"the warm judge of this course \(pid (\d+), 2 judge processes\) started: 1 submissions",
                         first.stderr)
@@ -618,6 +619,13 @@ def test_a_warm_judge_serves_consecutive_nbgrader_processes(warm_course: Path, c
     assert sorted(early) == ["bob", "cid"], second.stderr  # ada's autograded copy records her notebook: asked again
     assert "graded ahead by a judge process" not in second.stderr
     _as_grade_all_scored(warm_course, courses["grade-all"])
+
+    # by default the warm judge grades only what a run hands it: cid, whom no autograded copy records, waits
+    shutil.rmtree(warm_course / "autograded" / "cid")
+    assert _run(warm_course, "nbgrader", "autograde", CH, "--student=ada", "--force", *WARM).returncode == 0
+    third = _run(warm_course, "nbgrader", "autograde", CH, "--student=cid", *WARM)
+    assert f"cid/{CH} graded by the warm judge of this course" in third.stderr, third.stderr
+    assert "before this run asked" not in third.stderr, third.stderr
 
 
 def test_a_warm_judge_killed_mid_run_leaves_the_rest_to_nbgrader(warm_course: Path,

@@ -27,7 +27,7 @@ import pytest
 from tests.kit import ROOT
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Frame, FrameLocator, Page
 
 CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
 SHOTS = Path(os.environ.get("E2E_SCREENSHOTS", ROOT / "e2e-screenshots"))
@@ -209,3 +209,17 @@ def course(tmp_path: Path) -> Path:
     shutil.copy(ROOT / "nbgrader_config.py", course)
     shutil.copytree(ROOT / "source", course / "source")
     return course
+
+
+def formgrader(page: Page, lab: Lab, assignment: str) -> tuple[FrameLocator, Frame]:
+    """Formgrader opened from JupyterLab's Nbgrader menu (Manage Assignments), and its frame to navigate."""
+    page.goto(lab.at("/lab"))
+    page.locator(".jp-DirListing-item").first.wait_for()
+    page.keyboard.press("ControlOrMeta+b")  # hide the file browser: Formgrader's tables are wide
+    page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+    page.get_by_role("menuitem", name="Formgrader", exact=True).click()
+    fg = page.frame_locator("iframe[src*='/formgrader']")
+    fg.locator("#main-table tr").filter(has_text=assignment).first.wait_for()
+    frame = page.frame(url=lambda url: "/formgrader" in url)
+    assert frame is not None
+    return fg, frame

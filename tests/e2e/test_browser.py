@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.e2e.conftest import Shots, jupyter_lab, nbgrader
+from tests.e2e.conftest import Shots, formgrader, jupyter_lab, nbgrader
 from tests.kit import release_path, solution_cells, write_submission
 
 if TYPE_CHECKING:
@@ -187,12 +187,7 @@ def test_instructor_autogrades_adjusts_and_gives_feedback(page: Page, course: Pa
     _submit(course, STUDENT, {**solution_cells(CH), "softmax": NAIVE_SOFTMAX})
 
     with jupyter_lab(course, home) as lab:
-        page.goto(lab.at("/lab"))
-        page.locator(".jp-DirListing-item").first.wait_for()
-        page.keyboard.press("ControlOrMeta+b")  # hide the file browser: Formgrader's tables are wide
-        page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
-        page.get_by_role("menuitem", name="Formgrader", exact=True).click()
-        fg = page.frame_locator("iframe[src*='/formgrader']")
+        fg, _ = formgrader(page, lab, CH)
         fg.locator("#main-table tr").filter(has_text=CH).locator("td.num-submissions a").click()
 
         # Manage Submissions: collected, not yet graded.

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.e2e.conftest import Lab, Shots, jupyter_lab, nbgrader, server_env
+from tests.e2e.conftest import Lab, Shots, formgrader, jupyter_lab, nbgrader, server_env
 from tests.e2e.test_browser import CH, COMMENT, NAIVE_SOFTMAX, _ok, _submit
 from tests.kit import ROOT, solution_cells
 
@@ -50,20 +50,6 @@ def _kit(course: Path, home: Path, *args: str) -> tuple[int, str]:
     done = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=course, env=server_env(home),
                           capture_output=True, text=True, timeout=300)
     return done.returncode, " ".join((done.stdout + done.stderr).split())
-
-
-def _formgrader(page: Page, lab: Lab) -> tuple[FrameLocator, Frame]:
-    """Formgrader opened from JupyterLab's Nbgrader menu (Manage Assignments), and its frame to navigate."""
-    page.goto(lab.at("/lab"))
-    page.locator(".jp-DirListing-item").first.wait_for()
-    page.keyboard.press("ControlOrMeta+b")  # hide the file browser: Formgrader's tables are wide
-    page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
-    page.get_by_role("menuitem", name="Formgrader", exact=True).click()
-    fg = page.frame_locator("iframe[src*='/formgrader']")
-    fg.locator("#main-table tr").filter(has_text=CH).first.wait_for()
-    frame = page.frame(url=lambda url: "/formgrader" in url)
-    assert frame is not None
-    return fg, frame
 
 
 def _submissions(fg: FrameLocator, frame: Frame, lab: Lab) -> None:
@@ -113,7 +99,7 @@ def test_a_resubmission_over_manual_grades_is_held_then_kept_or_cleared(page: Pa
         _submit(course, student, NAIVE, name)
 
     with jupyter_lab(course, home) as lab:
-        fg, frame = _formgrader(page, lab)
+        fg, frame = formgrader(page, lab, CH)
         fg.locator("#main-table tr").filter(has_text=CH).locator("td.num-submissions a").click()
 
         # Autograded in Formgrader: 3 of softmax's 6 points each.
@@ -274,7 +260,7 @@ def test_an_edited_release_is_refused_by_build_then_regraded(page: Page, course:
     source.write_text(json.dumps(edited, indent=1))
 
     with jupyter_lab(course, home) as lab:
-        fg, frame = _formgrader(page, lab)
+        fg, frame = formgrader(page, lab, CH)
         # Released again with Formgrader's Generate (nbgrader generate_assignment --force).
         fg.locator("#main-table tr").filter(has_text=CH).locator("td.assign a").click()
         _ok(fg.locator("#success-modal"), f"Successfully created the student version of '{CH}'")

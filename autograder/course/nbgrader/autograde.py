@@ -379,6 +379,10 @@ class KitAutograde(NbGraderPreprocessor):
                          "nbgrader processes and Formgrader, started by the first) waits for the next submission "
                          "before it exits; 0: no warm judge, each nbgrader process grades on its own"
                          ).tag(config=True)
+    grade_course_ahead = Bool(False, help="the warm judge also grades, while idle, the course's other submissions "
+                              "that no autograded copy records, so that the next `nbgrader autograde <assignment>` "
+                              "finds them graded (CPU spent on submissions nobody may ask for: off by default)"
+                              ).tag(config=True)
 
     def _converter(self) -> Any:
         parent = self.parent
@@ -438,7 +442,7 @@ class KitAutograde(NbGraderPreprocessor):
         try:
             judge = warm_judge.connect(root, workers, self.warm_seconds, warm,
                                        log=lambda line: self.log.warning("kit: %s", line))
-            judge.submit(jobs, self.device, within, autograded, self.warm_seconds)
+            judge.submit(jobs, self.device, within, autograded if self.grade_course_ahead else "", self.warm_seconds)
         except warm_judge.Unavailable as e:
             HANDED.close()
             self.log.warning("kit: no warm judge for this course (%s): grading in nbgrader's process", e)

@@ -25,7 +25,8 @@ process then never imports torch at all.
   client's value), or at a `stop` request (a stale service, `stop`, the tests); its judge processes exit with it
   (they watch their parent), its zygotes with them. It is started detached (a double fork, a session of its own), so
   it outlives the nbgrader process that started it and leaves no zombie.
-- Ahead of the asking: after a client hands over its run's submissions, the service queues the course's other
+- Ahead of the asking (`KitAutograde.grade_course_ahead`, off by default: it spends CPU on submissions nobody may
+  ask for): after a client hands over its run's submissions, the service queues the course's other
   submissions that no autograded copy records as graded from their bytes with today's release and grader (the
   kit's metadata of it), and grades them while judges would idle (a client's submissions come first: at most one
   grading a judge runs ahead of them). The next `nbgrader autograde <assignment>` (or Formgrader's next button)
@@ -401,7 +402,8 @@ class Service:
                         futures[job_key(job)] = ((job.sha256, job.fingerprint), future, early)
                         self.touch(1)
                     conn.send(("accepted", len(jobs)))
-                    threading.Thread(target=self.speculate, args=(device, within, template), daemon=True).start()
+                    if template:  # KitAutograde.grade_course_ahead
+                        threading.Thread(target=self.speculate, args=(device, within, template), daemon=True).start()
                 elif op == "take":
                     handed = futures.pop(request[1], None)
                     if handed is None:
@@ -563,8 +565,8 @@ class Warm:
 
     def submit(self, jobs: list[Job], device: str, within: Path, autograded: str, warm_seconds: float) -> None:
         """Hand `jobs` over; `within`: nbgrader's submitted/ folder, `autograded`: its autograded/<student>/
-        <assignment> folders as a template of {student} and {assignment} (the service grades the course's other
-        submissions ahead, those no autograded copy records)."""
+        <assignment> folders as a template of {student} and {assignment}, with which the service grades the course's
+        other submissions ahead, those no autograded copy records ("": it grades only `jobs`)."""
         reply = _ask(self.conn, ("grade", jobs, device, str(within), autograded, warm_seconds), ANSWER_SECONDS)
         if reply[:1] != ("accepted",):
             raise Unavailable(f"it refused the submissions ({reply[0]})")
