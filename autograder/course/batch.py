@@ -69,13 +69,18 @@ class Job:
         return safe_name(self.assignment)
 
 
+def files_sha256(paths: list[Path]) -> str:
+    """Of the kit's files `paths` (each named by its path in the package, then its bytes), in sorted order."""
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 @functools.cache
 def _kit_sha256() -> str:
     """Of the kit's grading code (judging/ and sandbox/, every .py file), read once per process."""
-    digest = hashlib.sha256()
-    for path in sorted([*(PACKAGE / "judging").rglob("*.py"), *(PACKAGE / "sandbox").rglob("*.py")]):
-        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    return files_sha256([*(PACKAGE / "judging").rglob("*.py"), *(PACKAGE / "sandbox").rglob("*.py")])
 
 
 def fingerprint(course: Path, assignment: str) -> str:

@@ -74,7 +74,15 @@ from pathlib import Path
 from typing import Any
 
 from autograder import PACKAGE
-from autograder.course.batch import Job, _init_worker, discover, file_sha256, fingerprint, grade_submission
+from autograder.course.batch import (
+    Job,
+    _init_worker,
+    discover,
+    file_sha256,
+    files_sha256,
+    fingerprint,
+    grade_submission,
+)
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.results import Results
 from autograder.sandbox import launcher
@@ -215,10 +223,7 @@ def _wait_gone(where: Paths, seconds: float) -> bool:
 def code_sha() -> str:
     """Of every file of the kit's package (its code, the chapters' checks and registry) as they are now on disk: a
     client reads them at each run (about 2 MB), so a long-lived Formgrader finds the kit updated under it too."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in PACKAGE.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    return files_sha256([p for p in PACKAGE.rglob("*") if p.is_file() and "__pycache__" not in p.parts])
 
 
 def identity() -> dict[str, str]:
