@@ -65,6 +65,7 @@ from autograder.course.batch import (
     stored_result,
 )
 from autograder.course.nbgrader import warm as warm_judge
+from autograder.course.nbgrader.warm import GRADED_SHA256, GRADED_WITH
 from autograder.judging import results as fmt
 from autograder.judging.handin import NotOwnFile, own_folder
 from autograder.judging.registry import CHAPTERS
@@ -74,8 +75,6 @@ from autograder.judging.untrusted import safe_name
 from autograder.sandbox import launcher
 
 MARK = {"passed": "PASS", "failed": "FAIL"}
-GRADED_SHA256 = "graded_sha256"  # the autograded notebook's kit metadata: the sha256 of the notebook graded
-GRADED_WITH = "graded_with"  # ... and the release and grader it was graded with (batch.fingerprint), if known
 
 
 def stock_options() -> list[str]:

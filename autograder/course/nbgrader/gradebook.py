@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import html
-import json
 import os
 import re
 import sqlite3
@@ -208,14 +207,10 @@ def nbgrader_api(course: Path, results: Path | None = None) -> Any:
 def _recorded(api: Any, student: str, assignment: str, notebook: str) -> tuple[str | None, str]:
     """The sha256 of the notebook the gradebook's record was made from, and the release and grader its result was
     graded with ("" when the record does not say); (None, "") without a record."""
-    from autograder.course.nbgrader.autograde import GRADED_SHA256, GRADED_WITH
+    from autograder.course.nbgrader.warm import graded_from
 
-    path = Path(api.coursedir.format_path(api.coursedir.autograded_directory, student, assignment), notebook)
-    try:
-        kit = json.loads(path.read_text())["metadata"]["kit"]
-        return str(kit[GRADED_SHA256]), str(kit.get(GRADED_WITH, ""))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None, ""
+    return graded_from(Path(api.coursedir.format_path(api.coursedir.autograded_directory, student, assignment),
+                            notebook))
 
 
 def _why(outcome: dict[str, Any]) -> str:

@@ -283,16 +283,25 @@ def graded_as(job: Job) -> Graded:
     return job_key(job), job.sha256, job.fingerprint
 
 
+GRADED_SHA256 = "graded_sha256"  # the autograded notebook's kit metadata: the sha256 of the notebook graded
+GRADED_WITH = "graded_with"  # ... and the release and grader it was graded with (batch.fingerprint), if known
+
+
+def graded_from(path: Path) -> tuple[str | None, str]:
+    """The sha256 of the notebook an autograded copy (`path`) was graded from, and the release and grader it was
+    graded with ("" when it does not say), as KitAutograde stamps them; (None, "") when it records neither."""
+    try:
+        kit = json.loads(path.read_text())["metadata"]["kit"]
+        return str(kit[GRADED_SHA256]), str(kit.get(GRADED_WITH, ""))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, ""
+
+
 def autograded(template: str, job: Job) -> bool:
     """Whether nbgrader's autograded copy of the submission was graded from these bytes with this release and
-    grader (the kit's metadata of it: autograde.GRADED_SHA256, GRADED_WITH)."""
+    grader."""
     path = Path(template.format(student=job.student, assignment=job.assignment), Path(job.notebook).name)
-    try:
-        kit = json.loads(path.read_bytes()).get("metadata", {}).get("kit", {})
-    except (OSError, ValueError, AttributeError):
-        return False
-    return isinstance(kit, dict) and (kit.get("graded_sha256"), kit.get("graded_with")) == (job.sha256,
-                                                                                            job.fingerprint)
+    return graded_from(path) == (job.sha256, job.fingerprint)
 
 
 class Service:
