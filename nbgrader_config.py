@@ -11,6 +11,11 @@ c = get_config()  # noqa: F821 (provided by nbgrader)
 # (Formgrader reads this file on every request: prepend once.)
 if os.environ.get("PATH", "").split(os.pathsep)[0] != os.path.dirname(sys.executable):
     os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+# A new gradebook.db is stamped with the head of nbgrader's migrations, which nbgrader finds by starting `alembic
+# heads` (2-3 s); the kit reads the same head in this process (autograder/course/nbgrader/migrations.py).
+from autograder.course.nbgrader import migrations  # noqa: E402
+
+migrations.install()
 
 # nbgrader's Gradebook.add_submission (nbgrader/api.py) links a new SubmittedAssignment to its student and
 # assignment before adding it to the session, so SQLAlchemy's autoflush warns twice per submission that the

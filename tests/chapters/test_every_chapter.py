@@ -12,25 +12,37 @@ own test module holds only what that chapter alone needs.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import symtable
+from pathlib import Path
 
 import pytest
 
 from autograder.course import selftest
 from autograder.course.cases import CorrectForm, Mutant, cases, defined_names
+from autograder.judging.judge import Grade, GradeOptions, grade
 from autograder.judging.registry import CHAPTERS
 from tests.chapters.test_chapters import grader
-from tests.kit import solution_cells
+from tests.kit import limits_for, solution_cells, zygote
 
 pytestmark = pytest.mark.slow  # minutes in all: tests/conftest.py starts it first
 
 CASES = [case for chapter in CHAPTERS for case in (*cases(chapter).wrong, *cases(chapter).right)]
+# A wrong form that hangs waits out its check's limit on one call: 1 s here, not the tests' usual 5 s (what is
+# tested is that the hang is found and named, not how long the limit is).
+HANG_SECONDS = 1.0
+
+
+def hang_grader(notebook: Path, device: str, only: str | None) -> Grade:
+    limits = dataclasses.replace(limits_for(notebook.stem), call_seconds=HANG_SECONDS)
+    return grade(notebook, options=GradeOptions(device, selftest.SEED, limits, only=only), zygote=zygote())
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 def test_every_case_is_graded_as_it_declares(case: Mutant | CorrectForm) -> None:
     if isinstance(case, Mutant):
-        row = selftest.mutant_row(case, "cpu", grader)
+        hangs = any("timed out" in phrase for phrase in case.fails.values())
+        row = selftest.mutant_row(case, "cpu", hang_grader if hangs else grader)
         assert row.ok, row.detail
         return
     g = selftest._graded(grader, case.chapter, {**solution_cells(case.chapter), **case.cells}, "cpu", case.only)

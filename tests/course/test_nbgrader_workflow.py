@@ -30,6 +30,7 @@ import pytest
 from autograder.course.batch import default_workers, error_result
 from autograder.course.build import generate_release
 from autograder.course.cases import mutant
+from autograder.course.nbgrader import migrations
 from autograder.course.nbgrader.gradebook import (
     interpreter_bin_first,
     nbgrader_api,
@@ -316,14 +317,19 @@ def test_a_warm_judge_folder_others_can_enter_is_refused_and_nbgrader_grades(
 
 
 def test_a_half_made_gradebook_is_stamped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """nbgrader creates the tables, then runs `alembic` from PATH; without it the database is left unstamped."""
+    """nbgrader creates the tables, then runs `alembic` from PATH (without the course's settings, which read the
+    revision in-process); without alembic the database is left unstamped."""
     import sqlite3
 
     import nbgrader
+    import nbgrader.api
     from nbgrader.api import Gradebook
 
+    def no_alembic() -> str:
+        raise FileNotFoundError(2, "No such file or directory", "alembic")  # what nbgrader's subprocess raises
+
     db = tmp_path / "gradebook.db"
-    monkeypatch.setenv("PATH", _env()["PATH"])
+    monkeypatch.setattr(nbgrader.api, "get_alembic_version", no_alembic)
     with pytest.raises(FileNotFoundError, match="alembic"):
         Gradebook(f"sqlite:///{db}")
     assert repair_half_made(db)
@@ -333,6 +339,28 @@ def test_a_half_made_gradebook_is_stamped(tmp_path: Path, monkeypatch: pytest.Mo
     assert any(path.name.startswith(f"{version}_") for path in revisions), version
     assert not repair_half_made(db)
     Gradebook(f"sqlite:///{db}").close()  # nbgrader opens it as its own
+
+
+def test_a_new_gradebook_is_stamped_with_alembics_head_without_starting_alembic(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The course's settings (nbgrader_config.py) give nbgrader the head of its migrations read in-process: the same
+    revision `alembic heads` prints, and no alembic on PATH needed to make a gradebook."""
+    import sqlite3
+
+    import nbgrader.api
+    from nbgrader.api import Gradebook
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    with _temp_alembic_ini("sqlite:////nonexistent/gradebook.db") as ini:
+        heads = subprocess.run([Path(sys.executable).parent / "alembic", "-c", ini, "heads"], capture_output=True,
+                               text=True, check=True).stdout
+    assert heads.split()[0] == migrations.head_revision(), heads
+    monkeypatch.setenv("PATH", _env()["PATH"])  # no alembic here
+    monkeypatch.setattr(nbgrader.api, "get_alembic_version", nbgrader.api.get_alembic_version)  # undone after
+    nbgrader_api(ROOT)  # reads the course's nbgrader_config.py, as every nbgrader command of the course does
+    Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}").close()
+    with sqlite3.connect(tmp_path / "gradebook.db") as con:
+        assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [(migrations.head_revision(),)]
 
 
 def test_export_and_feedback(courses: dict[str, Path], tmp_path: Path) -> None:

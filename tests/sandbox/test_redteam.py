@@ -30,6 +30,8 @@ def _call(box: Sandbox, name: str, *args: object, timeout: float) -> Any:
 
 # Forks `n` processes that each hold `mb` MiB (each well under the address-space rlimit) and counts those
 # that got it: without a bound on the box as a whole, 512 processes times 8 GiB could take all of the host.
+# It stops once every process has either said it holds its block or died (killed for the box's memory), so a
+# bound that works costs no wait; 15 s is for a bound that stalls allocations instead of killing.
 HOG = """
 import os, select, time
 def hog(n, mb):
@@ -42,13 +44,15 @@ def hog(n, mb):
             time.sleep(60)
             os._exit(0)
     os.close(w)
-    got, deadline = 0, time.monotonic() + 15
-    while got < n and time.monotonic() < deadline:
-        if select.select([r], [], [], 1)[0]:
+    got, died, deadline = 0, 0, time.monotonic() + 15
+    while got + died < n and time.monotonic() < deadline:
+        if select.select([r], [], [], 0.1)[0]:
             data = os.read(r, n)
             if not data:
                 break
             got += len(data)
+        while died < n and os.waitpid(-1, os.WNOHANG)[0] > 0:
+            died += 1
     return got
 """
 

@@ -52,15 +52,14 @@ def repair_half_made(db: Path) -> bool:
     alembic_version), as nbgrader would have; True if it was repaired."""
     if not db.is_file():
         return False
-    from nbgrader.api import get_alembic_version
+    from autograder.course.nbgrader.migrations import head_revision
 
     with contextlib.closing(sqlite3.connect(db)) as con:
         tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables or "alembic_version" in tables:
             return False
-        interpreter_bin_first()
         con.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
-        con.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (get_alembic_version(),))
+        con.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (head_revision(),))
         con.commit()
     return True
 
