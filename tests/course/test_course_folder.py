@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.kit import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -28,8 +29,7 @@ def _nbgrader(cwd: Path, config: Path | None, *args: str) -> subprocess.Complete
     env.pop("JUPYTER_CONFIG_PATH", None)
     if config is not None:
         env["JUPYTER_CONFIG_PATH"] = str(config)
-    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return forked.run("nbgrader", *args, cwd=cwd, env=env, timeout=120)
 
 
 def test_nbgrader_in_a_subfolder_works_on_the_courses_gradebook(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from autograder.course.nbgrader.gradebook import (
     write_feedback,
 )
 from autograder.judging.results import Results
+from tests import forked
 from tests.kit import ROOT, solution_cells, write_submission
 
 pytestmark = pytest.mark.slow  # minutes in all: tests/conftest.py starts it first
@@ -125,8 +126,7 @@ def _env() -> dict[str, str]:
 
 
 def _run(course: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", *args], cwd=course, env=_env(), capture_output=True, text=True,
-                          timeout=600)
+    return forked.run(*args, cwd=course, env=_env(), timeout=600)
 
 
 def _rows(course: Path) -> dict[str, Any]:

@@ -5,8 +5,6 @@ are graded one test each in tests/chapters/test_chapters.py and tests/chapters/t
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,6 +15,7 @@ from autograder.course import selftest
 from autograder.course.cases import Mutant, all_mutants
 from autograder.judging.figures import Figure, Solution, peak_bandwidth
 from autograder.judging.judge import Grade
+from tests import forked
 from tests.chapters.test_chapters import grader
 from tests.kit import ROOT
 
@@ -58,8 +57,7 @@ def test_failed_expectations_are_named_and_exit_1(tmp_path: Path, capsys: pytest
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_cuda_asked_for_without_cuda_exits_4(tmp_path: Path) -> None:
     out = tmp_path / "selftest-cuda.json"
-    done = subprocess.run([sys.executable, "-m", "autograder", "selftest", "--device", "cuda", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = forked.run("autograder", "selftest", "--device", "cuda", "--out", str(out), cwd=ROOT, timeout=120)
     assert done.returncode == selftest.NO_CUDA == 4, done.stderr
     assert "no CUDA GPU" in done.stderr and "Nothing was graded" in done.stderr
     assert json.loads(out.read_text())["ok"] is False

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from autograder.judging.expect import CheckFailure
 from autograder.judging.notebook import load_submission
 from autograder.judging.student import Student
 from autograder.judging.timing import compare_speed, randn, reference_process
+from tests import forked
 from tests.kit import FAST, ROOT, by_name, check_count, grade_fast, solved, task_scores, zygote
 
 CH = "07_numerical_stability"
@@ -133,8 +132,7 @@ for target in [{str(out_file)!r}, {str(ROOT / "README.md")!r}]:
 """
     path = solved(tmp_path, CH, softmax=attack)
     readme = (ROOT / "README.md").read_text()
-    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(path), "--out", str(out_file)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = forked.run("autograder", "grade", str(path), "--out", str(out_file), cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads(out_file.read_text())
     assert result["score"] == 16  # softmax (6) lost, the rest earned

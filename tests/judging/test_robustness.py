@@ -7,8 +7,6 @@ Each case uses chapter 07. Time bounds use the FAST limits from tests/kit.py
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import replace
@@ -21,6 +19,7 @@ from autograder.judging.notebook import load_submission
 from autograder.judging.report import gradescope
 from autograder.judging.results import Outcome
 from autograder.judging.seeds import secret_seed
+from tests import forked
 from tests.kit import (
     FAST,
     ROOT,
@@ -138,10 +137,8 @@ def test_the_seed_depends_on_the_course_secret_and_the_notebook(tmp_path: Path,
 def test_cli_exits_zero_and_writes_gradescope_json_and_junit(tmp_path: Path) -> None:
     path = write_submission(tmp_path, CH, {})  # the untouched release: score 0
     out, junit = tmp_path / "results.json", tmp_path / "report.xml"
-    done = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(path), "--out", str(out), "--junit", str(junit)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )
+    done = forked.run("autograder", "grade", str(path), "--out", str(out), "--junit", str(junit), cwd=ROOT,
+                      timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     assert result["score"] == 0 and result["max_score"] == 22

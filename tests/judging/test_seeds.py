@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import NoReturn
 
@@ -21,6 +19,7 @@ from autograder.judging import judge
 from autograder.judging.notebook import Submission, load_submission
 from autograder.judging.registry import CHAPTERS
 from autograder.judging.seeds import normalized_code, secret_seed, student_from_gradescope
+from tests import forked
 from tests.kit import ROOT, grade_fast, solution_cells, write_submission
 
 CH = "07_numerical_stability"
@@ -127,8 +126,7 @@ def test_cli_reads_the_student_from_gradescope_metadata(tmp_path: Path) -> None:
     outputs = []
     for path, who in ((first, ["--gradescope-metadata", str(meta)]), (second, ["--student", "s123"])):
         out = tmp_path / f"{path.stem}.json"
-        subprocess.run([sys.executable, "-m", "autograder", "grade", str(path), "--out", str(out),
-                        "--only", "check_softmax_other_dims", *who], cwd=ROOT, check=True, capture_output=True,
-                       env={**os.environ, "AUTOGRADER_SECRET": "a course secret"})
+        forked.run("autograder", "grade", str(path), "--out", str(out), "--only", "check_softmax_other_dims", *who,
+                   cwd=ROOT, env={**os.environ, "AUTOGRADER_SECRET": "a course secret"}).check_returncode()
         outputs.append(json.loads(out.read_text())["tests"][0]["output"])
     assert outputs[0] == outputs[1] and "Call: softmax(logits, dim=0)" in outputs[0]
