@@ -146,15 +146,18 @@ class Run(Generic[T]):
 
 def interleave(runs: Sequence[Run[T]], rng: torch.Generator, rounds: int, warmup: int,
                verify: Callable[[int, list[T]], None], budget: float = math.inf,
-               decided: Callable[[list[list[tuple[float, T]]]], bool] | None = None) -> list[list[tuple[float, T]]]:
+               decided: Callable[[list[list[tuple[float, T]]]], bool] | None = None,
+               warmed: float = math.inf) -> list[list[tuple[float, T]]]:
     """The timing engine: each round draws a fresh seed from `rng` and times every run once on it, on the
     judge's clock, in an order that rotates every round; then `verify(seed, replies in the runs' order)`.
     Every other run's process is frozen from before a run's timer starts until after it stops; the timer stops
     when the run's last reply has arrived (Student.arrived), before the judge decodes it.
     For each run, (seconds, reply) of every round after the `warmup` rounds. Once the first run's requests
     have taken `budget` seconds in all, warm-up ends and two measured rounds are enough (code that slow is
-    far from any bar, and its cost does not shrink with more rounds). `decided(timed so far)`, asked after each
-    measured round, ends the rounds early: the verdict is certain whatever the rounds left could show."""
+    far from any bar, and its cost does not shrink with more rounds). A round whose first run's request took
+    `warmed` seconds or more ends the warm-up: calls that long are past their one-time costs. `decided(timed so
+    far)`, asked after each measured round, ends the rounds early: the verdict is certain whatever the rounds left
+    could show."""
     timed: list[list[tuple[float, T]]] = [[] for _ in runs]
     spent = 0.0
     for r in itertools.count():
@@ -170,6 +173,8 @@ def interleave(runs: Sequence[Run[T]], rng: torch.Generator, rounds: int, warmup
                 arrived = runs[i].process.arrived  # before the judge decoded the reply
                 replies[i] = ((arrived if arrived > started else time.perf_counter()) - started, reply)
         verify(seed, [replies[i][1] for i in range(len(runs))])
+        if r < warmup and replies[0][0] >= warmed:
+            warmup = r + 1
         spent += replies[0][0]
         over = spent > budget
         if r >= warmup or over:
@@ -201,6 +206,23 @@ TIMED_REQUEST_SECONDS = 60.0
 # and to fail early a correct form (1x to 6x, benchmarks/timing_stability.py) its own calls 5x and more.
 DECIDED_ROUNDS = 5
 PASS_MARGIN, FAIL_MARGIN = 4.0, 4.0
+# Far beyond the bar, fewer rounds decide: a time above at_most * FAR_MARGIN in FAR_ROUNDS measured rounds fails at
+# once. A correct form (6x the reference at most) would need its own calls inflated 21x and more in each of those
+# rounds, while the reference's, timed between them with the student's box frozen, were not; the loops the bar is
+# for are 14x to 800x the reference (benchmarks/timing_stability.py).
+FAR_ROUNDS = 2
+FAR_MARGIN = 16.0
+# A student's request (`count` calls) taking this long in a warm-up round ends the warm-up: a correct form's
+# request takes milliseconds, so this shortens only a loop's timing (its first request alone runs `count` calls).
+WARMED_SECONDS = 0.1
+
+
+def certain(slowdown: float, measured: int, at_most: float) -> bool:
+    """Whether `measured` rounds whose fastest times give `slowdown` decide the bar `at_most`, whatever the rounds
+    left could show (DECIDED_ROUNDS, PASS_MARGIN, FAIL_MARGIN; FAR_ROUNDS, FAR_MARGIN)."""
+    if measured >= FAR_ROUNDS and slowdown > at_most * FAR_MARGIN:
+        return True
+    return measured >= DECIDED_ROUNDS and (slowdown < at_most / PASS_MARGIN or slowdown > at_most * FAIL_MARGIN)
 
 
 def input_sets(specs: list[Spec] | list[list[Spec]]) -> list[list[Spec]]:
@@ -226,8 +248,9 @@ def compare_speed(
     correct form, and its verdict does not hang on subtracting two noisy times (a loop's cost per row still
     dwarfs the making). Every output of the first two must match `oracle` on the same inputs (torch.allclose
     with `rtol` and `atol`). Once the student's requests have taken `budget` seconds, two measured rounds are
-    enough (interleave). Given the bar `at_most` (the most the student's time may be, in reference times), the
-    rounds stop as soon as the verdict is certain (DECIDED_ROUNDS, PASS_MARGIN, FAIL_MARGIN).
+    enough (interleave), and a request of WARMED_SECONDS ends the warm-up. Given the bar `at_most` (the most the
+    student's time may be, in reference times), the rounds stop as soon as the verdict is certain (DECIDED_ROUNDS,
+    PASS_MARGIN, FAIL_MARGIN; FAR_ROUNDS and FAR_MARGIN far beyond the bar).
     """
     sets = input_sets(specs)
     # A loop can take seconds per request: it fails the bar, not the grading's limit on one call.
@@ -258,12 +281,11 @@ def compare_speed(
     if subtract_making:
         runs.append(Run(reference.student, lambda seed: reference.student.timed_run(None, sets, seed, count)))
     def decided(timed: list[list[tuple[float, dict[str, Any]]]]) -> bool:
-        if at_most is None or len(timed[0]) < DECIDED_ROUNDS:
-            return False
-        slowdown = _speed(timed, count, subtract_making).slowdown
-        return slowdown < at_most / PASS_MARGIN or slowdown > at_most * FAIL_MARGIN
+        return at_most is not None and len(timed[0]) >= FAR_ROUNDS and certain(
+            _speed(timed, count, subtract_making).slowdown, len(timed[0]), at_most)
 
-    return _speed(interleave(runs, rng, rounds, warmup, verify, budget, decided), count, subtract_making)
+    return _speed(interleave(runs, rng, rounds, warmup, verify, budget, decided, WARMED_SECONDS), count,
+                  subtract_making)
 
 
 def _speed(timed: list[list[tuple[float, dict[str, Any]]]], count: int, subtract_making: bool) -> Speed:

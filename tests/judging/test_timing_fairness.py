@@ -6,9 +6,11 @@ a CPU hog); these tests check the mechanism and a few of the slowest correct for
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
@@ -19,7 +21,20 @@ from autograder.chapters.ch08_mixed_precision.checks import measure_amp_speed
 from autograder.judging.api import StudentApi, answer
 from autograder.judging.notebook import load_submission
 from autograder.judging.student import Student
-from autograder.judging.timing import compare_speed, randn, reference_process
+from autograder.judging.timing import (
+    DECIDED_ROUNDS,
+    FAIL_MARGIN,
+    FAR_MARGIN,
+    FAR_ROUNDS,
+    PASS_MARGIN,
+    WARMED_SECONDS,
+    Run,
+    certain,
+    compare_speed,
+    interleave,
+    randn,
+    reference_process,
+)
 from benchmarks.timing_stability import FORMS
 from tests.kit import FAST, by_name, grade_fast, solved, zygote
 
@@ -108,3 +123,44 @@ def test_the_amp_speed_comparison_runs_on_the_timing_engine(tmp_path: Path) -> N
         student.close()
     assert speed.amp > 0 and speed.float32 > 0 and speed.memory_ratio == 0  # memory is measured on CUDA only
     assert "(median of 3 interleaved rounds of 2 steps)" in speed.describe()
+
+
+class _Process:
+    """A stand-in for a timed child: nothing to freeze, its reply arrived when its call returned."""
+
+    def __init__(self) -> None:
+        self.arrived = 0.0
+        self.control = self
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        yield
+
+
+def _sleeping(process: _Process, seconds: float, calls: list[int]) -> Run[float]:
+    def call(seed: int) -> float:
+        time.sleep(seconds)
+        process.arrived = time.perf_counter()
+        calls.append(seed)
+        return seconds
+
+    return Run(cast(Student, process), call)
+
+
+@pytest.mark.parametrize(("seconds", "requests"), [(WARMED_SECONDS * 1.5, 2), (0.0, 3)])
+def test_a_long_request_ends_the_warm_up_and_short_ones_keep_it(seconds: float, requests: int) -> None:
+    student, reference = _Process(), _Process()
+    calls: list[int] = []
+    timed = interleave([_sleeping(student, seconds, calls), _sleeping(reference, 0.0, [])], torch.Generator(),
+                       rounds=1, warmup=2, verify=lambda seed, replies: None, warmed=WARMED_SECONDS)
+    assert len(timed[0]) == 1 and len(calls) == requests  # one warm-up round for a long request, else two
+
+
+def test_only_a_time_far_beyond_the_bar_is_decided_in_fewer_rounds() -> None:
+    bar = 8.0
+    assert certain(bar * FAR_MARGIN * 1.1, FAR_ROUNDS, bar)  # a loop hundreds of times the reference: failed now
+    assert not certain(bar * FAR_MARGIN * 1.1, FAR_ROUNDS - 1, bar)
+    assert not certain(bar * FAIL_MARGIN * 1.1, FAR_ROUNDS, bar)  # beyond the bar, but not far: more rounds
+    assert certain(bar * FAIL_MARGIN * 1.1, DECIDED_ROUNDS, bar)
+    assert not certain(6.0, DECIDED_ROUNDS, bar) and not certain(6.0, 100, bar)  # a slow correct form: all rounds
+    assert certain(bar / PASS_MARGIN / 1.1, DECIDED_ROUNDS, bar) and not certain(1.0, FAR_ROUNDS, bar)
