@@ -6,6 +6,11 @@ KIT_HOME := $(CURDIR)/.venv/home
 demo test e2e: export JUPYTER_DATA_DIR := $(KIT_HOME)/jupyter
 demo test e2e: export JUPYTER_RUNTIME_DIR := $(KIT_HOME)/jupyter/runtime
 demo test e2e: export IPYTHONDIR := $(KIT_HOME)/ipython
+# Compiled bytecode of the checkout (the kit, its tests) goes to .venv/home/pycache, so each of the runs' many
+# Python processes reads it instead of compiling the kit again, even where PYTHONDONTWRITEBYTECODE is set (as on
+# the kit's build machines); the checkout itself gets no __pycache__. The environment's own is compiled at setup.
+demo test e2e: export PYTHONDONTWRITEBYTECODE :=
+demo test e2e: export PYTHONPYCACHEPREFIX := $(KIT_HOME)/pycache
 
 .PHONY: setup demo test lint device-sweep e2e-setup e2e slurm-setup slurm-test
 setup:
