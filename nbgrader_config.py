@@ -6,8 +6,9 @@ import warnings
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
-# nbgrader makes gradebook.db by running `alembic` from PATH: use the one installed beside this
-# interpreter (.venv/bin), so `.venv/bin/nbgrader ...` works without activating the environment.
+# nbgrader runs `alembic` from PATH (`nbgrader db upgrade`; a new gradebook.db where the line below is not
+# installed): use the one beside this interpreter (.venv/bin), so `.venv/bin/nbgrader ...` works without
+# activating the environment.
 # (Formgrader reads this file on every request: prepend once.)
 if os.environ.get("PATH", "").split(os.pathsep)[0] != os.path.dirname(sys.executable):
     os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])

@@ -22,7 +22,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -
     # uv writes no .pyc (its --compile-bytecode left most packages uncompiled here), and where
     # PYTHONDONTWRITEBYTECODE is set (as on the kit's build machines) Python writes none either, so every process
     # compiled nbgrader, SQLAlchemy, matplotlib... from source again: `import nbgrader.apps` 1.9 s, 0.8 s once
-    # compiled. compileall writes them whatever that setting (about 10 s on 2 cores, once); it exits 1 for the
+    # compiled. compileall writes them whatever that setting (about 14 s on 2 cores, once); it exits 1 for the
     # few files that packages ship uncompilable on purpose (test data), which is no failure here.
     .venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
         > /dev/null || true

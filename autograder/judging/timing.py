@@ -281,8 +281,7 @@ def compare_speed(
     if subtract_making:
         runs.append(Run(reference.student, lambda seed: reference.student.timed_run(None, sets, seed, count)))
     def decided(timed: list[list[tuple[float, dict[str, Any]]]]) -> bool:
-        return at_most is not None and len(timed[0]) >= FAR_ROUNDS and certain(
-            _speed(timed, count, subtract_making).slowdown, len(timed[0]), at_most)
+        return at_most is not None and certain(_speed(timed, count, subtract_making).slowdown, len(timed[0]), at_most)
 
     return _speed(interleave(runs, rng, rounds, warmup, verify, budget, decided, WARMED_SECONDS), count,
                   subtract_making)

@@ -20,10 +20,10 @@ import pytest
 
 from autograder.course import selftest
 from autograder.course.cases import CorrectForm, Mutant, cases, defined_names
-from autograder.judging.judge import Grade, GradeOptions, grade
+from autograder.judging.judge import Grade
 from autograder.judging.registry import CHAPTERS
 from tests.chapters.test_chapters import grader
-from tests.kit import limits_for, solution_cells, zygote
+from tests.kit import grade_fast, limits_for, solution_cells
 
 pytestmark = pytest.mark.slow  # minutes in all: tests/conftest.py starts it first
 
@@ -35,7 +35,7 @@ HANG_SECONDS = 1.0
 
 def hang_grader(notebook: Path, device: str, only: str | None) -> Grade:
     limits = dataclasses.replace(limits_for(notebook.stem), call_seconds=HANG_SECONDS)
-    return grade(notebook, options=GradeOptions(device, selftest.SEED, limits, only=only), zygote=zygote())
+    return grade_fast(notebook, device=device, seed=selftest.SEED, limits=limits, only=only)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)

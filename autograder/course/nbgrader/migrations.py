@@ -4,7 +4,7 @@ nbgrader stamps every gradebook.db it makes with that revision, which it finds b
 interpreter (nbgrader.api.get_alembic_version): 2 to 3 s of each first `nbgrader generate_assignment`, each
 course's first Formgrader visit and each gradebook the kit makes, most of it importing nbgrader again in the
 alembic process. alembic's own ScriptDirectory reads the same migration scripts here (tests/course/
-test_nbgrader_autograde.py compares it with `alembic heads`). nbgrader_config.py installs it for every nbgrader
+test_nbgrader_workflow.py compares it with `alembic heads`). nbgrader_config.py installs it for every nbgrader
 process of the course.
 """
 
