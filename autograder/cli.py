@@ -44,8 +44,9 @@ def _grade(args: argparse.Namespace) -> int:
         # The whole process, which only judges: one torch thread, as the sandbox's children have. The judge's
         # oracles are small; its idle threads would spin on the cores that timed children need.
         torch.set_num_threads(1)
-        if warm:  # the zygote is still importing torch._dynamo: time for the judge's own lazy import (0.4 s), which
-            import torch.fx.experimental.symbolic_shapes  # (autograd.grad with grad_outputs imports it)
+        # The judge's gradient oracles import it on their first autograd.grad with an output gradient (0.3 s); the
+        # zygote imports it too before it answers (runtime/zygote.warm_up), so now it costs no wait of its own.
+        import torch.fx.experimental.symbolic_shapes
         if sub is not None and sub.chapter.config.judge_loads_dynamo:  # and its oracles' (1 s and more)
             import torch._dynamo
         from autograder.judging.report import clean, gradescope, text

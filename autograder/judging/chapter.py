@@ -13,8 +13,8 @@ from pathlib import Path
 class ChapterConfig:
     """A chapter's own settings, declared as CONFIG in autograder/chapters/ch<id>/__init__.py."""
 
-    # Its grading imports torch._dynamo (1-2 s): operator traces (TorchDispatchMode), an optimizer's first step,
-    # torch.func. The zygote then imports it once, before forking, instead of every child on its own.
+    # Its student process imports torch._dynamo (1-2 s): an optimizer's first step, torch.func (the kit's operator
+    # traces do not: sandbox/runtime/child.Trace). The zygote then imports it once, before forking, not every child.
     loads_dynamo: bool = False
     # A call into student code trains a model: short test limits keep the default call limit for it.
     trains: bool = False

@@ -2,4 +2,4 @@
 
 from autograder.judging.chapter import ChapterConfig
 
-CONFIG = ChapterConfig(loads_dynamo=True)
+CONFIG = ChapterConfig()

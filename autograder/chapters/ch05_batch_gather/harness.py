@@ -10,11 +10,12 @@ decides no point).
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from autograder.sandbox.runtime.child import Trace
 
-class DeviceTrace(TorchDispatchMode):
+
+class DeviceTrace(Trace):
     """The device types of all tensors made by the aten operators a call issues."""
 
     def __init__(self) -> None:

@@ -37,7 +37,17 @@ def _error(exc: BaseException) -> dict[str, Any]:
     return {"type": type(exc).__name__, "message": str(exc)[:2000], "where": _where(exc)}
 
 
-class OpTrace(TorchDispatchMode):
+class Trace(TorchDispatchMode):
+    """A dispatch mode for the kit's records. torch wraps a mode's __torch_dispatch__ in torch._dynamo.disable by
+    default, so that the first call imports torch._dynamo (0.7-3 s a child); this hook (torch 2.13) opts out. Where
+    a torch has no such hook, the zygote's first trace imports it once for every child (zygote.warm_up)."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
+
+
+class OpTrace(Trace):
     """Records the name of every aten operator a call issues (after autograd)."""
 
     def __init__(self) -> None:

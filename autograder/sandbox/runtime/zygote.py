@@ -90,10 +90,20 @@ def _wait(pid: int, timeout: float) -> int | None:
         time.sleep(0.005)
 
 
-def _import_dynamo(torch: Any, child: Any) -> None:
-    """The first TorchDispatchMode use imports torch._dynamo (1-3.5 s here), as an optimizer's first step and
-    torch.func do: once, only for chapters that need it (Chapter.loads_dynamo), and before any fork so that
-    every child shares it."""
+def _import_dynamo() -> None:
+    """An optimizer's first step and torch.func import torch._dynamo (1-3.5 s here): once, only for chapters that
+    need it (Chapter.loads_dynamo), and before any fork so that every child shares it."""
+    import torch._dynamo  # noqa: F401
+
+
+def warm_up(torch: Any, child: Any) -> None:
+    """What every child would otherwise import on its own, done once before any fork: what autograd.grad imports
+    when given an output gradient (sympy's symbolic shapes, 0.3 s; imported, not run: a backward pass here would
+    start autograd's device threads on a GPU machine, and no child could run one after the fork), and the kit's
+    first operator trace (where a torch wraps dispatch modes in torch._dynamo.disable, see child.Trace, this imports
+    torch._dynamo; with torch 2.13 nothing)."""
+    import torch.fx.experimental.symbolic_shapes
+
     with child.OpTrace():
         torch.zeros(1).add_(1)
 
@@ -112,7 +122,7 @@ def _kill_boxes(boxes: dict[int, tuple[int | None, int | None, bool]]) -> None:
             os.waitpid(pid, 0)
 
 
-def _serve(sock: socket.socket, torch: Any, child: Any, warmed: bool,
+def _serve(sock: socket.socket, warmed: bool,
            boxes: dict[int, tuple[int | None, int | None, bool]]) -> None:
     """Answer the judge's requests until its channel closes or it dies."""
     judge = os.getppid()
@@ -131,7 +141,7 @@ def _serve(sock: socket.socket, torch: Any, child: Any, warmed: bool,
         req = json.loads(msg)
         if req["op"] == "spawn":
             if req.get("warm") and not warmed:
-                _import_dynamo(torch, child)
+                _import_dynamo()
                 warmed = True
             pid, box = _spawn(req, fds, sock)
             for fd in fds:
@@ -160,12 +170,13 @@ def main() -> None:
     )
 
     syscalls.program()  # the seccomp filter, built once for every child
+    warm_up(torch, child)
     warmed = sys.argv[2:] == ["warm"]
     if warmed:  # asked for at start: the judge imports its own torch meanwhile
-        _import_dynamo(torch, child)
+        _import_dynamo()
     boxes: dict[int, tuple[int | None, int | None, bool]] = {}  # child pid -> (box pid, uid, PID namespace)
     try:
-        _serve(sock, torch, child, warmed, boxes)
+        _serve(sock, warmed, boxes)
     finally:
         _kill_boxes(boxes)
         os._exit(0)  # nothing to flush or save: skip the interpreter's teardown of torch (about 0.8 s)
