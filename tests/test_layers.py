@@ -3,7 +3,8 @@
 sandbox/runtime/ (copied beside student code) imports nothing else of the kit; sandbox/ knows no notebooks,
 chapters or pytest; judging/ never reaches up into course/ or the chapters (it finds a chapter's folder
 through the registry, at run time); a chapter imports the kit through one surface, judging/authoring.py (its
-torch-free __init__.py: ChapterConfig from judging/chapter.py), never the sandbox or the course layer directly.
+torch-free __init__.py: ChapterConfig from judging/chapter.py; its harness, run in the student's process: the child
+runtime), never the sandbox or the course layer otherwise.
 Read statically, from every module's imports, so a new import that breaks
 a layer fails here before it fails in a sandboxed child or on a GPU runner without Jupyter.
 """
@@ -27,7 +28,9 @@ FORBIDDEN = {
     "course": ("autograder.cli",),
 }
 # module (a glob, matched from the right) -> the kit modules it may import all the same
+# A harness runs in the student's process, where the child runtime is the only kit code there is: it may build on it.
 ALLOWED = {"chapters/*/__init__.py": ("autograder.judging.chapter",),
+           "chapters/*/harness.py": ("autograder.sandbox.runtime.child",),
            "chapters/*/*.py": ("autograder.judging.authoring",)}
 
 
@@ -75,6 +78,9 @@ def test_the_rule_catches_an_import_that_reaches_up() -> None:
     assert breaks(ch / "cases.py", "from autograder.judging.authoring import wrong\n") == []
     assert breaks(ch / "cases.py", "from autograder.course.cases import wrong\n") == ["autograder.course.cases",
                                                                                      "autograder.course.cases.wrong"]
+    assert breaks(ch / "harness.py", "from autograder.sandbox.runtime.child import Trace\n") == []
+    assert breaks(ch / "harness.py", "from autograder.sandbox.launcher import Zygote\n") == [
+        "autograder.sandbox.launcher", "autograder.sandbox.launcher.Zygote"]
     assert breaks(ch / "checks.py", "from autograder.sandbox.runtime import wire\n") == [
         "autograder.sandbox.runtime", "autograder.sandbox.runtime.wire"]
     assert breaks(ch / "checks.py", "import autograder.judging.expect\n") == ["autograder.judging.expect"]
